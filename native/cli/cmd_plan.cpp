@@ -1,0 +1,7 @@
+// PLACEHOLDER written by the lead so every helper can link from the start.
+// The owner replaces this whole file; no placeholder may remain at the end.
+#include "cli/commands.hpp"
+#include "core/error.hpp"
+namespace headroom::cli {
+int cmd_plan(const Argv&) { throw Error("plan: not implemented yet"); }
+}

@@ -1,0 +1,39 @@
+#pragma once
+// Memory plan of Headroom's native VAE decoders: full or tiled, which tile, what peak.
+// Pure C++ so the estimator, the CLI and the LibTorch decoders share one model of it.
+#include <cstdint>
+#include <string>
+
+namespace headroom {
+
+struct DecodeRequest {
+  std::string family;            // "kl" (Flux/SD/SDXL), "wan2.1", "wan2.2"
+  int latent_channels = 16;
+  int batch = 1;
+  int latent_frames = 1;         // video: latent T; images: 1
+  int latent_height = 128;
+  int latent_width = 128;
+  int base_channels = 0;         // decoder width of the first level; 0 = the real model's
+  int dtype_bytes = 2;           // activations: 4 fp32, 2 bf16/fp16
+  std::string mode = "auto";     // full | exact | fast | blend | auto
+  int tile_px = 0;               // requested tile edge in output pixels; 0 = largest that fits
+  std::uint64_t budget_bytes = 0;  // 0 = no limit
+};
+
+struct DecodePlan {
+  std::string mode;              // the mode that will run (auto resolves to full or exact)
+  int tile_latent = 0;           // tile edge in latent pixels (0 for full)
+  int halo_latent = 0;           // extra latent pixels decoded on each side of a tile
+  int tiles = 1;                 // number of tiles per image
+  bool park_on_cpu = false;      // activations parked in CPU memory between norm layers
+  std::uint64_t peak_bytes = 0;  // predicted device memory at the decode's peak (reserved)
+  std::uint64_t full_peak_bytes = 0;  // what a full decode would need
+};
+
+// Throws InputError when no plan fits the budget (naming budget and the smallest that works).
+DecodePlan plan_decode(const DecodeRequest& request);
+
+// The Wan part of plan_decode (decode_plan_wan.cpp); plan_decode dispatches to it.
+DecodePlan plan_decode_wan(const DecodeRequest& request);
+
+}  // namespace headroom

@@ -1,0 +1,50 @@
+#pragma once
+// A generation job as the estimator sees it: which models, at which precision, on what shapes.
+// Built from CLI flags (estimate), from a ComfyUI workflow (plan) or from node inputs.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace headroom {
+
+// One model file that ComfyUI will load.
+struct Component {
+  std::string model;      // canonical catalog name, e.g. "flux1-dev", "t5-xxl", "flux-vae"
+  std::string precision;  // canonical precision ("bf16", "fp16", "fp32", "fp8_e4m3fn", "fp8_e5m2",
+                          // "fp8_scaled", "gguf-q8_0", ...); empty = the catalog's default
+  std::optional<std::uint64_t> weight_bytes;  // exact bytes read from the file header, when known
+  std::string file;       // file name it came from ("" when chosen by name only)
+};
+
+// How the VAE decode is run.
+enum class DecodeMode {
+  Full,      // ComfyUI's VAE Decode: whole latent at once (falls back to tiled on OOM)
+  Tiled,     // ComfyUI's VAE Decode (Tiled) / Headroom blend: tile_px tiles
+  Headroom,  // Headroom exact tiled decode sized to the budget
+};
+
+struct Job {
+  std::optional<Component> diffusion;      // the diffusion model (for Wan 2.2 A14B: either expert)
+  std::vector<Component> text_encoders;    // CLIP-L + T5-XXL for Flux, umT5-XXL for Wan
+  std::optional<Component> clip_vision;    // CLIP-vision-H for Wan 2.1 I2V
+  std::optional<Component> vae;
+  std::uint64_t lora_bytes = 0;            // LoRA weights patched into the diffusion model
+
+  int width = 1024;                        // output pixels
+  int height = 1024;
+  int frames = 1;                          // output frames (video); 1 for images
+  int batch = 1;
+  double cfg = 1.0;                        // cfg != 1 runs cond and uncond in one batch in ComfyUI
+  int reference_images = 0;                // Kontext reference latents appended as tokens (output-sized)
+
+  DecodeMode decode_mode = DecodeMode::Full;
+  int decode_tile_px = 0;                  // tile edge in output pixels for Tiled/Headroom; 0 = choose
+
+  int blocks_swapped = 0;                  // transformer blocks kept in RAM and streamed (block swap)
+  bool text_encoder_on_cpu = false;        // text encoders run on the CPU (--clip-on-cpu style)
+
+  std::vector<std::string> notes;          // what was inferred rather than read ("precision from file name")
+};
+
+}  // namespace headroom

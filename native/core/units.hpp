@@ -1,0 +1,21 @@
+#pragma once
+// Byte sizes as people write them ("6GiB", "6000MB", "24 GB") and as we print them.
+#include <cstdint>
+#include <string>
+
+namespace headroom {
+
+constexpr std::uint64_t KiB = 1024ull;
+constexpr std::uint64_t MiB = 1024ull * KiB;
+constexpr std::uint64_t GiB = 1024ull * MiB;
+
+// Parses a size. Units: B, KB/MB/GB/TB (powers of 1000), KiB/MiB/GiB/TiB (powers of 1024),
+// case-insensitive; a bare number means `bare_unit` bytes (GiB for VRAM flags).
+// Throws InputError(field) on anything else, negative or overflowing values.
+std::uint64_t parse_size(const std::string& text, const std::string& field,
+                         std::uint64_t bare_unit = GiB);
+
+// "12.34 GiB", "512.0 MiB", "900 B".
+std::string format_bytes(std::uint64_t bytes);
+
+}  // namespace headroom
