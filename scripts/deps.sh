@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config
   nlohmann-json3-dev catch2 libbenchmark-dev pybind11-dev python3-pybind11
-  python3 python3-dev python3-torch libtorch-dev python3-numpy python3-pytest python3-aiohttp
+  python3 python3-dev python3-torch libtorch-dev zlib1g-dev python3-numpy python3-pytest python3-aiohttp
   clang libclang-rt-14-dev
   nodejs npm chromium
 )

@@ -1,9 +1,201 @@
-// PLACEHOLDER written by the lead so every helper can link from the start.
-// The owner replaces this whole file; no placeholder may remain at the end.
+// `headroom explain`, `headroom llm`, `headroom train`: flags -> api JSON -> a table or --json.
+#include <cstdio>
+#include <iostream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/args.hpp"
 #include "cli/commands.hpp"
+#include "core/api.hpp"
 #include "core/error.hpp"
+#include "core/units.hpp"
+
 namespace headroom::cli {
-int cmd_explain(const Argv&) { throw Error("explain: not implemented yet"); }
-int cmd_llm(const Argv&) { throw Error("llm: not implemented yet"); }
-int cmd_train(const Argv&) { throw Error("train: not implemented yet"); }
+namespace {
+
+using nlohmann::json;
+
+const char* kExplainHelp =
+    "usage: headroom explain [FILE|-] [--json]\n"
+    "Reads an error text (a file, or stdin when FILE is - or missing) and, if it is an out-of-memory\n"
+    "message (PyTorch CUDA/ROCm/MPS/XPU, cudaMallocAsync, CUDA/HIP runtime, cuBLAS, cuDNN, vLLM,\n"
+    "llama.cpp/Ollama, DirectML, transformers), prints its figures, a diagnosis and ordered fixes.\n"
+    "Exit status: 0 recognised, 1 not an out-of-memory message, 2 bad input.\n";
+
+const char* kLlmHelp =
+    "usage: headroom llm (--model NAME | --params B --layers L --kv-heads H --head-dim D)\n"
+    "                    --context TOKENS [--precision P] [--kv-precision K] [--batch N]\n"
+    "                    [--gpu NAME | --vram GIB] [--json]\n"
+    "LLM inference memory: weights at a precision + KV cache (2 x layers x kv_heads x head_dim x bytes\n"
+    "per token) + runtime overhead. P: bf16, fp16, fp32, fp8, int8, int4 (AWQ/GPTQ), nf4, gguf-q8_0,\n"
+    "gguf-q6_k, gguf-q5_k_m, gguf-q4_k_m, gguf-q4_0, gguf-q3_k_m, gguf-q2_k. K: fp16, fp8, q8_0, q4_0.\n"
+    "Models: see native/data/llms.json (llama-3.1-8b, llama-3.1-70b, qwen3-8b, qwen3-32b, ...).\n"
+    "Exit status: 0 fits (or no card given), 1 does not fit, 2 bad input.\n";
+
+const char* kTrainHelp =
+    "usage: headroom train (--model NAME | --params B [--layers L --hidden H ...]) --method full|lora|qlora\n"
+    "                      [--optimizer adamw|adamw8bit|sgd] [--precision bf16|fp32] [--lora-rank R]\n"
+    "                      [--seq-len S] [--batch N] [--gradient-checkpointing] [--gpu NAME | --vram GIB] [--json]\n"
+    "Training memory: weights, gradients, fp32 master weights and optimizer states (16 bytes per\n"
+    "parameter for a mixed-precision AdamW full fine-tune), LoRA/QLoRA adapters, activations and logits.\n"
+    "Exit status: 0 fits (or no card given), 1 does not fit, 2 bad input.\n";
+
+bool wants_help(const Argv& args) {
+  for (const auto& a : args)
+    if (a == "--help" || a == "-h") return true;
+  return false;
 }
+
+// Runs an api call, renaming a JSON field in an InputError to the CLI flag that set it.
+template <typename F>
+json call(F&& f) {
+  try {
+    return f();
+  } catch (const InputError& e) {
+    std::string flag = e.field();
+    for (auto& c : flag)
+      if (c == '_') c = '-';
+    std::string what = e.what();
+    std::string rest = what.substr(e.field().size() + 2);
+    throw InputError("--" + flag, rest);
+  }
+}
+
+std::string size_or_dash(const json& v) {
+  return v.is_number_unsigned() || v.is_number_integer() ? format_bytes(v.get<std::uint64_t>()) : "-";
+}
+
+void copy_flags(const Args& a, json& request, const std::vector<std::pair<std::string, std::string>>& names) {
+  for (const auto& [flag, field] : names)
+    if (auto v = a.get(flag)) request[field] = *v;
+  if (auto v = a.get("vram")) request["vram_bytes"] = parse_size(*v, "--vram", GiB);
+}
+
+void print_verdict(const json& r) {
+  if (r["verdict"].is_null()) return;
+  std::string card = r["gpu"].is_string() ? r["gpu"].get<std::string>() : format_bytes(r["budget_bytes"].get<std::uint64_t>());
+  std::int64_t room = r["headroom_bytes"].get<std::int64_t>();
+  std::cout << "  " << card << ": " << (r["verdict"] == "fits" ? "fits, " : "does not fit, ")
+            << format_bytes(static_cast<std::uint64_t>(room < 0 ? -room : room)) << (room < 0 ? " short" : " to spare");
+  if (r.contains("max_context_that_fits")) std::cout << "; longest context that fits: " << r["max_context_that_fits"].get<std::int64_t>() << " tokens";
+  std::cout << "\n";
+}
+
+int verdict_status(const json& r) { return r["verdict"] == "does_not_fit" ? 1 : 0; }
+
+}  // namespace
+
+int cmd_explain(const Argv& argv) {
+  if (wants_help(argv)) {
+    std::cout << kExplainHelp;
+    return 0;
+  }
+  Args a(argv, {}, {"json"});
+  if (a.positionals().size() > 1) throw InputError("FILE", "give one file (or - for stdin)");
+  std::string path = a.positionals().empty() ? "-" : a.positionals()[0];
+  json r = api::explain(read_text(path, "FILE"));
+  if (a.has("json")) {
+    std::cout << r.dump(2) << "\n";
+    return r["recognised"].get<bool>() ? 0 : 1;
+  }
+  if (!r["recognised"].get<bool>()) {
+    std::cout << "Not recognised as an out-of-memory message.\n";
+    return 1;
+  }
+  std::cout << "Out of memory: " << r["origin"].get<std::string>() << " on " << r["backend"].get<std::string>();
+  if (r["gpu_index"].is_number()) std::cout << ", GPU " << r["gpu_index"].get<int>();
+  if (r["app"].is_string()) std::cout << " (" << r["app"].get<std::string>() << ")";
+  std::cout << "  [" << r["format"].get<std::string>() << "]\n";
+  const std::pair<const char*, const char*> rows[] = {
+      {"requested", "requested_bytes"},       {"total", "total_bytes"},
+      {"free", "free_bytes"},                 {"allocated by PyTorch", "allocated_bytes"},
+      {"reserved, unallocated", "reserved_unallocated_bytes"}, {"reserved in total", "reserved_total_bytes"},
+      {"this process", "process_bytes"}};
+  for (const auto& [label, field] : rows)
+    if (!r[field].is_null()) std::printf("  %-22s %s\n", label, size_or_dash(r[field]).c_str());
+  if (r["other_processes"].is_array())
+    for (const auto& p : r["other_processes"])
+      std::printf("  %-22s %s\n", ("process " + std::to_string(p["pid"].get<std::uint64_t>())).c_str(),
+                  format_bytes(p["bytes"].get<std::uint64_t>()).c_str());
+  std::cout << "\nDiagnosis (" << r["diagnosis"]["id"].get<std::string>() << "): " << r["diagnosis"]["text"].get<std::string>()
+            << "\n\nFixes, in order:\n";
+  int i = 1;
+  for (const auto& f : r["fixes"]) std::cout << "  " << i++ << ". " << f["text"].get<std::string>() << "\n";
+  if (!r["notes"].empty()) {
+    std::cout << "\nNotes:\n";
+    for (const auto& n : r["notes"]) std::cout << "  - " << n.get<std::string>() << "\n";
+  }
+  return 0;
+}
+
+int cmd_llm(const Argv& argv) {
+  if (wants_help(argv)) {
+    std::cout << kLlmHelp;
+    return 0;
+  }
+  Args a(argv, {"model", "params", "layers", "kv-heads", "head-dim", "hidden", "heads", "precision", "kv-precision",
+                "context", "batch", "gpu", "vram"},
+         {"json"});
+  if (!a.positionals().empty()) throw InputError(a.positionals()[0], "unexpected argument; see headroom llm --help");
+  json request = json::object();
+  copy_flags(a, request,
+             {{"model", "model"}, {"params", "params"}, {"layers", "layers"}, {"kv-heads", "kv_heads"},
+              {"head-dim", "head_dim"}, {"hidden", "hidden"}, {"heads", "heads"}, {"precision", "precision"},
+              {"kv-precision", "kv_precision"}, {"context", "context"}, {"batch", "batch"}, {"gpu", "gpu"}});
+  json r = call([&] { return api::llm(request); });
+  if (a.has("json")) {
+    std::cout << r.dump(2) << "\n";
+    return verdict_status(r);
+  }
+  std::printf("%s (%.2f B params), %s weights, %s KV cache, context %lld x batch %lld\n",
+              r["model"]["name"].get<std::string>().c_str(), r["model"]["params"].get<double>() / 1e9,
+              r["precision"]["name"].get<std::string>().c_str(), r["kv_precision"]["name"].get<std::string>().c_str(),
+              static_cast<long long>(r["context"].get<std::int64_t>()), static_cast<long long>(r["batch"].get<std::int64_t>()));
+  std::printf("  %-10s %12s   %g bits per weight\n", "weights", size_or_dash(r["weights_bytes"]).c_str(),
+              r["precision"]["bits_per_weight"].get<double>());
+  std::printf("  %-10s %12s   %s per token\n", "KV cache", size_or_dash(r["kv_cache_bytes"]).c_str(),
+              format_bytes(static_cast<std::uint64_t>(r["kv_bytes_per_token"].get<double>())).c_str());
+  std::printf("  %-10s %12s   CUDA context and non-PyTorch memory\n", "overhead", size_or_dash(r["overhead_bytes"]).c_str());
+  std::printf("  %-10s %12s\n", "total", size_or_dash(r["total_bytes"]).c_str());
+  print_verdict(r);
+  return verdict_status(r);
+}
+
+int cmd_train(const Argv& argv) {
+  if (wants_help(argv)) {
+    std::cout << kTrainHelp;
+    return 0;
+  }
+  Args a(argv, {"model", "params", "layers", "hidden", "heads", "kv-heads", "head-dim", "intermediate", "vocab",
+                "method", "optimizer", "precision", "lora-rank", "seq-len", "batch", "gpu", "vram"},
+         {"json", "gradient-checkpointing"});
+  if (!a.positionals().empty()) throw InputError(a.positionals()[0], "unexpected argument; see headroom train --help");
+  json request = json::object();
+  copy_flags(a, request,
+             {{"model", "model"}, {"params", "params"}, {"layers", "layers"}, {"hidden", "hidden"}, {"heads", "heads"},
+              {"kv-heads", "kv_heads"}, {"head-dim", "head_dim"}, {"intermediate", "intermediate"}, {"vocab", "vocab"},
+              {"method", "method"}, {"optimizer", "optimizer"}, {"precision", "precision"}, {"lora-rank", "lora_rank"},
+              {"seq-len", "seq_len"}, {"batch", "batch"}, {"gpu", "gpu"}});
+  if (a.has("gradient-checkpointing")) request["gradient_checkpointing"] = true;
+  json r = call([&] { return api::train(request); });
+  if (a.has("json")) {
+    std::cout << r.dump(2) << "\n";
+    return verdict_status(r);
+  }
+  std::printf("%s (%.2f B params), %s fine-tune, %s, %s, seq %lld x batch %lld%s\n",
+              r["model"]["name"].get<std::string>().c_str(), r["params"].get<double>() / 1e9,
+              r["method"].get<std::string>().c_str(), r["optimizer"].get<std::string>().c_str(),
+              r["precision"].get<std::string>().c_str(), static_cast<long long>(r["seq_len"].get<std::int64_t>()),
+              static_cast<long long>(r["batch"].get<std::int64_t>()),
+              r["gradient_checkpointing"].get<bool>() ? ", gradient checkpointing" : "");
+  if (r["method"] != "full") std::printf("  trainable parameters: %.1f M\n", r["trainable_params"].get<double>() / 1e6);
+  for (const auto& c : r["components"])
+    std::printf("  %-28s %12s\n", c["name"].get<std::string>().c_str(), size_or_dash(c["bytes"]).c_str());
+  std::printf("  %-28s %12s\n", "total", size_or_dash(r["total_bytes"]).c_str());
+  for (const auto& n : r["notes"]) std::cout << "  note: " << n.get<std::string>() << "\n";
+  print_verdict(r);
+  return verdict_status(r);
+}
+
+}  // namespace headroom::cli

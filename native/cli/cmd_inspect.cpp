@@ -1,7 +1,110 @@
-// PLACEHOLDER written by the lead so every helper can link from the start.
-// The owner replaces this whole file; no placeholder may remain at the end.
+// `headroom inspect FILE... [--json]`: header-only report on .safetensors / .gguf files.
+// Exit 0 when every file was read, 2 when any is malformed or unreadable (the others are still shown).
+#include <cstdio>
+#include <iostream>
+
+#include "cli/args.hpp"
 #include "cli/commands.hpp"
+#include "core/api.hpp"
 #include "core/error.hpp"
+#include "core/units.hpp"
+
 namespace headroom::cli {
-int cmd_inspect(const Argv&) { throw Error("inspect: not implemented yet"); }
+namespace {
+
+using nlohmann::json;
+
+const char* kHelp =
+    "usage: headroom inspect FILE... [--json]\n"
+    "Reads the headers of .safetensors and .gguf files (never their tensor data) and reports the model\n"
+    "recognised, parameters, dtype mix, precision and the bytes ComfyUI will hold on the GPU.\n"
+    "Exit status: 0 all files read, 2 any file malformed or unreadable.\n";
+
+std::string text(const json& v) { return v.is_string() ? v.get<std::string>() : v.is_null() ? "-" : v.dump(); }
+
+std::string params(std::uint64_t n) {
+  char buf[32];
+  if (n >= 1000000000ull) std::snprintf(buf, sizeof buf, "%.2f B", n / 1e9);
+  else if (n >= 1000000ull) std::snprintf(buf, sizeof buf, "%.1f M", n / 1e6);
+  else std::snprintf(buf, sizeof buf, "%llu", static_cast<unsigned long long>(n));
+  return buf;
 }
+
+void print_component(const json& c, const std::string& indent) {
+  std::cout << indent << "model:        " << text(c["model"]);
+  if (c.contains("variant") && !c["variant"].is_null()) std::cout << " (" << text(c["variant"]) << ")";
+  if (c.contains("family") && !c["family"].is_null()) std::cout << ", family " << text(c["family"]);
+  std::cout << "\n" << indent << "role:         " << text(c["role"]) << "\n";
+  if (c.contains("candidates")) std::cout << indent << "also matches: " << c["candidates"].dump() << "\n";
+  if (c.contains("key_prefix") && !c["key_prefix"].get<std::string>().empty())
+    std::cout << indent << "key prefix:   " << text(c["key_prefix"]) << "\n";
+  std::cout << indent << "parameters:   " << params(c["parameters"].get<std::uint64_t>()) << "\n";
+  std::cout << indent << "precision:    " << text(c["precision"]) << "\n";
+  std::cout << indent << "GPU bytes:    " << format_bytes(c["gpu_bytes"].get<std::uint64_t>()) << " (weights "
+            << format_bytes(c["weight_gpu_bytes"].get<std::uint64_t>()) << " + dequantisation transient "
+            << format_bytes(c["dequant_transient_bytes"].get<std::uint64_t>()) << ")\n";
+  std::cout << indent << "dtype mix:\n";
+  for (auto it = c["dtype_mix"].begin(); it != c["dtype_mix"].end(); ++it) {
+    char line[160];
+    std::snprintf(line, sizeof line, "%s  %-12s %7llu tensors %12s params %12s\n", indent.c_str(), it.key().c_str(),
+                  static_cast<unsigned long long>((*it)["tensors"].get<std::uint64_t>()),
+                  params((*it)["parameters"].get<std::uint64_t>()).c_str(),
+                  format_bytes((*it)["bytes"].get<std::uint64_t>()).c_str());
+    std::cout << line;
+  }
+}
+
+void print_table(const json& r) {
+  std::cout << r["path"].get<std::string>() << "\n";
+  if (r.contains("error")) {
+    std::cout << "  error: " << r["error"].get<std::string>() << "\n";
+    return;
+  }
+  std::cout << "  format:       " << text(r["format"]) << ", " << r["tensors"].get<std::uint64_t>() << " tensors, file "
+            << format_bytes(r["file_bytes"].get<std::uint64_t>()) << " (header "
+            << format_bytes(r["header_bytes"].get<std::uint64_t>()) << ")\n";
+  json whole = r["recognised"];
+  for (const char* k : {"parameters", "precision", "gpu_bytes", "weight_gpu_bytes", "dequant_transient_bytes",
+                        "dtype_mix", "key_prefix"})
+    whole[k] = r[k];
+  print_component(whole, "  ");
+  if (r["recognised"].contains("components")) {
+    std::cout << "  components:\n";
+    for (const auto& c : r["recognised"]["components"]) {
+      std::cout << "  - " << (c["key_prefix"].get<std::string>().empty() ? "(no prefix)" : text(c["key_prefix"]))
+                << "\n";
+      print_component(c, "      ");
+    }
+  }
+}
+
+}  // namespace
+
+int cmd_inspect(const Argv& argv) {
+  Args args(argv, {}, {"json", "help"});
+  if (args.has("help")) {
+    std::cout << kHelp;
+    return 0;
+  }
+  if (args.positionals().empty()) throw InputError("FILE", "expected one or more .safetensors or .gguf files");
+  json reports = api::inspect(args.positionals());
+  bool failed = false;
+  for (const auto& r : reports) failed = failed || r.contains("error");
+  if (args.has("json")) {
+    std::cout << reports.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
+  } else {
+    bool first = true;
+    for (const auto& r : reports) {
+      if (!first) std::cout << "\n";
+      first = false;
+      print_table(r);
+    }
+  }
+  if (failed) {
+    for (const auto& r : reports)
+      if (r.contains("error")) std::cerr << "headroom inspect: " << r["error"].get<std::string>() << "\n";
+  }
+  return failed ? 2 : 0;
+}
+
+}  // namespace headroom::cli

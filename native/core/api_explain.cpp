@@ -1,9 +1,21 @@
-// PLACEHOLDER written by the lead so every helper can link from the start.
-// The owner replaces this whole file; no placeholder may remain at the end.
+// api::explain, api::llm and api::train: thin JSON wrappers over the OOM parser/diagnosis and the
+// LLM inference / training memory models.
 #include "core/api.hpp"
-#include "core/error.hpp"
+#include "core/llm_memory.hpp"
+#include "core/oom_diagnose.hpp"
+#include "core/oom_parse.hpp"
+#include "core/train_memory.hpp"
+
 namespace headroom::api {
-json explain(const std::string&) { throw Error("explain: not implemented yet"); }
-json llm(const json&) { throw Error("llm: not implemented yet"); }
-json train(const json&) { throw Error("train: not implemented yet"); }
+
+json explain(const std::string& text) {
+  oom::Report report = oom::parse(text);
+  if (report.recognised) report.diagnosis = oom::diagnose(report);
+  return oom::to_json(report);
 }
+
+json llm(const json& request) { return headroom::llm::estimate(request); }
+
+json train(const json& request) { return headroom::train::estimate(request); }
+
+}  // namespace headroom::api

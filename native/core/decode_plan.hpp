@@ -3,6 +3,7 @@
 // Pure C++ so the estimator, the CLI and the LibTorch decoders share one model of it.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace headroom {
 
@@ -18,6 +19,10 @@ struct DecodeRequest {
   std::string mode = "auto";     // full | exact | fast | blend | auto
   int tile_px = 0;               // requested tile edge in output pixels; 0 = largest that fits
   std::uint64_t budget_bytes = 0;  // 0 = no limit
+  // KL only, from the loaded weights: width of each level (decoder.up.N), empty = base_channels x (1, 2, 4, 4);
+  // blocks per level, 0 = 3 (num_res_blocks 2 + 1, all real KL VAEs).
+  std::vector<int> level_widths;
+  int blocks_per_level = 0;
 };
 
 struct DecodePlan {
@@ -28,7 +33,12 @@ struct DecodePlan {
   bool park_on_cpu = false;      // activations parked in CPU memory between norm layers
   std::uint64_t peak_bytes = 0;  // predicted device memory at the decode's peak (reserved)
   std::uint64_t full_peak_bytes = 0;  // what a full decode would need
+  std::uint64_t weights_bytes = 0;    // KL: decoder weights in the activation dtype (part of both peaks)
 };
+
+// Bytes the Wan decoders allow the mid-block attention scores of one query chunk (scores and their
+// softmax together). A design choice that bounds the attention at any frame size; the plan counts it.
+constexpr std::uint64_t kWanAttentionScratchBytes = 64ull << 20;
 
 // Throws InputError when no plan fits the budget (naming budget and the smallest that works).
 DecodePlan plan_decode(const DecodeRequest& request);

@@ -1,6 +1,285 @@
-// PLACEHOLDER written by the lead; the Wan owner replaces this whole file.
+// Memory model of Headroom's native Wan 2.1 / 2.2 decoders (native/torch/wan_*.cpp) and their tile plan.
+//
+// Derivation from the decoder's code, not a fitted constant: walking the layers in the order the
+// decoder runs them, each step counts the tensors alive at once (named below) for one chunk of
+// frames (1 latent frame -> up to 4 output frames) on the region the step sees, plus the causal
+// caches (the last 2 input frames of every temporal conv) and, in tiled modes, the stored outputs of
+// the frame-global head. Checked against measured CPU peaks in tests/bench/bench_wan_decode.py.
+// The layer structure is the released one (ComfyUI comfy/ldm/wan/vae.py, vae2_2.py; facts §1.4):
+// widths base x (4, 4, 4, 2, 1), 3 residual blocks per stage, time doubled after stages 0 and 1.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
 #include "core/decode_plan.hpp"
 #include "core/error.hpp"
+#include "core/units.hpp"
+
 namespace headroom {
-DecodePlan plan_decode_wan(const DecodeRequest& r) { throw Error("plan_decode_wan(" + r.family + "): not implemented yet"); }
+namespace {
+
+// Allocator rounding and fragmentation on top of the counted tensors (same margin as the KL plan).
+constexpr double kAllocatorMargin = 1.10;
+// Convolution workspaces, small tensors, the runtime's share (uncalibrated allowance, as for KL).
+constexpr double kFixedBytes = 64.0 * 1024 * 1024;
+
+struct Arch {
+  bool v22 = false;
+  double z = 16;
+  double dims[5] = {};  // decoder widths: stage inputs 0..3 outputs, dims[4] = last stage
+  int blocks = 3;
+};
+
+Arch arch_of(const DecodeRequest& r) {
+  Arch a;
+  a.v22 = r.family == "wan2.2";
+  a.z = r.latent_channels;
+  const double base = r.base_channels > 0 ? r.base_channels : (a.v22 ? 256 : 96);  // dim / dec_dim
+  const double mult[5] = {4, 4, 4, 2, 1};
+  for (int i = 0; i < 5; ++i) a.dims[i] = base * mult[i];
+  return a;
+}
+
+// One residual block's weights (norms, two 3x3x3 convs, 1x1x1 shortcut when the width changes).
+double res_weights(double ci, double co) {
+  return ci + co + ci * co * 27 + co + co * co * 27 + co + (ci != co ? ci * co + co : 0);
+}
+
+// The layer walk shared by the weight count and the memory model. Calls f(step) in decode order.
+struct Step {
+  char kind;        // 'r' residual block, 'R' resample, 'h' output head, 'a' head part (conv1, mid0, attention)
+  double ci, co;    // channels in / out
+  double t_in, t_out;  // frames of the chunk (a later latent frame)
+  int level;        // 0 = latent grid, each 'R' adds one
+  bool temporal;    // resample doubles time
+  bool dup;         // Wan 2.2 block with the duplicate-and-upsample shortcut (on the block's last step)
+  double dup_ci;    // its input channels
+};
+
+template <class F>
+void walk_tail(const Arch& a, F&& f) {
+  f(Step{'r', a.dims[0], a.dims[0], 1, 1, 0, false, false, 0});  // middle.2
+  double c = a.dims[0], t = 1;
+  int level = 0;
+  for (int i = 0; i < 4; ++i) {
+    const double block_in = c;
+    double cin = c;  // Wan 2.1 halves the width in the resample before, Wan 2.2 keeps it
+    for (int j = 0; j < a.blocks; ++j) {
+      f(Step{'r', cin, a.dims[i + 1], t, t, level, false, false, 0});
+      cin = a.dims[i + 1];
+    }
+    c = cin;
+    if (i < 3) {
+      const bool temporal = i < 2;
+      const double co = a.v22 ? c : c / 2;
+      const double t2 = temporal ? 2 * t : t;
+      f(Step{'R', c, co, t, t2, level, temporal, a.v22, block_in});
+      c = co;
+      t = t2;
+      ++level;
+    }
+  }
+  f(Step{'h', c, a.v22 ? 12.0 : 3.0, t, t, level, false, false, 0});
+}
+
+double weight_elems(const Arch& a) {
+  const double c0 = a.dims[0];
+  double n = a.z * a.z + a.z + a.z * c0 * 27 + c0;                    // conv2, conv1
+  n += res_weights(c0, c0) + c0 + 3 * c0 * c0 + 3 * c0 + c0 * c0 + c0;  // middle.0, attention
+  walk_tail(a, [&](const Step& s) {
+    if (s.kind == 'r') n += res_weights(s.ci, s.co);
+    if (s.kind == 'R') n += (s.temporal ? 2 * s.ci * s.ci * 3 + 2 * s.ci : 0) + s.ci * s.co * 9 + s.co;
+    if (s.kind == 'h') n += s.ci + s.ci * s.co * 27 + s.co;
+  });
+  return n;
+}
+
+// Elements alive while one tail chunk runs on a region whose edges at level L are ey(L) x ex(L)
+// (latent level 0), plus the tail's causal cache. Returns {working peak, cache}.
+std::pair<double, double> tail_elems(const Arch& a, double h, double w, double tile_h, double tile_w, bool tiled) {
+  // remaining context per step, from the output back (pixels at the step's input level)
+  std::vector<Step> steps;
+  walk_tail(a, [&](const Step& s) { steps.push_back(s); });
+  const int top = steps.back().level + (a.v22 ? 1 : 0);  // level of the output grid
+  auto edge = [&](double tile_latent, double size_latent, int level, double context_px) {
+    const double s = std::pow(2.0, level);
+    return tiled ? std::min(size_latent * s, tile_latent * s + 2 * context_px) : size_latent * s;
+  };
+  // context (in pixels of `level`) needed before step k: 3x3 convs still to run, halved per upsample
+  std::vector<double> ctx(steps.size() + 1, 0.0);
+  {
+    double c = 0;
+    int level = top;
+    if (a.v22) { c = 0; level = top - 1; }  // unpatchify adds no context
+    ctx[steps.size()] = c;
+    for (int k = int(steps.size()) - 1; k >= 0; --k) {
+      const Step& s = steps[k];
+      if (s.kind == 'h') c += 1;
+      if (s.kind == 'R') { c = std::ceil((c + 1) / 2) + 1; level = s.level; }
+      if (s.kind == 'r') c += 2;
+      ctx[k] = c;
+    }
+    (void)level;
+  }
+  double work = 0, cache = 0;
+  for (size_t k = 0; k < steps.size(); ++k) {
+    const Step& s = steps[k];
+    const double P = edge(tile_h, h, s.level, ctx[k]) * edge(tile_w, w, s.level, ctx[k]);
+    const double pad = tiled ? 1.0 : 0.0;  // exact tiles pad by copy; whole frames pad inside the conv
+    double e = 0;
+    if (s.kind == 'r') {
+      // conv1: x kept, normed source, causal concat (t+2), its padded copy, output
+      const double c1 = s.ci * s.t_in * P + s.ci * s.t_in * P + s.ci * (s.t_in + 2) * P * (1 + pad) + s.co * s.t_in * P;
+      // conv2: x kept, normed h, concat, padded copy, output
+      const double c2 = s.ci * s.t_in * P + s.co * s.t_in * P + s.co * (s.t_in + 2) * P * (1 + pad) + s.co * s.t_in * P;
+      e = std::max(c1, c2);
+      cache += 2 * (s.ci + s.co) * P;
+    } else if (s.kind == 'R') {
+      // time conv: input, concat (t+2), 2C output, interleaved copy; then the 2x grid: upsampled input,
+      // its padded copy, conv output; Wan 2.2 adds the block input and two copies of its repeated shortcut
+      const double t2 = s.t_out, P4 = 4 * P;
+      double tc = 0;
+      if (s.temporal) {
+        tc = s.ci * s.t_in * P + s.ci * (s.t_in + 2) * P + 2 * s.ci * s.t_in * P + s.ci * t2 * P;
+        cache += 2 * s.ci * P;
+      }
+      const double up = s.ci * t2 * P + s.ci * t2 * P4 * (1 + pad) + s.co * t2 * P4;
+      e = std::max(tc, up);
+      if (s.dup) e = std::max(e, s.dup_ci * s.t_in * P + s.co * t2 * P4 * 3);
+    } else {  // head: x, normed, concat, padded copy, output, float copy of the output on the way out
+      e = s.ci * s.t_in * P * 2 + s.ci * (s.t_in + 2) * P * (1 + pad) + s.co * s.t_in * P * (1 + 4 / 2.0);
+      cache += 2 * s.ci * P;
+    }
+    work = std::max(work, e);
+  }
+  return {work, cache};
+}
+
+// The frame-global head on one latent frame: conv2, conv1, middle.0, attention. {working peak, cache}.
+std::pair<double, double> head_elems(const Arch& a, double h, double w, double d) {
+  const double N = h * w, C = a.dims[0];
+  const double rows = std::max(1.0, std::min(N, double(kWanAttentionScratchBytes) / (2 * N * d)));
+  const double attn = C * N * 6 + 2 * rows * N;  // x, normed, qkv (3C), output; scores + softmax
+  const double res = C * N * 2 + C * 3 * N * 2 + C * N;
+  const double cache = 2 * a.z * N + 4 * C * N;
+  return {std::max(attn, res), cache};
+}
+
+std::uint64_t to_bytes(double elems, double d) {
+  return static_cast<std::uint64_t>(std::ceil(elems * d * kAllocatorMargin + kFixedBytes));
+}
+
+int count_overlapping(int size, int tile, int overlap) {
+  if (size <= tile) return 1;
+  return 1 + (size - tile + (tile - overlap) - 1) / (tile - overlap);
+}
+
+}  // namespace
+
+DecodePlan plan_decode_wan(const DecodeRequest& r) {
+  if (r.family != "wan2.1" && r.family != "wan2.2")
+    throw InputError("family", "plan_decode_wan: '" + r.family + "' is not wan2.1 or wan2.2");
+  if (r.latent_height < 1 || r.latent_width < 1 || r.latent_frames < 1 || r.batch < 1)
+    throw InputError("latent", "Wan latents need batch, frames, height and width >= 1 (got " + std::to_string(r.batch) +
+                                   "x" + std::to_string(r.latent_frames) + "x" + std::to_string(r.latent_height) + "x" +
+                                   std::to_string(r.latent_width) + ")");
+  if (r.dtype_bytes != 2 && r.dtype_bytes != 4) throw InputError("dtype", "dtype_bytes must be 2 or 4");
+  std::string mode = r.mode == "fast" ? "blend" : r.mode;
+  if (mode != "auto" && mode != "full" && mode != "exact" && mode != "blend")
+    throw InputError("mode", "unknown mode '" + r.mode + "' (use full, exact, blend, fast or auto)");
+
+  const Arch a = arch_of(r);
+  const double d = r.dtype_bytes, h = r.latent_height, w = r.latent_width, T = r.latent_frames;
+  const int scale = a.v22 ? 16 : 8;
+  const double weights = weight_elems(a);
+  const auto [head_work, head_cache] = head_elems(a, h, w, d);
+  const double stored_heads = T * a.dims[0] * h * w;  // tiled modes keep the head's output per latent frame
+
+  DecodePlan p;
+  p.weights_bytes = static_cast<std::uint64_t>(weights * d);
+  {
+    const auto [work, cache] = tail_elems(a, h, w, h, w, false);
+    p.full_peak_bytes = to_bytes(weights + head_cache + cache + std::max(head_work, work), d);
+  }
+  // tiled: the head pass (its cache, the stored outputs so far), then one tile's tail at a time
+  auto tiled_peak = [&](int tile, bool exact, bool park) {
+    const auto [work, cache] = exact ? tail_elems(a, h, w, tile, tile, true)
+                                     : tail_elems(a, std::min<double>(h, tile), std::min<double>(w, tile),
+                                                  std::min<double>(h, tile), std::min<double>(w, tile), false);
+    const double stored = park ? 0 : stored_heads;
+    const double head_phase = (park ? 0 : head_cache) + head_work + stored;
+    const double tail_phase = stored + (park ? 0 : cache) + work + (park ? cache / 4 : 0);  // parked: one slot on the device
+    return to_bytes(weights + std::max(head_phase, tail_phase), d);
+  };
+
+  const std::uint64_t budget = r.budget_bytes;
+  auto fits = [&](std::uint64_t need) { return budget == 0 || need <= budget; };
+  const int requested = r.tile_px > 0 ? std::max(1, (r.tile_px + scale - 1) / scale) : 0;
+  const int max_tile = std::max(r.latent_height, r.latent_width);
+  auto budget_error = [&](const std::string& what, std::uint64_t need) {
+    return InputError("budget", format_bytes(budget) + " is too small for " + what + ", which needs about " +
+                                    format_bytes(need) + "; free VRAM (unload models) or raise the budget");
+  };
+
+  if (mode == "auto") mode = (requested == 0 && fits(p.full_peak_bytes)) ? "full" : "exact";
+  p.mode = mode;
+  if (mode == "full") {
+    if (!fits(p.full_peak_bytes)) throw budget_error("a full decode (use mode exact or auto)", p.full_peak_bytes);
+    p.peak_bytes = p.full_peak_bytes;
+    p.tiles = 1;
+    return p;
+  }
+  const bool exact = mode == "exact";
+  int tile = requested ? std::min(requested, max_tile) : 0;
+  bool park = false;
+  if (tile) {
+    if (!fits(tiled_peak(tile, exact, false))) {
+      park = true;
+      if (!fits(tiled_peak(tile, exact, true)))
+        throw budget_error(mode + " tiles of " + std::to_string(tile * scale) + " px, even with the cache in CPU memory",
+                           tiled_peak(tile, exact, true));
+    }
+  } else {
+    const int smallest = std::min(max_tile, 4);
+    for (int t = max_tile; t >= smallest && !tile; --t)
+      if (fits(tiled_peak(t, exact, false))) tile = t;
+    if (!tile || tile < std::min(max_tile, 16)) {
+      // parking the cache and head outputs in CPU memory lets larger tiles fit
+      int parked = 0;
+      for (int t = max_tile; t >= smallest && !parked; --t)
+        if (fits(tiled_peak(t, exact, true))) parked = t;
+      if (parked > tile) {
+        tile = parked;
+        park = true;
+      }
+    }
+    if (!tile)
+      throw budget_error(mode + " tiles of " + std::to_string(smallest * scale) + " px with the cache in CPU memory",
+                         tiled_peak(smallest, exact, true));
+  }
+  p.tile_latent = tile;
+  p.park_on_cpu = park;
+  p.peak_bytes = tiled_peak(tile, exact, park);
+  if (exact) {
+    // halo of the first tail layer: the receptive field of everything after the attention
+    int halo = 2;  // middle.2
+    double c = 0;
+    std::vector<Step> steps;
+    walk_tail(a, [&](const Step& s) { steps.push_back(s); });
+    for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
+      if (it->kind == 'h') c += 1;
+      if (it->kind == 'R') c = std::ceil((c + 1) / 2);
+      if (it->kind == 'r' && it != steps.rend() - 1) c += 2;
+    }
+    p.halo_latent = halo + static_cast<int>(c);
+    p.tiles = ((r.latent_height + tile - 1) / tile) * ((r.latent_width + tile - 1) / tile);
+  } else {
+    // a quarter of the tile, as ComfyUI's 3-D fallback (tile // 4), at most 8 latent px
+    const int overlap = tile > 1 ? std::max(1, std::min(8, tile / 4)) : 0;
+    p.halo_latent = overlap;
+    p.tiles = count_overlapping(r.latent_height, tile, overlap) * count_overlapping(r.latent_width, tile, overlap);
+  }
+  return p;
+}
+
 }  // namespace headroom

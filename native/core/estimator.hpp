@@ -26,6 +26,12 @@ struct Stage {
   std::vector<std::string> resident;                // models on the GPU during the stage
   double slowdown = 1.0;                            // >1 when partial loading streams weights
   std::vector<std::string> notes;
+  // Added by the estimator work (additive):
+  std::string mode = "full";                        // "full" | "partial" (lowvram streaming) |
+                                                    // "tiled_fallback" (ComfyUI's retry after OOM) | "does_not_fit"
+  std::uint64_t full_load_bytes = 0;                // need with every needed model fully resident
+  std::uint64_t min_bytes = 0;                      // need with the most streaming ComfyUI allows
+  std::vector<std::string> cached;                  // earlier models that stay loaded because they fit
 };
 
 struct Estimate {
@@ -33,11 +39,26 @@ struct Estimate {
   std::uint64_t peak_bytes = 0;
   std::string peak_stage;
   std::vector<std::string> notes;
+  // Added by the estimator work (additive):
+  std::uint64_t vram_bytes = 0;            // the card (0 = none given; no policy, no verdict)
+  std::string verdict;                     // "fits" | "tight" | "does not fit"; "" without a card
+  std::uint64_t full_load_peak_bytes = 0;  // peak with every stage's models fully resident (no lowvram):
+                                           // the smallest card that runs it unchanged
+  std::uint64_t min_peak_bytes = 0;        // peak with the most streaming/tiling ComfyUI does by itself
+  double slowdown = 1.0;                   // worst stage slowdown from partial loading / tiling
   nlohmann::json to_json() const;   // {peak_bytes, peak_stage, stages:[{name, peak_bytes, breakdown, ...}], notes}
 };
 
 // Throws InputError naming the field when the job is inconsistent (unknown model, bad precision,
 // non-positive sizes, a VAE given where a diffusion model is expected...).
 Estimate estimate(const Job& job, const Runtime& runtime);
+
+// The usual job for one catalog model: a diffusion model with its companions (Flux: CLIP-L, T5-XXL,
+// Flux VAE; Wan: umT5-XXL, its VAE, CLIP-vision-H for Wan 2.1 I2V) and its default shape, or a
+// text encoder / CLIP vision / VAE alone. `model` accepts aliases; throws InputError("model").
+Job default_job(const std::string& model);
+
+// The job as JSON (models with precisions and weight bytes, shape, decode mode) for reports.
+nlohmann::json job_to_json(const Job& job);
 
 }  // namespace headroom

@@ -36,6 +36,9 @@ struct DecodeInfo {
   int halo_latent = 0;
   int tiles = 1;
   std::uint64_t planned_peak_bytes = 0;
+  std::uint64_t full_peak_bytes = 0;  // what a full decode would need (plan)
+  std::uint64_t budget_bytes = 0;     // the budget the plan used (0 = none)
+  bool park_on_cpu = false;           // exact: activations parked in CPU memory between layers
 };
 
 // latent: [B, C, h, w] for KL VAEs, [B, C, T, h, w] for Wan VAEs.

@@ -1,0 +1,95 @@
+#pragma once
+// The model, precision and GPU catalog (native/data/models.json and gpus.json) with name lookup.
+// Parsed once and cached; every lookup accepts canonical names and common spellings and throws
+// InputError(field) listing the candidates when a name is unknown or ambiguous.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace headroom {
+
+enum class Role { DiffusionModel, TextEncoder, ClipVision, Vae };
+const char* role_name(Role role);  // "diffusion_model", "text_encoder", "clip_vision", "vae"
+
+// A storage format of weights. Float and fp8 formats are one element per "block".
+// GGUF formats are exact ggml blocks (e.g. Q8_0: 32 weights in 34 bytes, Q4_K: 256 in 144).
+struct PrecisionInfo {
+  std::string name;                   // canonical: "bf16", "fp8_e4m3fn", "gguf-q4_k", ...
+  std::vector<std::string> aliases;
+  std::string kind;                   // "float" | "fp8" | "gguf"
+  int elems_per_block = 1;
+  int bytes_per_block = 2;
+  int ggml_type = -1;                 // GGUF type id (ggml_type enum), -1 when not a GGUF type
+  double bits_per_weight() const { return 8.0 * bytes_per_block / elems_per_block; }
+  // Bytes of `elements` weights stored in this format (whole blocks).
+  std::uint64_t bytes_for(std::uint64_t elements) const;
+  bool quantised() const { return kind != "float"; }  // needs a cast/dequant to compute
+};
+
+struct GpuInfo {
+  std::string name;
+  std::vector<std::string> aliases;
+  std::uint64_t memory_bytes = 0;
+  double memory_gb = 0;
+  std::optional<double> price_eur_per_hour;
+};
+
+// Figures of one catalog model; `data` is its whole models.json entry (arch, recognise, ...).
+struct ModelInfo {
+  std::string name;
+  Role role = Role::DiffusionModel;
+  std::string family;                 // "flux", "wan", "t5_encoder", "kl", "wan_vae", ...
+  std::string variant;
+  std::vector<std::string> aliases;
+  std::uint64_t params = 0;           // per expert for Wan 2.2 A14B
+  std::string default_precision;
+  std::string compute_dtype;          // dtype activations run in under ComfyUI
+  int experts = 1;                    // 2 for Wan 2.2 A14B (one active per step)
+  std::vector<std::string> companion_text_encoders;
+  std::string companion_vae;
+  std::string companion_clip_vision;
+  const nlohmann::json* data = nullptr;
+};
+
+struct Catalog {
+  std::vector<ModelInfo> models;
+  std::vector<PrecisionInfo> precisions;
+  std::vector<GpuInfo> gpus;
+  const nlohmann::json* runtime = nullptr;  // models.json "runtime": constants with sources
+};
+
+// Parsed and validated once (thread-safe); throws Error if the data files are malformed.
+const Catalog& catalog_data();
+
+// Lookups. `field` names the input in the error ("model", "--precision", ...).
+const ModelInfo& resolve_model(const std::string& text, const std::string& field = "model");
+const PrecisionInfo& resolve_precision(const std::string& text, const std::string& field = "precision");
+const GpuInfo& resolve_gpu(const std::string& text, const std::string& field = "gpu");
+
+// Non-throwing variants for callers that probe (nullptr when unknown).
+const ModelInfo* find_model(const std::string& text);
+const PrecisionInfo* find_precision(const std::string& text);
+const PrecisionInfo* precision_by_ggml_type(int ggml_type);
+
+// Guesses from a file name such as "wan2.2_i2v_high_noise_14B_fp8_scaled.safetensors"
+// (models.json file_patterns; the longest matching pattern wins). Empty when nothing matches.
+std::optional<std::string> model_from_file_name(const std::string& file_name);
+std::optional<std::string> precision_from_file_name(const std::string& file_name);
+
+// Precisions a role can use (a VAE takes no fp8/GGUF). Throws InputError(field) otherwise.
+void check_precision_for_role(const ModelInfo& model, const PrecisionInfo& precision,
+                              const std::string& field);
+
+// Weight bytes of a model stored in a precision (params in whole blocks).
+std::uint64_t weight_bytes(const ModelInfo& model, const PrecisionInfo& precision);
+
+// A numeric constant of models.json "runtime" (throws Error when missing).
+double runtime_constant(const std::string& key);
+
+// Bytes per element of a compute dtype name ("fp32" 4, "bf16"/"fp16" 2).
+int dtype_bytes(const std::string& dtype);
+
+}  // namespace headroom

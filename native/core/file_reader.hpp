@@ -1,0 +1,66 @@
+#pragma once
+// Bounded, read-only access to the bytes of a model file (or of a buffer in memory, for the fuzzers).
+// The header parsers ask for exactly the ranges they need, so memory and time never depend on
+// the size of the tensor data behind the header.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace headroom {
+
+class ByteSource {
+ public:
+  virtual ~ByteSource() = default;
+  // Name used in error messages (the file path).
+  virtual const std::string& name() const = 0;
+  virtual std::uint64_t size() const = 0;
+  // Copies n bytes at offset into dst. Throws FileFormatError naming `what` when the range
+  // goes past the end ("truncated"), or Error when the operating system fails.
+  void read(std::uint64_t offset, void* dst, std::size_t n, const std::string& what);
+  // Total bytes handed out so far: lets tests prove that only the header was read.
+  std::uint64_t bytes_read() const { return bytes_read_; }
+
+ protected:
+  virtual void read_raw(std::uint64_t offset, void* dst, std::size_t n) = 0;
+
+ private:
+  std::uint64_t bytes_read_ = 0;
+};
+
+// A file opened O_RDONLY: model files are never written.
+class FileSource : public ByteSource {
+ public:
+  explicit FileSource(std::string path);  // throws Error when it cannot be opened
+  ~FileSource() override;
+  FileSource(const FileSource&) = delete;
+  FileSource& operator=(const FileSource&) = delete;
+  const std::string& name() const override { return path_; }
+  std::uint64_t size() const override { return size_; }
+
+ protected:
+  void read_raw(std::uint64_t offset, void* dst, std::size_t n) override;
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+  std::uint64_t size_ = 0;
+};
+
+// A buffer in memory (not owned): the fuzzers and tests parse from here.
+class MemorySource : public ByteSource {
+ public:
+  MemorySource(std::string name, const void* data, std::size_t size)
+      : name_(std::move(name)), data_(static_cast<const unsigned char*>(data)), size_(size) {}
+  const std::string& name() const override { return name_; }
+  std::uint64_t size() const override { return size_; }
+
+ protected:
+  void read_raw(std::uint64_t offset, void* dst, std::size_t n) override;
+
+ private:
+  std::string name_;
+  const unsigned char* data_;
+  std::size_t size_;
+};
+
+}  // namespace headroom

@@ -1,0 +1,68 @@
+#pragma once
+// LLM inference memory: weights by precision + KV cache + runtime overhead, from the small catalog
+// in native/data/llms.json or from architecture figures given by hand.
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace headroom::llm {
+
+// Architecture figures of a decoder-only transformer (config.json names in comments).
+struct Architecture {
+  std::string name;          // catalog name, or "custom"
+  double params = 0;         // total parameters
+  int layers = 0;            // num_hidden_layers
+  int hidden = 0;            // hidden_size (0 = unknown)
+  int heads = 0;             // num_attention_heads (0 = unknown)
+  int kv_heads = 0;          // num_key_value_heads
+  int head_dim = 0;          // head_dim
+  int intermediate = 0;      // intermediate_size (0 = unknown)
+  int vocab = 0;             // vocab_size (0 = unknown)
+  int max_context = 0;       // max_position_embeddings (0 = unknown)
+  std::string source;        // where the figures come from
+  std::string note;
+};
+
+// Catalog lookup by name or alias (case, '_' and ' ' ignored; "org/Model" accepted).
+// Throws InputError("model") with the closest names when unknown.
+Architecture find_model(const std::string& name);
+
+// Builds the architecture from a request: {model} and/or {params (billions), layers, hidden, heads,
+// kv_heads, head_dim, intermediate, vocab}; explicit figures override the catalog's.
+// `need_kv` demands layers, kv_heads and head_dim.
+Architecture architecture_from(const nlohmann::json& request, bool need_kv);
+
+struct Precision {
+  std::string name;
+  double value = 0;  // bits per weight (weights) or bytes per element (KV cache)
+  std::string source;
+};
+Precision find_weight_precision(const std::string& name, const std::string& field);
+Precision find_kv_precision(const std::string& name, const std::string& field);
+
+// The card to compare against: {gpu: name or unambiguous part} or {vram_bytes}. Empty when neither.
+struct Budget {
+  std::string gpu;  // "" when given as vram_bytes
+  std::uint64_t bytes = 0;
+};
+std::optional<Budget> budget_from(const nlohmann::json& request);
+
+// KV cache bytes per token: 2 (K and V) x layers x kv_heads x head_dim x bytes per element.
+double kv_bytes_per_token(const Architecture& a, double bytes_per_element);
+
+// `headroom llm` / api::llm. Request fields (the CLI flags, '-' written '_'):
+//   model | params+layers+kv_heads+head_dim, precision (default bf16), kv_precision (default fp16),
+//   context (tokens, required), batch (default 1), gpu | vram_bytes.
+// Returns {model, precision, kv_precision, context, batch, weights_bytes, kv_bytes_per_token,
+//   kv_cache_bytes, overhead_bytes, total_bytes, sources, notes, budget_bytes?, gpu?, verdict?,
+//   headroom_bytes?, max_context_that_fits?}.
+nlohmann::json estimate(const nlohmann::json& request);
+
+// Shared request readers: they throw InputError(field) naming the JSON field.
+std::int64_t get_int(const nlohmann::json& request, const std::string& field, std::int64_t fallback,
+                     std::int64_t min_value, std::int64_t max_value, bool required = false);
+std::string get_string(const nlohmann::json& request, const std::string& field, const std::string& fallback);
+
+}  // namespace headroom::llm

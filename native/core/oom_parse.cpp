@@ -1,0 +1,95 @@
+#include "core/oom_parse.hpp"
+
+#include "core/oom_recognisers.hpp"
+#include "core/oom_text.hpp"
+
+namespace headroom::oom {
+namespace {
+
+// ComfyUI prints its own lines around the exception; they tell which node failed and how much of
+// the model it had to leave in RAM.
+void comfyui_context(const std::string& n, Report& r) {
+  static const char* kMarks[] = {"**Node Type:**", "!!! Exception during processing !!!", "Requested to load ",
+                                 "loaded partially", "loaded completely", "ComfyUI",
+                                 "This error means you ran out of memory on your GPU"};
+  bool comfy = false;
+  for (const char* m : kMarks) comfy = comfy || contains(n, m);
+  if (!comfy) return;
+  if (r.app.empty()) r.app = "comfyui";
+  if (std::size_t p = n.rfind("**Node Type:** "); p != std::string::npos) {
+    std::size_t e = p + 15;
+    while (e < n.size() && n[e] != ' ' && e - p < 120) ++e;
+    r.extra["comfy_node"] = n.substr(p + 15, e - p - 15);
+  }
+  if (std::size_t p = n.rfind("loaded partially; "); p != std::string::npos) {
+    // "loaded partially; 4910.36 MB usable, 4910.36 MB loaded, 2888.31 MB offloaded" (ComfyUI's MB
+    // are MiB: model_management divides by 1024 * 1024).
+    static const struct {
+      const char* label;
+      const char* key;
+    } kParts[] = {{" usable", "comfy_usable_bytes"}, {" loaded", "comfy_loaded_bytes"}, {" offloaded", "comfy_offloaded_bytes"}};
+    std::size_t q = p + 18;
+    for (const auto& part : kParts) {
+      auto s = read_size(n, q);
+      if (!s || n.compare(s->end, std::char_traits<char>::length(part.label), part.label) != 0) break;
+      if (s->bytes) r.extra[part.key] = *s->bytes;
+      q = s->end + std::char_traits<char>::length(part.label);
+      if (q < n.size() && n[q] == ',') ++q;
+    }
+  }
+  if (std::size_t p = n.rfind("Requested to load "); p != std::string::npos) {
+    std::size_t e = p + 18;
+    while (e < n.size() && n[e] != ' ' && e - p < 120) ++e;
+    r.extra["comfy_model"] = n.substr(p + 18, e - p - 18);
+  }
+}
+
+}  // namespace
+
+Report parse(const std::string& text) {
+  Report r;
+  const std::string n = normalise(text);
+  using Recogniser = bool (*)(const std::string&, Report&);
+  // Most specific first: a vLLM or ComfyUI log may also contain a generic "OutOfMemoryError", and a
+  // llama.cpp log a bare "CUDA error".
+  static const Recogniser kOrder[] = {
+      detail::mps,         detail::pytorch_caching, detail::pytorch_async,         detail::directml,
+      detail::cpu_allocator, detail::vllm,          detail::llama_cpp,             detail::math_library,
+      detail::gpu_runtime, detail::transformers_dispatch, detail::pytorch_generic,
+  };
+  for (Recogniser rec : kOrder) {
+    Report candidate;
+    if (rec(n, candidate)) {
+      r = std::move(candidate);
+      r.recognised = true;
+      break;
+    }
+  }
+  if (!r.recognised) return r;
+  if (r.backend.empty()) {
+    if (contains(n, "HIP out of memory") || contains(n, "ROCm")) r.backend = "rocm";
+    else if (contains(n, "CUDA out of memory") || contains(n, "torch.cuda.")) r.backend = "cuda";
+    else r.backend = "unknown";
+  }
+  if (r.app.empty()) {
+    if (contains(n, "vllm") || contains(n, "vLLM") || contains(n, "VllmWorker")) r.app = "vllm";
+    else if (contains(n, "llama runner process") || contains(n, "ollama")) r.app = "ollama";
+  }
+  comfyui_context(n, r);
+  // Several training ranks on one machine: their CUDA contexts are a common "other process".
+  if (contains(text, "DistributedDataParallel") || contains(text, "torch.distributed") || contains(text, "[rank") ||
+      contains(text, "local_rank"))
+    r.extra["distributed"] = true;
+  if (r.total_bytes && r.allocated_bytes && *r.allocated_bytes > *r.total_bytes && r.backend != "mps") {
+    r.notes.push_back("PyTorch reports more allocated than the card holds: on Windows the driver's system-memory "
+                      "fallback lets allocations spill into shared RAM (slow) before failing.");
+  }
+  if (r.total_bytes && r.free_bytes && *r.free_bytes > *r.total_bytes) {
+    r.extra["free_bytes_invalid"] = true;
+    r.notes.push_back("The free figure is larger than the total: the driver's free count underflowed (seen on "
+                      "ROCm APUs with shared memory), so it carries no information.");
+  }
+  return r;
+}
+
+}  // namespace headroom::oom

@@ -1,0 +1,58 @@
+#pragma once
+// What an out-of-memory message says, field by field, plus the diagnosis drawn from it.
+// A field the message does not carry stays empty and is written as JSON null.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace headroom::oom {
+
+struct ProcessUse {
+  std::uint64_t pid = 0;
+  std::uint64_t bytes = 0;
+};
+
+struct Fix {
+  std::string id;    // stable, e.g. "expandable_segments"
+  std::string text;  // plain words, with the exact setting or flag to use
+};
+
+struct Diagnosis {
+  std::string id;    // fragmentation | other_process | request_larger_than_card | kv_cache_too_large |
+                     // system_ram | out_of_memory
+  std::string text;
+  std::vector<Fix> fixes;  // cheapest or most likely first
+};
+
+struct Report {
+  bool recognised = false;
+  std::string format;  // message family, e.g. "pytorch_sentence", "vllm_v1_kv_cache" (see oom_parse.hpp)
+
+  std::optional<std::uint64_t> requested_bytes;
+  std::optional<std::uint64_t> total_bytes;
+  std::optional<std::uint64_t> free_bytes;
+  std::optional<std::uint64_t> allocated_bytes;             // allocated by PyTorch (tensors)
+  std::optional<std::uint64_t> reserved_unallocated_bytes;  // cached by PyTorch, not in tensors
+  std::optional<std::uint64_t> reserved_total_bytes;        // all memory PyTorch's allocator holds
+  std::optional<std::uint64_t> process_bytes;               // this process incl. non-PyTorch memory
+  std::optional<std::vector<ProcessUse>> other_processes;   // "Process N has X memory in use"
+  std::optional<int> gpu_index;
+
+  std::string backend;  // cuda | rocm | mps | xpu | directml | vulkan | metal | cpu | unknown
+  std::string origin;   // pytorch | cuda-runtime | hip-runtime | cublas | cudnn | vllm | llama.cpp |
+                        // transformers | other
+  std::string app;      // comfyui | vllm | llama.cpp | ollama | "" when the text does not say
+
+  nlohmann::json extra = nlohmann::json::object();  // figures outside the fixed set, bytes where sizes
+  std::vector<std::string> notes;                    // caveats about the figures, in plain words
+
+  Diagnosis diagnosis;
+};
+
+// The JSON of `headroom explain --json` and api::explain.
+nlohmann::json to_json(const Report& report);
+
+}  // namespace headroom::oom

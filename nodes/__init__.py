@@ -1,0 +1,41 @@
+"""Headroom's ComfyUI nodes. Importing this package loads no torch, ComfyUI or native module."""
+from .explain import HeadroomExplainOOM
+from .loader import HeadroomLoadDiffusionModel
+from .preflight import HeadroomPreflight
+from .queue_gate import HeadroomQueueGate
+from .snapshot_node import HeadroomVRAMSnapshot
+from .vae_decode import HeadroomVAEDecode
+
+NODE_CLASS_MAPPINGS = {
+    "HeadroomPreflight": HeadroomPreflight,
+    "HeadroomVAEDecode": HeadroomVAEDecode,
+    "HeadroomLoadDiffusionModel": HeadroomLoadDiffusionModel,
+    "HeadroomExplainOOM": HeadroomExplainOOM,
+    "HeadroomVRAMSnapshot": HeadroomVRAMSnapshot,
+    "HeadroomQueueGate": HeadroomQueueGate,
+}
+
+NODE_DISPLAY_NAME_MAPPINGS = {
+    "HeadroomPreflight": "Preflight (Headroom)",
+    "HeadroomVAEDecode": "VAE Decode (Headroom)",
+    "HeadroomLoadDiffusionModel": "Load Diffusion Model (Headroom)",
+    "HeadroomExplainOOM": "Explain OOM (Headroom)",
+    "HeadroomVRAMSnapshot": "VRAM Snapshot (Headroom)",
+    "HeadroomQueueGate": "Queue Gate (Headroom, internal)",
+}
+
+
+def register_with_server():
+    """Adds the routes and the queue-time handler to ComfyUI's server when one is running.
+    Returns False (and changes nothing) outside ComfyUI."""
+    try:
+        from server import PromptServer
+    except Exception:
+        return False
+    instance = getattr(PromptServer, "instance", None)
+    if instance is None or not hasattr(instance, "routes"):
+        return False
+    from . import prompt_handler, routes
+    routes.register(instance.routes)
+    instance.add_on_prompt_handler(prompt_handler.on_prompt)
+    return True

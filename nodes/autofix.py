@@ -1,0 +1,56 @@
+"""Applies the planner's cheapest fix to an API-format prompt (only when the user chose auto-fix).
+
+The planner names its changes; Headroom applies those it can make itself: widget edits
+({node_id, widget, to}) and named presets (through the core's apply_preset). Anything else is left
+for the user and reported."""
+import copy
+
+from . import native_loader
+
+
+def _is_link(value) -> bool:
+    return isinstance(value, list) and len(value) == 2 and isinstance(value[1], int)
+
+
+def _edits_of(change: dict):
+    if "edits" in change and isinstance(change["edits"], list):
+        return change["edits"]
+    if "widget" in change and "node_id" in change and "to" in change:
+        return [change]
+    return []
+
+
+def apply_edits(prompt: dict, edits) -> list:
+    """Sets prompt[node_id].inputs[widget] = to where that input is a widget value; returns the applied edits."""
+    applied = []
+    for edit in edits:
+        node = prompt.get(str(edit.get("node_id")))
+        if not isinstance(node, dict):
+            continue
+        inputs = node.setdefault("inputs", {})
+        name = edit.get("widget")
+        if name in inputs and _is_link(inputs[name]):
+            continue  # fed by another node: changing it here would cut the link
+        applied.append({"node_id": str(edit.get("node_id")), "widget": name,
+                        "from": inputs.get(name), "to": edit.get("to")})
+        inputs[name] = edit.get("to")
+    return applied
+
+
+def apply_cheapest_fix(prompt: dict, plan: dict, budget_fields: dict):
+    """(new prompt, applied changes, description). The input prompt is never modified."""
+    fixed = copy.deepcopy(prompt)
+    for change in plan.get("changes") or []:
+        if not isinstance(change, dict):
+            continue
+        edits = _edits_of(change)
+        if edits:
+            applied = apply_edits(fixed, edits)
+            if applied:
+                return fixed, applied, change.get("description") or change.get("summary") or "widget edits"
+        if change.get("preset"):
+            result = native_loader.call_json(
+                "apply_preset", {"workflow": prompt, "preset": change["preset"], **budget_fields})
+            if isinstance(result.get("workflow"), dict) and result.get("changes"):
+                return result["workflow"], result["changes"], f"preset {change['preset']}"
+    return prompt, [], None

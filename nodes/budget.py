@@ -1,0 +1,124 @@
+"""The memory budget a run may use: free VRAM as ComfyUI defines it, or what the user typed.
+
+ComfyUI counts as free what the driver reports free plus what PyTorch holds reserved but not active
+(comfy/model_management.py get_free_memory), and keeps EXTRA_RESERVED_VRAM of it for itself. We ask
+ComfyUI when it is loaded so the number matches what its loader will do; otherwise we compute the same
+definition from torch directly.
+"""
+import os
+import re
+import sys
+
+# ComfyUI's default reserve on Linux (comfy/model_management.py, EXTRA_RESERVED_VRAM = 400 MiB);
+# used only when ComfyUI is not loaded, i.e. in tools and tests.
+FALLBACK_RESERVE_BYTES = 400 * 1024 * 1024
+GIB = 1024 ** 3
+
+_NUMBER = re.compile(r"^\s*([-+]?[0-9]*\.?[0-9]+)\s*(gib|gb|g)?\s*$", re.IGNORECASE)
+
+
+def _comfy_mm():
+    """comfy.model_management if ComfyUI has imported it already (never imported here first:
+    importing it initialises the GPU)."""
+    return sys.modules.get("comfy.model_management")
+
+
+def _torch_cuda():
+    torch = sys.modules.get("torch")
+    if torch is None or not torch.cuda.is_available():
+        return None
+    return torch
+
+
+def device_name():
+    mm = _comfy_mm()
+    if mm is not None:
+        try:
+            return mm.get_torch_device_name(mm.get_torch_device())
+        except Exception:
+            pass
+    torch = _torch_cuda()
+    return torch.cuda.get_device_name() if torch else None
+
+
+def reserve_bytes() -> int:
+    mm = _comfy_mm()
+    if mm is not None and hasattr(mm, "extra_reserved_memory"):
+        return int(mm.extra_reserved_memory())
+    return FALLBACK_RESERVE_BYTES
+
+
+def free_bytes_raw(device=None):
+    """mem_get_info().free + (reserved - active), before ComfyUI's reserve; None without a GPU."""
+    mm = _comfy_mm()
+    if mm is not None:
+        dev = device if device is not None else mm.get_torch_device()
+        if getattr(dev, "type", "cuda") == "cpu":
+            return None
+        return int(mm.get_free_memory(dev))
+    torch = _torch_cuda()
+    if torch is None:
+        return None
+    dev = device if device is not None else torch.device("cuda", torch.cuda.current_device())
+    stats = torch.cuda.memory_stats(dev)
+    free_cuda, _total = torch.cuda.mem_get_info(dev)
+    return int(free_cuda + stats.get("reserved_bytes.all.current", 0) - stats.get("active_bytes.all.current", 0))
+
+
+def free_bytes(device=None):
+    """Free VRAM as ComfyUI's loader sees it, minus its reserve; None without a GPU."""
+    raw = free_bytes_raw(device)
+    return None if raw is None else max(0, raw - reserve_bytes())
+
+
+def total_bytes(device=None):
+    mm = _comfy_mm()
+    if mm is not None:
+        dev = device if device is not None else mm.get_torch_device()
+        if getattr(dev, "type", "cuda") == "cpu":
+            return None
+        return int(mm.get_total_memory(dev))
+    torch = _torch_cuda()
+    if torch is None:
+        return None
+    return int(torch.cuda.mem_get_info()[1])
+
+
+def resolve(budget, reserve_applied_by_core=True) -> dict:
+    """Turns the node's budget widget into request fields for the core.
+
+    "auto" -> {"vram_bytes": free VRAM as ComfyUI's get_free_memory counts it}, or {} when there is no GPU
+    (the core then reports the peak without a verdict). The core models ComfyUI's reserve itself, so it
+    is subtracted here only for callers that use the number directly (reserve_applied_by_core=False,
+    e.g. a decode budget); "12" / "12GB" / 12.0 -> {"vram_bytes": 12 GiB} (cards report
+    binary sizes, gpus.json too); anything else is a GPU name -> {"gpu": name} (the core validates it).
+    An override from the environment (HEADROOM_BUDGET) wins over "auto", so headless servers can pin one.
+    """
+    if budget is None:
+        budget = "auto"
+    if isinstance(budget, (int, float)):
+        if budget <= 0:
+            raise ValueError(f"budget: expected a positive number of GB, got {budget}")
+        return {"vram_bytes": int(budget * GIB)}
+    text = str(budget).strip()
+    if text == "" or text.lower() == "auto":
+        override = os.environ.get("HEADROOM_BUDGET")
+        if override and override.lower() != "auto":
+            return resolve(override, reserve_applied_by_core)
+        free = free_bytes_raw() if reserve_applied_by_core else free_bytes()
+        return {} if free is None else {"vram_bytes": free}
+    match = _NUMBER.match(text)
+    if match:
+        value = float(match.group(1))
+        if value <= 0:
+            raise ValueError(f"budget: expected a positive number of GB, got {text!r}")
+        return {"vram_bytes": int(value * GIB)}
+    return {"gpu": text}
+
+
+def describe(fields: dict) -> str:
+    if "vram_bytes" in fields:
+        return f"{fields['vram_bytes'] / GIB:.2f} GiB"
+    if "gpu" in fields:
+        return fields["gpu"]
+    return "no GPU budget (no CUDA device; set budget to a GB number or a GPU name)"

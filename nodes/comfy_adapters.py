@@ -1,0 +1,129 @@
+"""ComfyUI objects -> the few plain values the native core needs (and nothing about memory).
+
+Everything is read through duck typing so the nodes run with small stand-ins in tests and do not
+import ComfyUI here."""
+import re
+
+# Latent channels -> (pixels per latent pixel, latent frames -> pixel frames). Sources: ComfyUI
+# comfy/latent_formats.py channel counts and comfy/sd.py upscale ratios (Wan 2.2 VAE: 48 ch, 16x;
+# Wan 2.1 / Hunyuan video: 16 ch, 8x, 4t-3 frames; SD/Flux images: 8x).
+_VIDEO_48CH_SCALE = 16
+_DEFAULT_SCALE = 8
+
+
+def latent_tensor(latent):
+    if not isinstance(latent, dict) or "samples" not in latent:
+        raise ValueError("samples: expected a LATENT (a dict with a 'samples' tensor)")
+    return latent["samples"]
+
+
+def latent_shape(latent):
+    return [int(d) for d in latent_tensor(latent).shape]
+
+
+def latent_geometry(latent) -> dict:
+    """{width, height, frames, batch} in pixels, as the latent nodes' widgets would say."""
+    shape = latent_shape(latent)
+    if len(shape) == 4:
+        b, _c, h, w = shape
+        return {"width": w * _DEFAULT_SCALE, "height": h * _DEFAULT_SCALE, "frames": 1, "batch": b}
+    if len(shape) == 5:
+        b, c, t, h, w = shape
+        scale = _VIDEO_48CH_SCALE if c == 48 else _DEFAULT_SCALE
+        return {"width": w * scale, "height": h * scale, "frames": max(1, 4 * t - 3), "batch": b}
+    raise ValueError(f"samples: expected a 4-D image or 5-D video latent, got shape {shape}")
+
+
+def dtype_name(dtype) -> str:
+    """torch.bfloat16 -> 'bf16' etc. (the precision names of the catalog)."""
+    text = str(dtype).replace("torch.", "")
+    return {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32",
+            "float8_e4m3fn": "fp8_e4m3fn", "float8_e5m2": "fp8_e5m2"}.get(text, text)
+
+
+def model_descriptor(model) -> dict:
+    """MODEL (a ModelPatcher) -> {config, dim, precision, params}; empty fields when unknown."""
+    inner = getattr(model, "model", model)
+    config = getattr(inner, "model_config", None)
+    unet = getattr(config, "unet_config", {}) or {}
+    dtype = None
+    if hasattr(inner, "get_dtype"):
+        try:
+            dtype = inner.get_dtype()
+        except Exception:
+            dtype = None
+    params = None
+    diffusion = getattr(inner, "diffusion_model", None)
+    if diffusion is not None and hasattr(diffusion, "parameters"):
+        params = sum(p.numel() for p in diffusion.parameters())
+    return {
+        "config": type(config).__name__ if config is not None else None,
+        "dim": unet.get("dim") or unet.get("hidden_size"),
+        "precision": dtype_name(dtype) if dtype is not None else None,
+        "params": params,
+    }
+
+
+def _norm(text):
+    return re.sub(r"[^a-z0-9]", "", str(text).lower())
+
+
+# ComfyUI model-config class (comfy/supported_models.py) and Wan `dim` -> words the catalog names
+# and aliases are expected to contain. Matching is by normalised substring, so the data stays the
+# authority on names.
+_CONFIG_HINTS = {
+    "Flux": ["flux1dev", "fluxdev"],
+    "FluxSchnell": ["flux1schnell", "fluxschnell"],
+    "WAN22_T2V": ["wan22ti2v5b", "wan225b"],
+}
+_WAN_DIM_HINTS = {1536: ["wan21t2v13b", "wan2113b"], 5120: ["wan2114b", "wan22t2v14b", "wan2214b"]}
+
+
+def catalog_model_name(descriptor: dict, catalog: dict):
+    """The catalog entry name for a loaded model, or None when it cannot be told apart."""
+    hints = list(_CONFIG_HINTS.get(descriptor.get("config") or "", []))
+    if (descriptor.get("config") or "").startswith("WAN21"):
+        hints += _WAN_DIM_HINTS.get(descriptor.get("dim"), [])
+    for entry in catalog.get("models", []):
+        keys = [_norm(entry.get("name", ""))] + [_norm(a) for a in entry.get("aliases", [])]
+        if any(h in k or k == h for h in hints for k in keys if k):
+            return entry.get("name")
+    return None
+
+
+def vae_state_dict(vae) -> dict:
+    """VAE -> its decoder weights as a name -> tensor dict (read-only use)."""
+    if hasattr(vae, "get_sd"):
+        return vae.get_sd()
+    inner = getattr(vae, "first_stage_model", None)
+    if inner is not None and hasattr(inner, "state_dict"):
+        return inner.state_dict()
+    raise ValueError("vae: expected a ComfyUI VAE (with get_sd() or first_stage_model)")
+
+
+def image_from_channels_first(pixels):
+    """[B,3,H,W] -> IMAGE [B,H,W,3]; video [B,3,T,H,W] -> [B*T,H,W,3] like ComfyUI's VAEDecode."""
+    if pixels.dim() == 4:
+        return pixels.movedim(1, -1)
+    if pixels.dim() == 5:
+        out = pixels.movedim(1, -1)
+        return out.reshape(-1, out.shape[-3], out.shape[-2], out.shape[-1])
+    raise ValueError(f"decoded pixels: expected 4-D or 5-D, got {list(pixels.shape)}")
+
+
+def last_execution_error():
+    """Text of the newest failed run in ComfyUI's history (exception type + message), or None."""
+    try:
+        from server import PromptServer
+    except Exception:
+        return None
+    queue = getattr(getattr(PromptServer, "instance", None), "prompt_queue", None)
+    history = getattr(queue, "history", None)
+    if not history:
+        return None
+    for item in reversed(list(history.values())):
+        for message in (item.get("status") or {}).get("messages", []) or []:
+            if isinstance(message, (list, tuple)) and len(message) == 2 and message[0] == "execution_error":
+                data = message[1] or {}
+                return f"{data.get('exception_type', '')}: {data.get('exception_message', '')}".strip(": ")
+    return None

@@ -1,0 +1,167 @@
+"""Finds and imports Headroom's native modules, and explains how to fix it when they are missing.
+
+The pack must keep loading when the native build is absent, broken or built against another torch:
+ComfyUI would otherwise list the whole pack as IMPORT FAILED and the user would see no hint. So every
+failure here becomes a `NativeUnavailable` that names the cause and the exact command that fixes it.
+"""
+import importlib
+import json
+import os
+import platform
+import sys
+import threading
+from pathlib import Path
+
+PACK_DIR = Path(__file__).resolve().parent.parent
+CORE_MODULE = "_headroom_core"
+TORCH_MODULE = "_headroom_torch"
+BUILD_INFO_FILE = "headroom_build.json"  # written by install.py next to the modules
+
+
+class NativeUnavailable(RuntimeError):
+    """The native module cannot be used; str() holds the cause and the fix."""
+
+
+_lock = threading.Lock()
+_cache = {}  # module name -> (module or None, cause or None)
+
+
+def build_dir() -> Path:
+    """$HEADROOM_BUILD_DIR (relative paths are taken from the pack folder), else <pack>/build."""
+    env = os.environ.get("HEADROOM_BUILD_DIR")
+    if env:
+        path = Path(env)
+        return path if path.is_absolute() else PACK_DIR / path
+    return PACK_DIR / "build"
+
+
+def python_dir() -> Path:
+    return build_dir() / "python"
+
+
+def build_info() -> dict:
+    """What install.py recorded about the build (torch/Python versions), or {}."""
+    try:
+        return json.loads((python_dir() / BUILD_INFO_FILE).read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _torch_versions():
+    """(torch version, CUDA version) of the running torch without importing it if it is not loaded yet."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        try:
+            import torch  # noqa: F811  (only to report versions; ComfyUI has it loaded anyway)
+        except Exception:
+            return None, None
+    return getattr(torch, "__version__", None), getattr(getattr(torch, "version", None), "cuda", None)
+
+
+def environment() -> dict:
+    torch_version, cuda_version = _torch_versions()
+    return {
+        "python": sys.executable,
+        "python_version": platform.python_version(),
+        "torch_version": torch_version,
+        "cuda_version": cuda_version,
+        "build_dir": str(build_dir()),
+    }
+
+
+def fix_command() -> str:
+    """The command that rebuilds the native modules for the Python and torch that run ComfyUI."""
+    return f'"{sys.executable}" "{PACK_DIR / "install.py"}"'
+
+
+def describe_fix() -> str:
+    env = environment()
+    return (
+        f"Fix: run {fix_command()}  (it builds with this Python {env['python_version']}, "
+        f"torch {env['torch_version'] or 'not installed'}, CUDA {env['cuda_version'] or 'none'}; "
+        f"needs cmake, ninja and a C++17 compiler), then restart ComfyUI."
+    )
+
+
+def _import(name: str):
+    folder = python_dir()
+    if folder.is_dir() and str(folder) not in sys.path:
+        sys.path.insert(0, str(folder))
+    try:
+        return importlib.import_module(name), None
+    except ImportError as e:
+        if getattr(e, "name", None) == name:
+            return None, f"{name} is not built (looked in {folder} and on sys.path)"
+        return None, f"{name} failed to import: {e}"
+    except Exception as e:  # a broken binary can raise anything at import
+        return None, f"{name} failed to import: {type(e).__name__}: {e}"
+
+
+def _torch_mismatch(module):
+    built = None
+    try:
+        built = module.built_torch_version()
+    except Exception as e:
+        return f"{TORCH_MODULE}.built_torch_version() failed: {e}"
+    running, _ = _torch_versions()
+    if built and running and built != running:
+        return f"{TORCH_MODULE} was built against torch {built}, but ComfyUI runs torch {running}"
+    return None
+
+
+def _load(name: str):
+    with _lock:
+        if name not in _cache:
+            if name == TORCH_MODULE:
+                running, _ = _torch_versions()
+                if running is None:
+                    _cache[name] = (None, "torch is not importable in this Python")
+                    return _cache[name]
+            module, cause = _import(name)
+            built = build_info().get("torch_version")
+            running, _ = _torch_versions() if name == TORCH_MODULE else (None, None)
+            if module is None and built and running and built != running:
+                cause += f" (it was built against torch {built}; ComfyUI runs torch {running})"
+            if module is not None and name == TORCH_MODULE:
+                cause = _torch_mismatch(module)
+                if cause:
+                    module = None
+            _cache[name] = (module, cause)
+        return _cache[name]
+
+
+def reset():
+    """Forget what was loaded (tests; after a rebuild the user restarts ComfyUI anyway)."""
+    with _lock:
+        _cache.clear()
+
+
+def core():
+    """The estimator module, or NativeUnavailable with cause and fix."""
+    module, cause = _load(CORE_MODULE)
+    if module is None:
+        raise NativeUnavailable(f"Headroom's native core is unavailable: {cause}. {describe_fix()}")
+    return module
+
+
+def torch_ops():
+    """The LibTorch decoders, or NativeUnavailable with cause and fix."""
+    module, cause = _load(TORCH_MODULE)
+    if module is None:
+        raise NativeUnavailable(f"Headroom's native decoder is unavailable: {cause}. {describe_fix()}")
+    return module
+
+
+def call_json(function: str, request) -> dict:
+    """core().<function>(json) -> dict. Native InputError stays a ValueError with the core's message."""
+    payload = request if isinstance(request, str) else json.dumps(request)
+    return json.loads(getattr(core(), function)(payload))
+
+
+def status() -> dict:
+    """For /headroom/vram and the panel: which native parts work, why not, and the fix."""
+    out = {"environment": environment(), "build_info": build_info(), "fix": fix_command()}
+    for key, name in (("core", CORE_MODULE), ("torch", TORCH_MODULE)):
+        module, cause = _load(name)
+        out[key] = {"available": module is not None, "cause": cause}
+    return out

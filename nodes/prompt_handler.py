@@ -1,0 +1,85 @@
+"""Preflight at queue time: estimates the whole prompt before anything loads and, per the user's
+setting, passes silently, warns (websocket toast with peak, stage and fix), blocks with the plan, or
+applies the cheapest fix. The prompt is changed only for auto-fix (or a block, which queues nothing)."""
+import copy
+import logging
+
+from . import autofix, budget, native_loader, report_format, settings
+from .queue_gate import blocked_prompt
+
+EVENT = "headroom.preflight"
+log = logging.getLogger("headroom")
+
+
+def _send(event, data, sid):
+    try:
+        from server import PromptServer
+    except ImportError:
+        return
+    PromptServer.instance.send_sync(event, data, sid)
+
+
+# Replaced in tests; the server's send_sync in ComfyUI.
+send = _send
+
+
+def _preflight_autofix(prompt: dict) -> bool:
+    """A Preflight node set to "apply fix" is the user choosing auto-fix for this workflow."""
+    return any(isinstance(n, dict) and n.get("class_type") == "HeadroomPreflight"
+               and (n.get("inputs") or {}).get("action") == "apply fix" for n in prompt.values())
+
+
+def _payload(plan: dict, fields: dict, action: str) -> dict:
+    changes = plan.get("changes") or []
+    return {
+        "action": action,
+        "over_budget": report_format.is_over_budget(plan, fields),
+        "peak_bytes": plan.get("peak_bytes"),
+        "peak_stage": plan.get("peak_stage"),
+        "budget_bytes": report_format.budget_bytes(plan, fields),
+        "fix": report_format.change_text(changes[0]) if changes else None,
+        "changes": changes[:5],
+        "report": report_format.preflight_report(plan, fields, budget.describe(fields)),
+    }
+
+
+def on_prompt(json_data):
+    prompt = json_data.get("prompt") if isinstance(json_data, dict) else None
+    if not isinstance(prompt, dict) or not prompt:
+        return json_data
+    current = settings.get()
+    action = "auto-fix" if _preflight_autofix(prompt) else current["queue_action"]
+    if action == "pass":
+        return json_data
+    client_id = json_data.get("client_id")
+    try:
+        fields = budget.resolve(current["budget"])
+        plan = native_loader.call_json("plan", {"workflow": prompt, **fields})
+    except (native_loader.NativeUnavailable, ValueError, RuntimeError) as e:
+        # Never stand between the user and their run because Headroom cannot judge it.
+        log.warning("Headroom preflight skipped: %s", e)
+        send(EVENT, {"action": action, "error": str(e)}, client_id)
+        return json_data
+    payload = _payload(plan, fields, action)
+    if not payload["over_budget"]:
+        send(EVENT, payload, client_id)
+        return json_data
+    if action == "auto-fix":
+        fixed, applied, description = autofix.apply_cheapest_fix(prompt, plan, fields)
+        if applied:
+            out = dict(json_data)
+            out["prompt"] = fixed
+            extra = copy.deepcopy(out.get("extra_data") or {})
+            extra.setdefault("extra_pnginfo", {})["headroom"] = {"applied": applied, "fix": description}
+            out["extra_data"] = extra
+            send(EVENT, {**payload, "applied": applied, "fix": description}, client_id)
+            return out
+        payload["fix_unavailable"] = "no fix Headroom can apply itself; the plan lists what to change by hand"
+    if action == "block":
+        send(EVENT, {**payload, "blocked": True}, client_id)
+        out = dict(json_data)
+        out["prompt"] = blocked_prompt("Headroom blocked this run (over budget; change the queue action in "
+                                       "the Headroom settings to allow it):\n" + payload["report"])
+        return out
+    send(EVENT, payload, client_id)
+    return json_data

@@ -1,0 +1,193 @@
+"""HeadroomVAEDecode: decodes inside a memory budget without seams.
+
+KL (SD/Flux) and Wan VAEs run on Headroom's native decoders; any other VAE is decoded by ComfyUI's own
+VAE through the native tiler (`decode_blend`), spatial tiles only for video so each tile sees the whole
+clip (temporal tiles make Wan video blink). Follows ComfyUI's fallback hygiene: other models are
+evicted first, and an out-of-memory retry runs only after the `except` block has released the failed
+attempt's tensors."""
+import sys
+
+from . import budget as budget_mod
+from . import comfy_adapters, native_loader
+
+MODES = ["auto", "full", "exact", "fast", "blend"]
+NATIVE_FAMILIES = ("kl", "wan2.1", "wan2.2")
+
+# ComfyUI's own tiled fallback (comfy/sd.py VAE.decode): 64-latent tiles with 16 overlap for images,
+# 256 px // compression with a quarter overlap for video.
+IMAGE_TILE_LATENT, IMAGE_OVERLAP_LATENT = 64, 16
+VIDEO_TILE_PX = 256
+
+
+def _mm():
+    return sys.modules.get("comfy.model_management")
+
+
+def _is_oom(error) -> bool:
+    mm = _mm()
+    oom_type = getattr(mm, "OOM_EXCEPTION", None) if mm else None
+    if oom_type is not None and oom_type is not Exception and isinstance(error, oom_type):
+        return True
+    torch = sys.modules.get("torch")
+    cuda_oom = getattr(getattr(torch, "cuda", None), "OutOfMemoryError", None) if torch else None
+    if cuda_oom is not None and isinstance(error, cuda_oom):
+        return True
+    return "out of memory" in str(error).lower()
+
+
+class _Progress:
+    """Native per-tile callbacks -> ComfyUI's progress bar (which also raises on interrupt)."""
+
+    def __init__(self):
+        self.bar = None
+
+    def __call__(self, done, total):
+        try:
+            import comfy.utils
+        except ImportError:
+            return
+        if self.bar is None:
+            self.bar = comfy.utils.ProgressBar(total)
+        self.bar.update_absolute(done, total)
+
+
+def _cancelled() -> bool:
+    mm = _mm()
+    return bool(mm and mm.processing_interrupted())
+
+
+def _raise_if_interrupted():
+    mm = _mm()
+    if mm is not None:
+        mm.throw_exception_if_processing_interrupted()
+
+
+def evict_other_models():
+    """Unload every model ComfyUI holds on the GPU so the decode gets the card (the VAE weights are
+    handed to the native decoder as a state dict, so it does not need ComfyUI to keep them loaded)."""
+    mm = _mm()
+    if mm is None:
+        return
+    mm.unload_all_models()
+    mm.soft_empty_cache()
+
+
+def _vae_upscale(vae, video: bool) -> int:
+    ratio = getattr(vae, "upscale_ratio", 8)
+    if isinstance(ratio, (tuple, list)):
+        ratio = ratio[-1]
+    return int(ratio) if isinstance(ratio, (int, float)) else 8
+
+
+def _comfy_decode_fn(vae):
+    """ComfyUI's decode of one latent tile, channels first like the latent ([B,3,(T),H,W])."""
+    def fn(tile):
+        return vae.decode(tile).movedim(-1, 1)
+    return fn
+
+
+class HeadroomVAEDecode:
+    CATEGORY = "Headroom"
+    FUNCTION = "decode"
+    RETURN_TYPES = ("IMAGE",)
+    DESCRIPTION = ("VAE Decode that fits the memory budget: Headroom's native decoders for SD/Flux (KL) and "
+                   "Wan VAEs, ComfyUI's decode through Headroom's seamless tiler for others.")
+
+    @classmethod
+    def INPUT_TYPES(cls):
+        return {
+            "required": {
+                "samples": ("LATENT",),
+                "vae": ("VAE",),
+                "mode": (MODES, {"default": "auto", "tooltip": "auto: whole decode when it fits, else tiles; "
+                                 "full: no tiles; exact: tiles with shared GroupNorm statistics (same image as "
+                                 "full); fast: tiles with local statistics; blend: ComfyUI's decode per tile, "
+                                 "feathered together."}),
+                "budget": ("STRING", {"default": "auto", "tooltip": "auto = free VRAM as ComfyUI counts it, "
+                                      "or a number of GB."}),
+            }
+        }
+
+    def decode(self, samples, vae, mode="auto", budget="auto"):
+        if mode not in MODES:
+            raise ValueError(f"mode: expected one of {', '.join(MODES)}, got {mode!r}")
+        latent = comfy_adapters.latent_tensor(samples)
+        fields = budget_mod.resolve(budget, reserve_applied_by_core=False)
+        budget_bytes = fields.get("vram_bytes")
+        evict_other_models()
+        try:
+            ops = native_loader.torch_ops()
+        except native_loader.NativeUnavailable as e:
+            image = vae.decode(latent)
+            return self._done(self._as_image(image), f"ComfyUI decode (native decoder unavailable: {e})")
+
+        state_dict = comfy_adapters.vae_state_dict(vae)
+        family = None
+        if mode != "blend":
+            try:
+                family = ops.detect_vae_family(state_dict)
+            except ValueError:
+                family = None
+
+        ran_out = False
+        try:
+            image, info = self._run(ops, family, state_dict, vae, latent, mode, budget_bytes, retry=False)
+        except Exception as e:  # noqa: BLE001 - only OOM is handled, the rest re-raises
+            if not _is_oom(e):
+                if "cancel" in str(e).lower():
+                    _raise_if_interrupted()
+                raise
+            ran_out = True
+        if ran_out:
+            # Outside the except block: the failed attempt's tensors are unreferenced now.
+            mm = _mm()
+            if mm is not None:
+                mm.soft_empty_cache()
+            image, info = self._run(ops, family, state_dict, vae, latent, mode, budget_bytes, retry=True)
+            info["retried_after_oom"] = True
+        return self._done(image, self._summary(info))
+
+    def _run(self, ops, family, state_dict, vae, latent, mode, budget_bytes, retry):
+        progress = _Progress()
+        if family in NATIVE_FAMILIES and mode != "blend":
+            native_mode = "exact" if retry and mode in ("auto", "full") else mode
+            image, info = ops.decode(state_dict, latent, mode=native_mode, tile_px=0, budget_bytes=budget_bytes,
+                                     progress=progress, cancel=_cancelled)
+            return image, dict(info)
+        video = latent.dim() == 5
+        upscale = _vae_upscale(vae, video)
+        if video:
+            tile = max(8, VIDEO_TILE_PX // upscale)
+            overlap = tile // 4
+        else:
+            tile, overlap = IMAGE_TILE_LATENT, IMAGE_OVERLAP_LATENT
+        if retry:
+            tile, overlap = max(8, tile // 2), max(2, overlap // 2)
+        if mode == "full" and not retry:
+            pixels = _comfy_decode_fn(vae)(latent)
+            return comfy_adapters.image_from_channels_first(pixels), {"family": "comfy", "mode": "full", "tiles": 1}
+        pixels = ops.decode_blend(_comfy_decode_fn(vae), latent, tile, overlap, upscale,
+                                  progress=progress, cancel=_cancelled)
+        info = {"family": family or "comfy", "mode": "blend", "tile_latent": tile, "halo_latent": overlap}
+        return comfy_adapters.image_from_channels_first(pixels), info
+
+    @staticmethod
+    def _as_image(image):
+        return image.reshape(-1, *image.shape[-3:]) if image.dim() == 5 else image
+
+    @staticmethod
+    def _summary(info: dict) -> str:
+        parts = [f"{info.get('family', '?')} VAE, {info.get('mode', '?')} decode"]
+        if info.get("tiles"):
+            parts.append(f"{info['tiles']} tile(s)")
+        if info.get("tile_latent"):
+            parts.append(f"tile {info['tile_latent']} latent px, overlap/halo {info.get('halo_latent', 0)}")
+        if info.get("planned_peak_bytes"):
+            parts.append(f"planned peak {info['planned_peak_bytes'] / 2**30:.2f} GiB")
+        if info.get("retried_after_oom"):
+            parts.append("retried tiled after running out of memory")
+        return ", ".join(parts)
+
+    @staticmethod
+    def _done(image, text):
+        return {"ui": {"text": [text]}, "result": (image,)}

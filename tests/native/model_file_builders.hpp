@@ -1,0 +1,196 @@
+#pragma once
+// Builders for the .safetensors and .gguf files the inspector tests write themselves.
+// Files are written header-first and then extended with ftruncate, so tensor data costs no disk.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace testfiles {
+
+using nlohmann::json;
+
+// A fresh directory under $TMPDIR, removed with everything in it at the end of the test.
+class TempDir {
+ public:
+  TempDir() {
+    const char* base = std::getenv("TMPDIR");
+    std::string tmpl = std::string(base && *base ? base : "/tmp") + "/headroom-inspect-XXXXXX";
+    std::vector<char> buf(tmpl.begin(), tmpl.end());
+    buf.push_back('\0');
+    if (!mkdtemp(buf.data())) throw std::runtime_error("mkdtemp failed");
+    path_ = buf.data();
+  }
+  ~TempDir() { std::system(("rm -rf '" + path_ + "'").c_str()); }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+// Writes `head` and extends the file to `total` bytes (a sparse hole of zeros).
+inline void write_file(const std::string& path, const std::string& head, std::uint64_t total) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) throw std::runtime_error("cannot create " + path);
+  std::size_t done = 0;
+  while (done < head.size()) {
+    ssize_t n = ::write(fd, head.data() + done, head.size() - done);
+    if (n <= 0) throw std::runtime_error("write failed: " + path);
+    done += static_cast<std::size_t>(n);
+  }
+  if (total > head.size() && ::ftruncate(fd, static_cast<off_t>(total)) != 0) throw std::runtime_error("ftruncate failed");
+  ::close(fd);
+}
+inline void write_file(const std::string& path, const std::string& bytes) { write_file(path, bytes, bytes.size()); }
+
+inline void put_le(std::string& out, std::uint64_t v, int bytes) {
+  for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
+}
+
+// ---- safetensors ----
+struct StTensor {
+  std::string name;
+  std::string dtype;
+  std::vector<std::uint64_t> shape;
+};
+
+// Element sizes of the safetensors dtypes, written out here independently of the parser.
+inline std::uint64_t st_elem_bytes(const std::string& d) {
+  if (d == "F64" || d == "I64" || d == "U64") return 8;
+  if (d == "F32" || d == "I32" || d == "U32") return 4;
+  if (d == "F16" || d == "BF16" || d == "I16" || d == "U16") return 2;
+  return 1;
+}
+
+// The header JSON with consecutive data_offsets, and the size of the data section.
+inline std::pair<json, std::uint64_t> st_header(const std::vector<StTensor>& tensors, const json& metadata = nullptr) {
+  json h = json::object();
+  std::uint64_t offset = 0;
+  for (const auto& t : tensors) {
+    std::uint64_t n = st_elem_bytes(t.dtype);
+    for (auto d : t.shape) n *= d;
+    h[t.name] = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + n}}};
+    offset += n;
+  }
+  if (!metadata.is_null()) h["__metadata__"] = metadata;
+  return {h, offset};
+}
+
+// The 8-byte length prefix and the header text; the data follows.
+inline std::string st_prefix(const std::string& header_text) {
+  std::string out;
+  put_le(out, header_text.size(), 8);
+  return out + header_text;
+}
+
+inline void write_safetensors(const std::string& path, const std::vector<StTensor>& tensors,
+                              const json& metadata = nullptr) {
+  auto [h, data] = st_header(tensors, metadata);
+  std::string head = st_prefix(h.dump());
+  write_file(path, head, head.size() + data);
+}
+
+// ---- GGUF ----
+// ggml type ids (enum ggml_type in ggml.h) and block layouts (ggml-common.h) used by the tests.
+enum GgmlId : std::uint32_t { F32 = 0, F16 = 1, Q4_0 = 2, Q4_1 = 3, Q5_0 = 6, Q5_1 = 7, Q8_0 = 8, Q2_K = 10,
+                              Q3_K = 11, Q4_K = 12, Q5_K = 13, Q6_K = 14, BF16 = 30 };
+
+class Gguf {
+ public:
+  explicit Gguf(std::uint32_t version = 3, std::uint64_t alignment = 32) : version_(version), alignment_(alignment) {}
+
+  static void str(std::string& out, const std::string& s) {
+    put_le(out, s.size(), 8);
+    out += s;
+  }
+  // A raw key/value: the caller writes the value bytes (after the u32 type).
+  Gguf& kv_raw(const std::string& key, std::uint32_t type, const std::string& value) {
+    str(kvs_, key);
+    put_le(kvs_, type, 4);
+    kvs_ += value;
+    ++kv_count_;
+    return *this;
+  }
+  Gguf& kv_string(const std::string& key, const std::string& v) {
+    std::string b;
+    str(b, v);
+    return kv_raw(key, 8, b);
+  }
+  Gguf& kv_u32(const std::string& key, std::uint32_t v) {
+    std::string b;
+    put_le(b, v, 4);
+    return kv_raw(key, 4, b);
+  }
+  Gguf& kv_f32(const std::string& key, float v) {
+    std::string b;
+    std::uint32_t bits;
+    std::memcpy(&bits, &v, 4);
+    put_le(b, bits, 4);
+    return kv_raw(key, 6, b);
+  }
+  Gguf& kv_string_array(const std::string& key, const std::vector<std::string>& values) {
+    std::string b;
+    put_le(b, 8, 4);
+    put_le(b, values.size(), 8);
+    for (const auto& v : values) str(b, v);
+    return kv_raw(key, 9, b);
+  }
+  // A tensor: ne in ggml order (ne[0] innermost); `bytes` is its size in the data section.
+  Gguf& tensor(const std::string& name, std::vector<std::uint64_t> ne, std::uint32_t type, std::uint64_t bytes) {
+    tensors_.push_back({name, std::move(ne), type, next_offset_, bytes});
+    next_offset_ += (bytes + alignment_ - 1) / alignment_ * alignment_;
+    return *this;
+  }
+  // The tensor table only: lets a test corrupt single fields.
+  struct Info {
+    std::string name;
+    std::vector<std::uint64_t> ne;
+    std::uint32_t type;
+    std::uint64_t offset;
+    std::uint64_t bytes;
+  };
+  std::vector<Info>& infos() { return tensors_; }
+
+  // Header bytes up to (and including) the alignment padding, and the full file size.
+  std::pair<std::string, std::uint64_t> build(std::uint64_t tensor_count_override = UINT64_MAX) const {
+    std::string out = "GGUF";
+    put_le(out, version_, 4);
+    put_le(out, tensor_count_override != UINT64_MAX ? tensor_count_override : tensors_.size(), 8);
+    put_le(out, kv_count_, 8);
+    out += kvs_;
+    for (const auto& t : tensors_) {
+      str(out, t.name);
+      put_le(out, t.ne.size(), 4);
+      for (auto d : t.ne) put_le(out, d, 8);
+      put_le(out, t.type, 4);
+      put_le(out, t.offset, 8);
+    }
+    while (out.size() % alignment_) out.push_back('\0');
+    std::uint64_t data = 0;
+    for (const auto& t : tensors_) data = std::max(data, t.offset + t.bytes);
+    return {out, out.size() + data};
+  }
+  void write(const std::string& path) const {
+    auto [head, total] = build();
+    write_file(path, head, total);
+  }
+
+ private:
+  std::uint32_t version_;
+  std::uint64_t alignment_;
+  std::string kvs_;
+  std::uint64_t kv_count_ = 0;
+  std::vector<Info> tensors_;
+  std::uint64_t next_offset_ = 0;
+};
+
+}  // namespace testfiles

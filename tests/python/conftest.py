@@ -1,0 +1,89 @@
+"""Shared fixtures: where the native build and the shared reference data are, and the pack itself
+imported the way ComfyUI imports a custom-node folder (a package from its __init__.py)."""
+import importlib.util
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+BUILD_DIR = Path(os.environ.get("HEADROOM_BUILD_DIR", "build"))
+if not BUILD_DIR.is_absolute():
+    BUILD_DIR = REPO / BUILD_DIR
+BUILD_PYTHON = BUILD_DIR / "python"
+SHARED = REPO.parent / "shared"
+PACK_NAME = "headroom_pack"
+
+if BUILD_PYTHON.is_dir() and str(BUILD_PYTHON) not in sys.path:
+    sys.path.insert(0, str(BUILD_PYTHON))
+# The pack finds the build through the same variable (absolute, so cwd does not matter).
+os.environ["HEADROOM_BUILD_DIR"] = str(BUILD_DIR)
+
+
+def load_pack(name=PACK_NAME):
+    """Imports <repo>/__init__.py as package `name`, like ComfyUI's load_custom_node."""
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, REPO / "__init__.py",
+                                                  submodule_search_locations=[str(REPO)])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+load_pack()
+
+
+def native_core_or_none():
+    try:
+        import _headroom_core
+    except ImportError:
+        return None
+    return _headroom_core
+
+
+def core_function_works(name, *args) -> bool:
+    """False while a teammate's part of the core still says 'not implemented'."""
+    core = native_core_or_none()
+    if core is None:
+        return False
+    try:
+        getattr(core, name)(*args)
+    except Exception as e:
+        return "not implemented" not in str(e)
+    return True
+
+
+@pytest.fixture(scope="session")
+def repo():
+    return REPO
+
+
+@pytest.fixture(scope="session")
+def build_dir():
+    return BUILD_DIR
+
+
+@pytest.fixture(scope="session")
+def shared_dir():
+    if not SHARED.is_dir():
+        pytest.skip(f"shared reference data not found at {SHARED}")
+    return SHARED
+
+
+@pytest.fixture(scope="session")
+def real_workflows(shared_dir):
+    return shared_dir / "real-workflows"
+
+
+@pytest.fixture(scope="session")
+def oom_examples(shared_dir):
+    return json.loads((shared_dir / "facts" / "oom-examples.json").read_text())
+
+
+@pytest.fixture(scope="session")
+def pack():
+    return load_pack()

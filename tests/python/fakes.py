@@ -1,0 +1,101 @@
+"""Minimal stand-ins for ComfyUI objects and the native core, for tests only (never in the pack)."""
+import json
+
+import torch
+
+
+def latent_image(batch=1, channels=16, h=8, w=8):
+    return {"samples": torch.randn(batch, channels, h, w)}
+
+
+def latent_video(batch=1, channels=16, t=3, h=6, w=6):
+    return {"samples": torch.randn(batch, channels, t, h, w)}
+
+
+class FakeVAE:
+    """ComfyUI VAE surface the nodes use: get_sd(), decode(latent) -> [B,(T),H,W,3], upscale_ratio.
+    decode is nearest-neighbour upsampling of the first three channels, so tiles can be checked."""
+
+    def __init__(self, state_dict=None, upscale=8):
+        self.sd = state_dict or {"decoder.conv_in.weight": torch.zeros(4, 16, 3, 3)}
+        self.upscale_ratio = upscale
+        self.decode_calls = []
+
+    def get_sd(self):
+        return self.sd
+
+    def decode(self, latent):
+        self.decode_calls.append(tuple(latent.shape))
+        x = latent[:, :3]
+        if x.dim() == 4:
+            x = x.repeat_interleave(self.upscale_ratio, -1).repeat_interleave(self.upscale_ratio, -2)
+        else:
+            x = x.repeat_interleave(self.upscale_ratio, -1).repeat_interleave(self.upscale_ratio, -2)
+        return x.movedim(1, -1)
+
+
+class FakeCore:
+    """Answers like _headroom_core (JSON strings in and out), with canned results, and records calls."""
+
+    class InputError(ValueError):
+        pass
+
+    def __init__(self, peak=20 * 2**30, changes=None, presets=None):
+        self.peak = peak
+        self.calls = []
+        self.changes = changes if changes is not None else [
+            {"description": "weight_dtype fp8_e4m3fn", "edits": [{"node_id": "1", "widget": "weight_dtype",
+                                                                 "to": "fp8_e4m3fn"}],
+             "peak_after_bytes": 11 * 2**30}]
+        self.presets = presets or [{"name": "fp8-weights", "title": "fp8 weights"}]
+
+    def _result(self, req):
+        budget = req.get("vram_bytes")
+        out = {"peak_bytes": self.peak, "peak_stage": "sample",
+               "stages": [{"name": "text_encode", "peak_bytes": 9 * 2**30},
+                          {"name": "sample", "peak_bytes": self.peak},
+                          {"name": "decode", "peak_bytes": 6 * 2**30}]}
+        if budget is not None:
+            out["budget_bytes"] = budget
+            out["verdict"] = "fits" if self.peak <= budget else "does not fit"
+            out["changes"] = [] if self.peak <= budget else self.changes
+        return out
+
+    def catalog(self):
+        self.calls.append(("catalog", None))
+        return json.dumps({"models": [{"name": "flux1-dev", "aliases": ["flux dev"]}], "presets": self.presets})
+
+    def plan(self, text):
+        req = json.loads(text)
+        self.calls.append(("plan", req))
+        if "workflow" not in req:
+            raise self.InputError("workflow: missing")
+        return json.dumps(self._result(req))
+
+    def estimate(self, text):
+        req = json.loads(text)
+        self.calls.append(("estimate", req))
+        result = self._result(req)
+        if str(req.get("precision", "")).startswith("fp8"):
+            result = self._result({**req})
+            result["peak_bytes"] = self.peak // 2
+            if "budget_bytes" in result:
+                result["verdict"] = "fits" if result["peak_bytes"] <= result["budget_bytes"] else "does not fit"
+        return json.dumps(result)
+
+    def apply_preset(self, text):
+        req = json.loads(text)
+        self.calls.append(("apply_preset", req))
+        return json.dumps({"workflow": req["workflow"], "before": {"peak_bytes": self.peak},
+                           "after": {"peak_bytes": self.peak // 2},
+                           "changes": [{"node_id": "1", "widget": "weight_dtype", "from": "default",
+                                        "to": "fp8_e4m3fn"}]})
+
+    def explain(self, text):
+        self.calls.append(("explain", text))
+        return json.dumps({"recognised": "out of memory" in text.lower(), "diagnosis": "the model filled the card",
+                           "fixes": [{"text": "use fp8 weights"}]})
+
+    def inspect(self, paths):
+        self.calls.append(("inspect", list(paths)))
+        return json.dumps([{"path": p, "model": "flux1-dev", "dtype": "bf16"} for p in paths])

@@ -1,0 +1,64 @@
+"""The example workflows: UI format, links consistent, Preflight inline on every sampler's latent,
+Headroom's decode in place of VAEDecode, and every node type from ComfyUI core or this pack."""
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, core_function_works, load_pack
+
+PACK = load_pack()
+WORKFLOWS = sorted((REPO / "workflows").glob("*.json"))
+SAMPLERS = {"KSampler", "KSamplerAdvanced"}
+# Frontend-only node types (no Python class, never sent to the backend).
+FRONTEND_ONLY = {"Note", "MarkdownNote", "PrimitiveNode", "Reroute"}
+
+
+def core_types(real_workflows: Path):
+    """Node types of the official templates (all core ComfyUI nodes, ../shared/real-workflows/INDEX.md)."""
+    types = set()
+    for f in real_workflows.glob("*.json"):
+        types |= {n["type"] for n in json.loads(f.read_text())["nodes"]}
+    return types
+
+
+def test_all_five_are_there():
+    names = {p.name for p in WORKFLOWS}
+    assert {"flux1_dev_fp8_text_to_image.json", "flux1_schnell_text_to_image.json", "wan2.1_t2v_1.3b.json",
+            "wan2.2_ti2v_5b.json", "wan2.2_i2v_14b.json"} <= names
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
+def test_workflow_is_loadable(path, real_workflows):
+    wf = json.loads(path.read_text())
+    nodes = {n["id"]: n for n in wf["nodes"]}
+    assert wf["last_node_id"] >= max(nodes) and wf["last_link_id"] >= max(l[0] for l in wf["links"])
+    known = core_types(real_workflows) | set(PACK.NODE_CLASS_MAPPINGS) | FRONTEND_ONLY
+    assert {n["type"] for n in wf["nodes"]} <= known
+    assert "VAEDecode" not in {n["type"] for n in wf["nodes"]}
+    for lid, o, oslot, t, tslot, typ in wf["links"]:
+        assert lid in nodes[o]["outputs"][oslot]["links"], (path.name, lid)
+        assert nodes[t]["inputs"][tslot]["link"] == lid, (path.name, lid)
+    for n in wf["nodes"]:
+        if n["type"] == "HeadroomPreflight":
+            budget, action = n["widgets_values"]
+            assert budget == "auto" and action in PACK.NODE_CLASS_MAPPINGS["HeadroomPreflight"].INPUT_TYPES()["required"]["action"][0]
+            out_links = n["outputs"][0]["links"]
+            assert out_links and all(nodes[l[3]]["type"] in SAMPLERS for l in wf["links"] if l[0] in out_links)
+        if n["type"] == "HeadroomVAEDecode":
+            assert n["widgets_values"][0] in PACK.NODE_CLASS_MAPPINGS["HeadroomVAEDecode"].INPUT_TYPES()["required"]["mode"][0]
+    active = [n for n in wf["nodes"] if n.get("mode", 0) == 0]
+    assert any(n["type"] == "HeadroomPreflight" for n in active)
+    assert any(n["type"] == "HeadroomVAEDecode" for n in active)
+
+
+@pytest.mark.skipif(not core_function_works("plan", json.dumps({"workflow": {"1": {"class_type": "EmptyLatentImage", "inputs": {}}}})),
+                    reason="_headroom_core.plan not built or not implemented yet")
+@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
+def test_real_core_plans_each_workflow(path):
+    import _headroom_core
+    result = json.loads(_headroom_core.plan(json.dumps({"workflow": json.loads(path.read_text()),
+                                                        "vram_bytes": 24 * 2**30})))
+    assert result["peak_bytes"] > 0 and result["stages"]
+    assert "HeadroomPreflight" not in (result.get("unknown_nodes") or [])
+    assert "HeadroomVAEDecode" not in (result.get("unknown_nodes") or [])

@@ -1,0 +1,115 @@
+"""Queue-time preflight: passes, warns, blocks (with a prompt that fails validation with the plan) and
+auto-fixes only when chosen, as set."""
+import copy
+
+import pytest
+
+import fakes
+from conftest import load_pack
+
+load_pack()
+from headroom_pack.nodes import native_loader, prompt_handler, settings  # noqa: E402
+from headroom_pack.nodes.queue_gate import HeadroomQueueGate  # noqa: E402
+
+PROMPT = {
+    "1": {"class_type": "UNETLoader", "inputs": {"unet_name": "flux1-dev.safetensors", "weight_dtype": "default"}},
+    "5": {"class_type": "EmptySD3LatentImage", "inputs": {"width": 1024, "height": 1024, "batch_size": 1}},
+    "9": {"class_type": "HeadroomPreflight", "inputs": {"samples": ["5", 0], "budget": "auto", "action": "warn"}},
+}
+
+
+@pytest.fixture
+def env(monkeypatch):
+    core = fakes.FakeCore()
+    native_loader.reset()
+    native_loader._cache[native_loader.CORE_MODULE] = (core, None)
+    settings.reset()
+    sent = []
+    monkeypatch.setattr(prompt_handler, "send", lambda event, data, sid: sent.append((event, data, sid)))
+    yield core, sent
+    native_loader.reset()
+    settings.reset()
+
+
+def request(prompt=PROMPT):
+    return {"prompt": copy.deepcopy(prompt), "client_id": "c1", "extra_data": {"extra_pnginfo": {"workflow": {}}}}
+
+
+def test_pass_does_nothing(env):
+    core, sent = env
+    settings.update({"queue_action": "pass", "budget": "12"})
+    data = request()
+    assert prompt_handler.on_prompt(data) is data
+    assert core.calls == [] and sent == []
+
+
+def test_warn_sends_peak_stage_fix_and_keeps_prompt(env):
+    core, sent = env
+    settings.update({"queue_action": "warn", "budget": "12"})
+    data = request()
+    out = prompt_handler.on_prompt(data)
+    assert out is data and out["prompt"] == PROMPT
+    event, payload, sid = sent[-1]
+    assert event == "headroom.preflight" and sid == "c1"
+    assert payload["over_budget"] and payload["peak_stage"] == "sample" and payload["peak_bytes"] == 20 * 2**30
+    assert "fp8" in payload["fix"]
+
+
+def test_warn_when_it_fits_reports_fit(env):
+    core, sent = env
+    settings.update({"queue_action": "warn", "budget": "24"})
+    out = prompt_handler.on_prompt(request())
+    assert out["prompt"] == PROMPT and sent[-1][1]["over_budget"] is False
+
+
+def test_block_replaces_prompt_with_failing_gate(env):
+    core, sent = env
+    settings.update({"queue_action": "block", "budget": "12"})
+    out = prompt_handler.on_prompt(request())
+    gate = out["prompt"]["headroom_gate"]
+    assert list(out["prompt"]) == ["headroom_gate"] and gate["class_type"] == "HeadroomQueueGate"
+    verdict = HeadroomQueueGate.VALIDATE_INPUTS(**gate["inputs"])
+    assert verdict is not True and "OVER BUDGET" in verdict and "fp8" in verdict
+    assert sent[-1][1]["blocked"] is True
+
+
+def test_block_lets_fitting_prompt_through(env):
+    settings.update({"queue_action": "block", "budget": "24"})
+    data = request()
+    assert prompt_handler.on_prompt(data)["prompt"] == PROMPT
+
+
+def test_auto_fix_applies_cheapest_fix_and_records_it(env):
+    core, sent = env
+    settings.update({"queue_action": "auto-fix", "budget": "12"})
+    data = request()
+    out = prompt_handler.on_prompt(data)
+    assert out["prompt"]["1"]["inputs"]["weight_dtype"] == "fp8_e4m3fn"
+    assert data["prompt"]["1"]["inputs"]["weight_dtype"] == "default"  # the caller's dict is untouched
+    applied = out["extra_data"]["extra_pnginfo"]["headroom"]["applied"]
+    assert applied == [{"node_id": "1", "widget": "weight_dtype", "from": "default", "to": "fp8_e4m3fn"}]
+
+
+def test_preflight_node_set_to_apply_fix_chooses_auto_fix(env):
+    settings.update({"queue_action": "warn", "budget": "12"})
+    prompt = copy.deepcopy(PROMPT)
+    prompt["9"]["inputs"]["action"] = "apply fix"
+    out = prompt_handler.on_prompt(request(prompt))
+    assert out["prompt"]["1"]["inputs"]["weight_dtype"] == "fp8_e4m3fn"
+
+
+def test_auto_fix_never_cuts_a_link(env):
+    core, _ = env
+    core.changes = [{"edits": [{"node_id": "9", "widget": "samples", "to": "x"}]}]
+    settings.update({"queue_action": "auto-fix", "budget": "12"})
+    out = prompt_handler.on_prompt(request())
+    assert out["prompt"]["9"]["inputs"]["samples"] == ["5", 0]
+
+
+def test_native_missing_never_blocks(env):
+    _, sent = env
+    native_loader._cache[native_loader.CORE_MODULE] = (None, "_headroom_core is not built (test)")
+    settings.update({"queue_action": "block", "budget": "12"})
+    data = request()
+    assert prompt_handler.on_prompt(data) is data
+    assert "not built" in sent[-1][1]["error"]

@@ -1,0 +1,159 @@
+"""The pack's real route handlers on a real aiohttp server (127.0.0.1, ephemeral port): answers,
+400s for bad bodies, refusal of paths outside the model folders, and the websocket push cadence."""
+import asyncio
+import json
+
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestClient, TestServer
+
+import fakes
+from conftest import load_pack
+
+load_pack()
+from headroom_pack.nodes import native_loader, routes, settings  # noqa: E402
+
+
+@pytest.fixture
+def fake_core():
+    core = fakes.FakeCore()
+    native_loader.reset()
+    native_loader._cache[native_loader.CORE_MODULE] = (core, None)
+    settings.reset()
+    yield core
+    native_loader.reset()
+    settings.reset()
+
+
+def run_with_client(check):
+    """Starts an aiohttp app with the pack's routes, runs `check(client)`, shuts it down."""
+    async def main():
+        table = web.RouteTableDef()
+        routes.register(table)
+        app = web.Application()
+        app.add_routes(table)
+        async with TestClient(TestServer(app, host="127.0.0.1", port=0)) as client:
+            return await check(client)
+    return asyncio.run(main())
+
+
+WORKFLOW = {"1": {"class_type": "UNETLoader", "inputs": {"unet_name": "flux1-dev.safetensors",
+                                                        "weight_dtype": "default"}}}
+
+
+def test_estimate_returns_plan(fake_core):
+    async def check(client):
+        r = await client.post("/headroom/estimate", json={"workflow": WORKFLOW, "budget": 12})
+        return r.status, await r.json()
+    status, body = run_with_client(check)
+    assert status == 200 and body["peak_bytes"] == fake_core.peak and body["verdict"] == "does not fit"
+    assert fake_core.calls[-1][1] == {"workflow": WORKFLOW, "vram_bytes": 12 * 2**30}
+
+
+@pytest.mark.parametrize("path,payload,field", [
+    ("/headroom/estimate", b"not json", "body"),
+    ("/headroom/estimate", b"[1,2]", "body"),
+    ("/headroom/estimate", json.dumps({"workflow": []}).encode(), "workflow"),
+    ("/headroom/estimate", json.dumps({"workflow": WORKFLOW, "vram_bytes": -5}).encode(), "vram_bytes"),
+    ("/headroom/estimate", json.dumps({"workflow": WORKFLOW, "budget": [1]}).encode(), "budget"),
+    ("/headroom/apply-preset", json.dumps({"workflow": WORKFLOW}).encode(), "preset"),
+    ("/headroom/explain", json.dumps({"text": ""}).encode(), "text"),
+    ("/headroom/settings", json.dumps({"queue_action": "explode"}).encode(), "queue_action"),
+    ("/headroom/settings", json.dumps({"refresh_s": 0}).encode(), "refresh_s"),
+    ("/headroom/panel", json.dumps({"open": "yes"}).encode(), "open"),
+    ("/headroom/inspect", json.dumps({"paths": "x"}).encode(), "paths"),
+])
+def test_bad_bodies_get_400_naming_the_field(fake_core, path, payload, field):
+    async def check(client):
+        r = await client.post(path, data=payload, headers={"Content-Type": "application/json"})
+        return r.status, await r.json()
+    status, body = run_with_client(check)
+    assert status == 400 and body["error"].startswith(field), body
+
+
+def test_core_input_error_becomes_400(fake_core):
+    def bad_plan(text):
+        raise fakes.FakeCore.InputError("workflow: node 7 has no class_type")
+    fake_core.plan = bad_plan
+
+    async def check(client):
+        r = await client.post("/headroom/estimate", json={"workflow": {"7": {}}})
+        return r.status, await r.json()
+    status, body = run_with_client(check)
+    assert status == 400 and "node 7" in body["error"]
+
+
+def test_missing_native_is_503_with_fix():
+    native_loader.reset()
+    native_loader._cache[native_loader.CORE_MODULE] = (None, "_headroom_core is not built (test)")
+    try:
+        async def check(client):
+            r = await client.get("/headroom/presets")
+            return r.status, await r.json()
+        status, body = run_with_client(check)
+    finally:
+        native_loader.reset()
+    assert status == 503 and "not built" in body["error"] and "install.py" in body["fix"]
+
+
+def test_presets_apply_preset_explain_vram(fake_core):
+    async def check(client):
+        presets = await (await client.get("/headroom/presets")).json()
+        applied = await (await client.post("/headroom/apply-preset",
+                                           json={"workflow": WORKFLOW, "preset": "fp8-weights", "gpu": "RTX 3060 12GB"})).json()
+        explained = await (await client.post("/headroom/explain", json={"text": "CUDA out of memory"})).json()
+        vram = await client.get("/headroom/vram")
+        return presets, applied, explained, vram.status, await vram.json()
+    presets, applied, explained, vram_status, vram = run_with_client(check)
+    assert presets["presets"][0]["name"] == "fp8-weights"
+    assert applied["before"]["peak_bytes"] > applied["after"]["peak_bytes"]
+    assert fake_core.calls[-1] == ("explain", "CUDA out of memory")
+    assert ("apply_preset", {"workflow": WORKFLOW, "preset": "fp8-weights", "gpu": "RTX 3060 12GB"}) in fake_core.calls
+    assert explained["recognised"] is True
+    assert vram_status == 200 and "total_bytes" in vram["snapshot"] and vram["native"]["core"]["available"]
+
+
+def test_model_paths_outside_model_folders_are_refused(fake_core, tmp_path, monkeypatch):
+    models = tmp_path / "models"
+    models.mkdir()
+    (models / "a.safetensors").write_bytes(b"")
+    outside = tmp_path / "secret.safetensors"
+    outside.write_bytes(b"")
+    monkeypatch.setattr(routes, "extra_model_roots", [str(models)])
+
+    async def check(client):
+        ok = await client.post("/headroom/inspect", json={"paths": [str(models / "a.safetensors")]})
+        bad = await client.post("/headroom/inspect", json={"paths": [str(outside)]})
+        sneaky = await client.post("/headroom/inspect", json={"paths": [str(models / ".." / "secret.safetensors")]})
+        bad_dir = await client.post("/headroom/estimate", json={"workflow": WORKFLOW, "models_dir": str(tmp_path)})
+        return ok.status, bad.status, (await bad.json())["error"], sneaky.status, bad_dir.status
+    ok, bad, message, sneaky, bad_dir = run_with_client(check)
+    assert ok == 200 and bad == 400 and sneaky == 400 and bad_dir == 400
+    assert "outside ComfyUI's model folders" in message
+
+
+def test_settings_round_trip(fake_core):
+    async def check(client):
+        r = await client.post("/headroom/settings", json={"queue_action": "block", "budget": "RTX 4090 24GB"})
+        return await r.json()
+    body = run_with_client(check)
+    assert body["queue_action"] == "block" and settings.get()["budget"] == "RTX 4090 24GB"
+
+
+def test_vram_push_about_once_a_second_while_panel_open(fake_core, monkeypatch):
+    sent = []
+    monkeypatch.setattr(routes, "pusher", routes.VramPusher(send=lambda e, d, sid: sent.append((e, sid))))
+    settings.update({"refresh_s": 0.25})
+
+    async def check(client):
+        await client.post("/headroom/panel", json={"open": True, "client_id": "abc"})
+        await asyncio.sleep(0.9)
+        await client.post("/headroom/panel", json={"open": False, "client_id": "abc"})
+        count_at_close = len(sent)
+        await asyncio.sleep(0.6)
+        return count_at_close, len(sent)
+    at_close, later = run_with_client(check)
+    # 0.9 s at one reading per 0.25 s: the first at once, then ~3 more.
+    assert 3 <= at_close <= 5, sent
+    assert later - at_close <= 1  # at most one reading already in flight when it closed
+    assert all(e == "headroom.vram" and sid == "abc" for e, sid in sent)

@@ -1,0 +1,96 @@
+// Browser-side stand-ins for ComfyUI's `app` and `api`, holding a graph built from a real workflow
+// template (UI format). Widget names per node type follow ComfyUI's node definitions (INPUT_TYPES order;
+// KSampler's seed carries the frontend's control_after_generate widget after it).
+export const WIDGETS = {
+  UNETLoader: ["unet_name", "weight_dtype"],
+  CheckpointLoaderSimple: ["ckpt_name"],
+  CLIPLoader: ["clip_name", "type", "device"],
+  DualCLIPLoader: ["clip_name1", "clip_name2", "type", "device"],
+  VAELoader: ["vae_name"],
+  EmptySD3LatentImage: ["width", "height", "batch_size"],
+  EmptyLatentImage: ["width", "height", "batch_size"],
+  EmptyHunyuanLatentVideo: ["width", "height", "length", "batch_size"],
+  Wan22ImageToVideoLatent: ["width", "height", "length", "batch_size"],
+  WanImageToVideo: ["width", "height", "length", "batch_size"],
+  KSampler: ["seed", "control_after_generate", "steps", "cfg", "sampler_name", "scheduler", "denoise"],
+  KSamplerAdvanced: ["add_noise", "noise_seed", "control_after_generate", "steps", "cfg", "sampler_name",
+    "scheduler", "start_at_step", "end_at_step", "return_with_leftover_noise"],
+  VAEDecodeTiled: ["tile_size", "overlap", "temporal_size", "temporal_overlap"],
+  HeadroomVAEDecode: ["mode", "budget"],
+  HeadroomPreflight: ["budget", "action"],
+  LoraLoaderModelOnly: ["lora_name", "strength_model"],
+  ModelSamplingSD3: ["shift"],
+  CLIPTextEncode: ["text"],
+  SaveImage: ["filename_prefix"],
+  CreateVideo: ["fps"],
+  SaveVideo: ["filename_prefix", "format", "codec"],
+  FluxGuidance: ["guidance"],
+};
+
+export function widgetNames(type, count) {
+  const names = WIDGETS[type] ?? [];
+  return Array.from({ length: count }, (_, i) => names[i] ?? `widget_${i}`);
+}
+
+class FakeNode {
+  constructor(data) {
+    this.id = data.id;
+    this.type = data.type;
+    this.comfyClass = data.type;
+    this.mode = data.mode ?? 0;
+    const values = Array.isArray(data.widgets_values) ? data.widgets_values : [];
+    this.widgets = widgetNames(data.type, values.length).map((name, i) => ({ name, value: values[i] }));
+    this.dirty = 0;
+  }
+  setDirtyCanvas() { this.dirty += 1; }
+}
+
+export class FakeGraph {
+  constructor(workflow) {
+    this.workflow = workflow;
+    this.nodes = workflow.nodes.map((n) => new FakeNode(n));
+    this.dirty = 0;
+  }
+  getNodeById(id) { return this.nodes.find((n) => n.id === id) ?? null; }
+  setDirtyCanvas() { this.dirty += 1; }
+  serialize() {
+    const byId = new Map(this.nodes.map((n) => [n.id, n]));
+    return {
+      ...this.workflow,
+      nodes: this.workflow.nodes.map((n) => ({ ...n, widgets_values: Array.isArray(n.widgets_values)
+        ? byId.get(n.id).widgets.map((w) => w.value) : n.widgets_values })),
+    };
+  }
+  widget(nodeId, name) { return this.getNodeById(nodeId)?.widgets.find((w) => w.name === name)?.value; }
+}
+
+// flavour "modern": app.rootGraph, extensionManager.sidebarTab, dialog service (frontend 1.27+);
+// flavour "v1.4": app.graph only, extensionManager.registerSidebarTab, no dialog (frontend 1.4.13).
+export function makeComfy(workflow, flavour = "modern", settings = {}) {
+  const graph = new FakeGraph(workflow);
+  const toasts = [];
+  const tabs = [];
+  const extensions = [];
+  const extensionManager = {
+    toast: { add: (m) => toasts.push(m) },
+    setting: { get: (id) => settings[id], set: async (id, v) => { settings[id] = v; } },
+  };
+  const app = {
+    graph,
+    canvas: { setDirty() {} },
+    extensionManager,
+    registerExtension(ext) { extensions.push(ext); },
+  };
+  if (flavour === "modern") {
+    app.rootGraph = graph;
+    extensionManager.sidebarTab = { registerSidebarTab: (t) => tabs.push(t) };
+    extensionManager.dialog = { confirm: async () => true, prompt: async () => null };
+  } else {
+    extensionManager.registerSidebarTab = (t) => tabs.push(t);
+  }
+  const api = new EventTarget();
+  api.clientId = "test-client";
+  api.fetchApi = (path, init) => fetch(`/api${path}`, init);
+  api.emit = (type, detail) => api.dispatchEvent(new CustomEvent(type, { detail }));
+  return { app, api, graph, toasts, tabs, extensions, settings };
+}

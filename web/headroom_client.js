@@ -1,0 +1,38 @@
+// The pack's HTTP routes through ComfyUI's api.fetchApi (which adds /api and the user headers).
+export function createClient(api) {
+  async function call(path, body) {
+    const init = body === undefined ? {} : {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify(body),
+    };
+    const res = await api.fetchApi(path, init);
+    let data = null;
+    try {
+      data = await res.json();
+    } catch {
+      data = { error: `HTTP ${res.status}` };
+    }
+    if (!res.ok) {
+      const err = new Error(data?.error ?? `HTTP ${res.status}`);
+      err.status = res.status;
+      err.fix = data?.fix;
+      throw err;
+    }
+    return data;
+  }
+  return {
+    vram: () => call("/headroom/vram"),
+    presets: () => call("/headroom/presets"),
+    estimate: (workflow, budget) => call("/headroom/estimate", { workflow, budget }),
+    applyPreset: (workflow, preset, budget) => call("/headroom/apply-preset", { workflow, preset, budget }),
+    explain: (text) => call("/headroom/explain", { text }),
+    settings: (values) => call("/headroom/settings", values),
+    panel: (open, clientId) => call("/headroom/panel", { open, client_id: clientId ?? null }),
+  };
+}
+
+// The websocket client id, across frontend versions.
+export function clientIdOf(api) {
+  return api?.clientId ?? api?.initialClientId ?? globalThis.sessionStorage?.getItem?.("clientId") ?? null;
+}

@@ -1,0 +1,93 @@
+// Builds Headroom's extension definition for `app.registerExtension`, detecting what this frontend
+// offers: sidebar tabs (1.2.4+), toasts (1.2.27+), declared settings (1.3.22+), app.rootGraph (newer
+// than 1.9), the sidebarTab service (newest). Everything is reached through `app` and `api` given here.
+import { clientIdOf, createClient } from "./headroom_client.js";
+import { changeText, gib } from "./headroom_format.js";
+import { patchNodeType } from "./headroom_node_view.js";
+import { handleExecutionError } from "./headroom_oom.js";
+import { createPanel, ensureStyle } from "./headroom_panel.js";
+import { readSetting, SETTING_IDS, settingDefinitions } from "./headroom_settings.js";
+
+export function registerSidebarTab(app, tab) {
+  const manager = app.extensionManager;
+  const register = manager?.sidebarTab?.registerSidebarTab?.bind(manager.sidebarTab) ??
+    manager?.registerSidebarTab?.bind(manager);
+  if (!register) return false;
+  register(tab);
+  return true;
+}
+
+export function toast(app, message) {
+  const add = app.extensionManager?.toast?.add;
+  if (add) add.call(app.extensionManager.toast, message);
+  else console.warn(`[Headroom] ${message.summary}: ${message.detail}`);
+}
+
+export function createHeadroomExtension(app, api) {
+  const client = createClient(api);
+  const getBudget = () => readSetting(app, SETTING_IDS.budget, "auto");
+  const pushSettings = (values) => client.settings(values).catch(() => {});
+  const ext = { app, client, panel: null, watch: null };
+
+  function openPanel(el) {
+    ensureStyle(el.ownerDocument);
+    ext.panel = createPanel({ app, client, getBudget });
+    el.replaceChildren(ext.panel.element);
+    ext.panel.refresh();
+    client.panel(true, clientIdOf(api)).catch(() => {});
+    // Older frontends never call destroy(): notice when the tab's element leaves the page instead.
+    clearInterval(ext.watch);
+    ext.watch = setInterval(() => { if (!el.isConnected) closePanel(); }, 2000);
+  }
+
+  function closePanel() {
+    clearInterval(ext.watch);
+    ext.watch = null;
+    if (ext.panel) client.panel(false, clientIdOf(api)).catch(() => {});
+    ext.panel = null;
+  }
+
+  ext.definition = {
+    name: "headroom.panel",
+    settings: settingDefinitions(pushSettings),
+    async beforeRegisterNodeDef(nodeType, nodeData) {
+      patchNodeType(nodeType, nodeData);
+    },
+    async setup() {
+      registerSidebarTab(app, {
+        id: "headroom", icon: "pi pi-gauge", title: "Headroom", tooltip: "Headroom: VRAM and presets",
+        type: "custom", render: (el) => openPanel(el), destroy: () => closePanel(),
+      });
+      api.addEventListener("headroom.vram", (event) => ext.panel?.setSnapshot(event.detail));
+      api.addEventListener("headroom.preflight", (event) => onPreflight(event.detail));
+      api.addEventListener("execution_error", (event) => handleExecutionError({
+        app, client, detail: event.detail, getBudget, onApplied: () => ext.panel?.refresh(),
+      }));
+      pushSettings({
+        budget: String(readSetting(app, SETTING_IDS.budget, "auto")),
+        queue_action: readSetting(app, SETTING_IDS.queueAction, "warn"),
+        refresh_s: Number(readSetting(app, SETTING_IDS.refresh, 1)) || 1,
+      });
+    },
+  };
+
+  function onPreflight(detail) {
+    if (!detail) return;
+    if (detail.error) {
+      toast(app, { severity: "warn", summary: "Headroom could not check this workflow", detail: detail.error, life: 6000 });
+      return;
+    }
+    if (!detail.over_budget && !detail.applied) return;
+    const where = `peak ${gib(detail.peak_bytes)} in ${detail.peak_stage} over ${gib(detail.budget_bytes)}`;
+    if (detail.applied) {
+      toast(app, { severity: "info", summary: "Headroom applied a fix", life: 8000,
+        detail: `${where}; applied: ${detail.applied.map(changeText).join("; ")}` });
+    } else if (detail.blocked) {
+      toast(app, { severity: "error", summary: "Headroom blocked the run", detail: `${where}. Fix: ${detail.fix ?? "see the plan"}`, life: 10000 });
+    } else {
+      toast(app, { severity: "warn", summary: "This run will not fit", detail: `${where}. Fix: ${detail.fix ?? "see the Headroom panel"}`, life: 10000 });
+    }
+  }
+
+  return ext;
+}

@@ -1,0 +1,21 @@
+// Number formatting shared by the panel, the toasts and the node views.
+const GIB = 1024 ** 3;
+
+export function gib(bytes) {
+  if (bytes === null || bytes === undefined || Number.isNaN(bytes)) return "n/a";
+  return `${(bytes / GIB).toFixed(1)} GiB`;
+}
+
+export function pct(part, whole) {
+  if (!whole || part === null || part === undefined) return 0;
+  return Math.max(0, Math.min(100, (part / whole) * 100));
+}
+
+// The text of a planner/preset change, whatever form the core gives it.
+export function changeText(change) {
+  if (!change || typeof change !== "object") return String(change ?? "");
+  if (change.description || change.summary || change.title) return change.description || change.summary || change.title;
+  if (change.preset) return `preset ${change.preset}`;
+  if (change.widget) return `node ${change.node_id}: ${change.widget} ${change.from ?? ""} → ${change.to}`;
+  return JSON.stringify(change);
+}

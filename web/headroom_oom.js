@@ -1,0 +1,87 @@
+// When a run fails with an out-of-memory error: a toast with Headroom's diagnosis and a button that
+// applies the suggested fix to the graph. Own DOM, so the button works on every frontend version.
+import { applyChanges, serializeWorkflow } from "./headroom_graph.js";
+
+const OOM_PATTERN = /out of memory|OutOfMemoryError|CUDA error: out of memory|CUBLAS_STATUS_ALLOC_FAILED|failed to allocate/i;
+
+export function oomText(detail) {
+  const text = [detail?.exception_type, detail?.exception_message].filter(Boolean).join(": ");
+  return OOM_PATTERN.test(text) ? text : null;
+}
+
+function suggestedPreset(result) {
+  for (const fix of result?.fixes ?? []) if (fix && typeof fix === "object" && fix.preset) return fix;
+  return null;
+}
+
+function fixText(fix) {
+  return typeof fix === "string" ? fix : (fix?.text ?? fix?.description ?? fix?.title ?? JSON.stringify(fix));
+}
+
+export function showOomToast({ app, client, result, getBudget = () => "auto", onApplied, doc = document }) {
+  doc.querySelector(".headroom-toast")?.remove();
+  const toast = doc.createElement("div");
+  toast.className = "headroom-toast";
+  toast.setAttribute("role", "alert");
+  Object.assign(toast.style, {
+    position: "fixed", right: "16px", bottom: "16px", maxWidth: "420px", zIndex: 10000,
+    background: "#2b1d1d", color: "#fff", border: "1px solid #b04a4a", borderRadius: "6px",
+    padding: "10px 12px", font: "13px/1.4 sans-serif", boxShadow: "0 4px 16px rgba(0,0,0,.5)",
+  });
+  const title = doc.createElement("div");
+  title.style.fontWeight = "bold";
+  title.textContent = "Out of memory — Headroom";
+  const diagnosis = doc.createElement("div");
+  diagnosis.className = "headroom-diagnosis";
+  diagnosis.textContent = result?.diagnosis ?? "Not recognised as an out-of-memory message.";
+  const fixes = doc.createElement("ol");
+  fixes.className = "headroom-fixes";
+  for (const fix of (result?.fixes ?? []).slice(0, 3)) {
+    const li = doc.createElement("li");
+    li.textContent = fixText(fix);
+    fixes.appendChild(li);
+  }
+  const buttons = doc.createElement("div");
+  buttons.style.marginTop = "6px";
+  const fix = suggestedPreset(result);
+  if (fix) {
+    const apply = doc.createElement("button");
+    apply.className = "headroom-apply-fix";
+    apply.textContent = `Apply: ${fixText(fix)}`;
+    apply.addEventListener("click", async () => {
+      apply.disabled = true;
+      try {
+        const res = await client.applyPreset(serializeWorkflow(app), fix.preset, getBudget());
+        const record = applyChanges(app, res.changes);
+        onApplied?.(fix.preset, record);
+        toast.remove();
+      } catch (err) {
+        diagnosis.textContent = `Could not apply the fix: ${err.message}`;
+        apply.disabled = false;
+      }
+    });
+    buttons.appendChild(apply);
+  }
+  const dismiss = doc.createElement("button");
+  dismiss.className = "headroom-dismiss";
+  dismiss.textContent = "Dismiss";
+  dismiss.style.marginLeft = "6px";
+  dismiss.addEventListener("click", () => toast.remove());
+  buttons.appendChild(dismiss);
+  toast.append(title, diagnosis, fixes, buttons);
+  doc.body.appendChild(toast);
+  return toast;
+}
+
+// execution_error listener body: explains OOMs, ignores everything else.
+export async function handleExecutionError({ app, client, detail, getBudget, onApplied }) {
+  const text = oomText(detail);
+  if (!text) return null;
+  let result;
+  try {
+    result = await client.explain(text);
+  } catch (err) {
+    result = { diagnosis: `${text}\n(Headroom could not explain it: ${err.message})`, fixes: [] };
+  }
+  return showOomToast({ app, client, result, getBudget, onApplied });
+}
