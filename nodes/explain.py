@@ -11,8 +11,11 @@ def format_explanation(result: dict) -> str:
     lines = []
     if not result.get("recognised", result.get("recognized", True)):
         lines.append("Not recognised as an out-of-memory error.")
-    if result.get("diagnosis"):
-        lines.append(str(result["diagnosis"]))
+    diagnosis = result.get("diagnosis")
+    if isinstance(diagnosis, dict):  # the core gives {id, text}
+        diagnosis = diagnosis.get("text") or diagnosis.get("id")
+    if diagnosis:
+        lines.append(str(diagnosis))
     fixes = result.get("fixes") or []
     if fixes:
         lines.append("Fixes:")
@@ -42,6 +45,6 @@ class HeadroomExplainOOM:
         else:
             try:
                 out = format_explanation(explain_text(text))
-            except native_loader.NativeUnavailable as e:
-                out = str(e)
+            except (native_loader.NativeUnavailable, ValueError, RuntimeError) as e:
+                out = f"Headroom could not explain this error: {e}"
         return {"ui": {"text": [out]}, "result": (out,)}

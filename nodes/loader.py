@@ -109,5 +109,7 @@ class HeadroomLoadDiffusionModel:
                 weight_dtype, why = choose_dtype(path, width, height, frames, batch, budget)
             except native_loader.NativeUnavailable as e:
                 weight_dtype, why = "default", f"auto fell back to ComfyUI's default dtype. {e}"
+            except (ValueError, RuntimeError) as e:  # the core could not judge this file
+                weight_dtype, why = "default", f"auto kept ComfyUI's default dtype: {e}"
         model = comfy.sd.load_diffusion_model(path, model_options=model_options(weight_dtype))
         return {"ui": {"text": [why]}, "result": (model, why)}

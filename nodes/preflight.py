@@ -69,9 +69,8 @@ class HeadroomPreflight:
         except native_loader.NativeUnavailable as e:
             # Without the core there is nothing to judge; never block the user's run for that.
             return self._done(samples, f"Headroom preflight skipped. {e}")
-        except ValueError as e:
-            if action == "stop":
-                raise
+        except (ValueError, RuntimeError) as e:  # the core's InputError / HeadroomError
+            # Like a missing build: an estimate that fails is no reason to stop the user's run.
             return self._done(samples, f"Headroom preflight could not estimate this workflow: {e}")
         text = report_format.preflight_report(result, fields, budget_mod.describe(fields))
         applied = ((extra_pnginfo or {}).get("headroom") or {}).get("applied") if isinstance(extra_pnginfo, dict) else None

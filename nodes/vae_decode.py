@@ -72,11 +72,17 @@ def evict_other_models():
     mm.soft_empty_cache()
 
 
-def _vae_upscale(vae, video: bool) -> int:
+def _vae_upscale(vae, video: bool):
+    """[h, w] or [t, h, w] factors for decode_blend from ComfyUI's VAE.upscale_ratio (an int for images;
+    (frames lambda, h, w) for video VAEs, e.g. Wan's `lambda a: max(0, a * 4 - 3)` -> 4)."""
     ratio = getattr(vae, "upscale_ratio", 8)
     if isinstance(ratio, (tuple, list)):
-        ratio = ratio[-1]
-    return int(ratio) if isinstance(ratio, (int, float)) else 8
+        spatial = int(ratio[-1])
+        first = ratio[0]
+        temporal = int(first(2) - first(1)) if callable(first) else int(first)
+    else:
+        spatial, temporal = int(ratio), 4
+    return [temporal, spatial, spatial] if video else [spatial, spatial]
 
 
 def _comfy_decode_fn(vae):
@@ -134,8 +140,9 @@ class HeadroomVAEDecode:
             image, info = self._run(ops, family, state_dict, vae, latent, mode, budget_bytes, retry=False)
         except Exception as e:  # noqa: BLE001 - only OOM is handled, the rest re-raises
             if not _is_oom(e):
-                if "cancel" in str(e).lower():
-                    _raise_if_interrupted()
+                cancelled = getattr(ops, "DecodeCancelled", None)
+                if (cancelled is not None and isinstance(e, cancelled)) or "decode cancelled" in str(e):
+                    _raise_if_interrupted()  # ComfyUI's own InterruptProcessingException
                 raise
             ran_out = True
         if ran_out:
@@ -157,7 +164,7 @@ class HeadroomVAEDecode:
         video = latent.dim() == 5
         upscale = _vae_upscale(vae, video)
         if video:
-            tile = max(8, VIDEO_TILE_PX // upscale)
+            tile = max(8, VIDEO_TILE_PX // upscale[-1])
             overlap = tile // 4
         else:
             tile, overlap = IMAGE_TILE_LATENT, IMAGE_OVERLAP_LATENT

@@ -9,16 +9,43 @@ export function oomText(detail) {
   return OOM_PATTERN.test(text) ? text : null;
 }
 
-function suggestedPreset(result) {
+function diagnosisText(result) {
+  const d = result?.diagnosis;
+  return (d && typeof d === "object" ? d.text ?? d.id : d) ?? "Not recognised as an out-of-memory message.";
+}
+
+// The fix the button applies: a preset the diagnosis names, else the first preset (the catalog lists them
+// cheapest first) that makes this workflow fit, computed by the server on the current graph; else the
+// preset with the lowest peak.
+export async function suggestedFix({ app, client, result, getBudget }) {
   for (const fix of result?.fixes ?? []) if (fix && typeof fix === "object" && fix.preset) return fix;
-  return null;
+  let presets;
+  try {
+    presets = (await client.presets()).presets ?? [];
+  } catch {
+    return null;
+  }
+  const workflow = serializeWorkflow(app);
+  const previews = await Promise.all(presets.map((p) =>
+    client.applyPreset(workflow, p.name ?? p.id, getBudget()).catch(() => null)));
+  let best = null;
+  presets.forEach((p, i) => {
+    const after = previews[i]?.after;
+    if (!after || !previews[i].changes?.length) return;
+    const fits = after.verdict ? !/not|over/.test(after.verdict) : false;
+    const key = [fits ? 0 : 1, fits ? i : after.peak_bytes ?? Infinity];
+    if (!best || key[0] < best.key[0] || (key[0] === best.key[0] && key[1] < best.key[1])) {
+      best = { key, fix: { preset: p.name ?? p.id, text: p.title ?? p.name ?? p.id } };
+    }
+  });
+  return best?.fix ?? null;
 }
 
 function fixText(fix) {
   return typeof fix === "string" ? fix : (fix?.text ?? fix?.description ?? fix?.title ?? JSON.stringify(fix));
 }
 
-export function showOomToast({ app, client, result, getBudget = () => "auto", onApplied, doc = document }) {
+export function showOomToast({ app, client, result, fix, getBudget = () => "auto", onApplied, doc = document }) {
   doc.querySelector(".headroom-toast")?.remove();
   const toast = doc.createElement("div");
   toast.className = "headroom-toast";
@@ -33,7 +60,7 @@ export function showOomToast({ app, client, result, getBudget = () => "auto", on
   title.textContent = "Out of memory — Headroom";
   const diagnosis = doc.createElement("div");
   diagnosis.className = "headroom-diagnosis";
-  diagnosis.textContent = result?.diagnosis ?? "Not recognised as an out-of-memory message.";
+  diagnosis.textContent = diagnosisText(result);
   const fixes = doc.createElement("ol");
   fixes.className = "headroom-fixes";
   for (const fix of (result?.fixes ?? []).slice(0, 3)) {
@@ -43,7 +70,6 @@ export function showOomToast({ app, client, result, getBudget = () => "auto", on
   }
   const buttons = doc.createElement("div");
   buttons.style.marginTop = "6px";
-  const fix = suggestedPreset(result);
   if (fix) {
     const apply = doc.createElement("button");
     apply.className = "headroom-apply-fix";
@@ -83,5 +109,6 @@ export async function handleExecutionError({ app, client, detail, getBudget, onA
   } catch (err) {
     result = { diagnosis: `${text}\n(Headroom could not explain it: ${err.message})`, fixes: [] };
   }
-  return showOomToast({ app, client, result, getBudget, onApplied });
+  const fix = await suggestedFix({ app, client, result, getBudget: getBudget ?? (() => "auto") });
+  return showOomToast({ app, client, result, fix, getBudget, onApplied });
 }

@@ -78,7 +78,11 @@ void print_verdict(const json& r) {
   std::int64_t room = r["headroom_bytes"].get<std::int64_t>();
   std::cout << "  " << card << ": " << (r["verdict"] == "fits" ? "fits, " : "does not fit, ")
             << format_bytes(static_cast<std::uint64_t>(room < 0 ? -room : room)) << (room < 0 ? " short" : " to spare");
-  if (r.contains("max_context_that_fits")) std::cout << "; longest context that fits: " << r["max_context_that_fits"].get<std::int64_t>() << " tokens";
+  if (r.contains("max_context_that_fits")) {
+    std::int64_t longest = r["max_context_that_fits"].get<std::int64_t>();
+    if (longest > 0) std::cout << "; longest context that fits: " << longest << " tokens";
+    else std::cout << "; the weights alone do not fit";
+  }
   std::cout << "\n";
 }
 
@@ -96,7 +100,8 @@ int cmd_explain(const Argv& argv) {
   std::string path = a.positionals().empty() ? "-" : a.positionals()[0];
   json r = api::explain(read_text(path, "FILE"));
   if (a.has("json")) {
-    std::cout << r.dump(2) << "\n";
+    // Figures copied from a pasted log are cleaned in the parser; replace anything left rather than fail.
+    std::cout << r.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
     return r["recognised"].get<bool>() ? 0 : 1;
   }
   if (!r["recognised"].get<bool>()) {
@@ -157,7 +162,8 @@ int cmd_llm(const Argv& argv) {
   std::printf("  %-10s %12s   %s per token\n", "KV cache", size_or_dash(r["kv_cache_bytes"]).c_str(),
               format_bytes(static_cast<std::uint64_t>(r["kv_bytes_per_token"].get<double>())).c_str());
   std::printf("  %-10s %12s   CUDA context and non-PyTorch memory\n", "overhead", size_or_dash(r["overhead_bytes"]).c_str());
-  std::printf("  %-10s %12s\n", "total", size_or_dash(r["total_bytes"]).c_str());
+  std::printf("  %-10s %12s   (%.1f GB)\n", "total", size_or_dash(r["total_bytes"]).c_str(),
+              r["total_bytes"].get<double>() / 1e9);
   print_verdict(r);
   return verdict_status(r);
 }
@@ -192,7 +198,8 @@ int cmd_train(const Argv& argv) {
   if (r["method"] != "full") std::printf("  trainable parameters: %.1f M\n", r["trainable_params"].get<double>() / 1e6);
   for (const auto& c : r["components"])
     std::printf("  %-28s %12s\n", c["name"].get<std::string>().c_str(), size_or_dash(c["bytes"]).c_str());
-  std::printf("  %-28s %12s\n", "total", size_or_dash(r["total_bytes"]).c_str());
+  std::printf("  %-28s %12s   (%.1f GB)\n", "total", size_or_dash(r["total_bytes"]).c_str(),
+              r["total_bytes"].get<double>() / 1e9);
   for (const auto& n : r["notes"]) std::cout << "  note: " << n.get<std::string>() << "\n";
   print_verdict(r);
   return verdict_status(r);

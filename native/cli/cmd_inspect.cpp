@@ -32,7 +32,8 @@ std::string params(std::uint64_t n) {
 
 void print_component(const json& c, const std::string& indent) {
   std::cout << indent << "model:        " << text(c["model"]);
-  if (c.contains("variant") && !c["variant"].is_null()) std::cout << " (" << text(c["variant"]) << ")";
+  if (c.contains("variant") && !c["variant"].is_null() && c["variant"] != c["model"])
+    std::cout << " (" << text(c["variant"]) << ")";
   if (c.contains("family") && !c["family"].is_null()) std::cout << ", family " << text(c["family"]);
   std::cout << "\n" << indent << "role:         " << text(c["role"]) << "\n";
   if (c.contains("candidates")) std::cout << indent << "also matches: " << c["candidates"].dump() << "\n";

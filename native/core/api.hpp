@@ -43,13 +43,29 @@ json apply_preset(const json& request);
 // Headers of .safetensors / .gguf files; one object per path.
 json inspect(const std::vector<std::string>& paths);
 
-// An error text -> {recognised, requested_bytes, ..., diagnosis, fixes}.
+// An error text -> {recognised, format, requested_bytes, total_bytes, free_bytes, allocated_bytes (by
+// PyTorch), reserved_unallocated_bytes, reserved_total_bytes, process_bytes, other_processes
+// ([{pid, bytes}] or null), gpu_index, backend (cuda|rocm|mps|xpu|directml|vulkan|metal|cpu|unknown),
+// origin (pytorch|cuda-runtime|hip-runtime|cublas|cudnn|miopen|vllm|llama.cpp|transformers),
+// app (comfyui|vllm|llama.cpp|ollama|null), extra {...}, notes [...], diagnosis {id, text} | null,
+// fixes [{id, text}]}. A figure the message does not carry is null; non-OOM text gives
+// recognised=false and nulls. Never throws on any input (see core/oom_parse.hpp, oom_diagnose.hpp).
 json explain(const std::string& text);
 
-// LLM inference memory: {model | params+layers+kv_heads+head_dim, precision, kv_precision?, context, batch?}
+// LLM inference memory. Request = the `headroom llm` flags with '-' as '_':
+// {model | params (billions) + layers + kv_heads + head_dim, precision? (bf16; fp8, int8, int4, nf4,
+// gguf-q4_k_m, ...), kv_precision? (fp16; fp8, q8_0, q4_0), context (tokens), batch? (1),
+// gpu? | vram_bytes?}. Returns {model, precision, kv_precision, context, batch, weights_bytes,
+// kv_bytes_per_token, kv_cache_bytes, overhead_bytes, total_bytes, notes, verdict (null without a
+// card), budget_bytes?, gpu?, headroom_bytes?, max_context_that_fits?} (core/llm_memory.hpp).
 json llm(const json& request);
 
-// Training memory: {model | params, method: full|lora|qlora, optimizer, precision, ...}
+// Training memory. Request = the `headroom train` flags with '-' as '_':
+// {model | params (+ layers, hidden, heads, kv_heads, head_dim, intermediate, vocab), method
+// (full|lora|qlora), optimizer? (adamw; adamw8bit, sgd), precision? (bf16 = mixed; fp32),
+// lora_rank? (16), seq_len? (2048), batch? (1), gradient_checkpointing? (false), gpu? | vram_bytes?}.
+// Returns {components [{name, bytes, source}], model_states_bytes, activations_bytes, logits_bytes,
+// total_bytes, trainable_params, notes, verdict, ...} (core/train_memory.hpp).
 json train(const json& request);
 
 }  // namespace headroom::api

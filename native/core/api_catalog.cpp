@@ -1,4 +1,5 @@
 // api::catalog() and api::estimate(): the catalog as JSON and an estimate from a JSON request.
+#include <cctype>
 #include <cmath>
 #include <set>
 
@@ -47,6 +48,12 @@ bool get_bool(const json& r, const char* key) {
   const json& v = r[key];
   if (!v.is_boolean()) throw InputError(key, "expected true or false, got " + v.dump());
   return v.get<bool>();
+}
+
+std::string normalised_name(const std::string& s) {
+  std::string out;
+  for (char c : s) out += static_cast<char>(c == '_' || c == ' ' ? '-' : std::tolower(static_cast<unsigned char>(c)));
+  return out;
 }
 
 // Sets the precision of `c` after checking it suits the model (field names the request key).
@@ -129,6 +136,18 @@ json estimate(const json& request) {
       case Role::TextEncoder: set_precision(job.text_encoders.front(), p, "precision"); break;
       case Role::ClipVision: set_precision(*job.clip_vision, p, "precision"); break;
       case Role::Vae: set_precision(*job.vae, p, "precision"); break;
+    }
+  }
+  else if (auto guessed = precision_from_file_name(get_string(request, "model")); guessed && named.name != normalised_name(get_string(request, "model"))) {
+    // A file name such as flux1-dev-fp8.safetensors names the precision too.
+    Component* c = named.role == Role::DiffusionModel ? &*job.diffusion
+                   : named.role == Role::TextEncoder  ? &job.text_encoders.front()
+                   : named.role == Role::ClipVision   ? &*job.clip_vision
+                                                      : &*job.vae;
+    const PrecisionInfo& p = resolve_precision(*guessed, "model");
+    if (named.role != Role::Vae || p.kind == "float") {
+      c->precision = p.name;
+      job.notes.push_back("precision " + p.name + " taken from the name '" + get_string(request, "model") + "'");
     }
   }
   if (request.contains("text_encoder_precision")) {

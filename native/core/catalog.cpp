@@ -159,15 +159,23 @@ const T* exact_match(const std::vector<T>& items, const std::string& text) {
   return nullptr;
 }
 
+// Letters and digits only, so that "rtx40" finds "RTX 4090 24GB".
+std::string squash(const std::string& s) {
+  std::string out;
+  for (char c : lower(s))
+    if (std::isalnum(static_cast<unsigned char>(c))) out += c;
+  return out;
+}
+
 // Items whose name or an alias contains the text (used for "4090", "H100", "kontext").
 template <typename T>
 std::vector<const T*> substring_matches(const std::vector<T>& items, const std::string& text) {
   std::vector<const T*> out;
-  std::string key = normalise(text);
+  std::string key = squash(text);
   if (key.empty()) return out;
   for (const auto& item : items) {
-    bool hit = normalise(item.name).find(key) != std::string::npos;
-    for (const auto& a : item.aliases) hit = hit || normalise(a).find(key) != std::string::npos;
+    bool hit = squash(item.name).find(key) != std::string::npos;
+    for (const auto& a : item.aliases) hit = hit || squash(a).find(key) != std::string::npos;
     if (hit) out.push_back(&item);
   }
   return out;

@@ -119,21 +119,25 @@ std::pair<double, double> exact_elems(const Arch& a, double B, double h, double 
     const double S = B * h * w * s * s;
     const double ty = std::min(T * s, h * s), tx = std::min(T * s, w * s);
     const double halo = B * (ty + 2) * (tx + 2), own = B * ty * tx;
-    const double to_f32 = d < 4 ? 4 / d : 0;  // fp32 copies made by the norm for bf16/fp16
     double st = 0, wk = 0;
     switch (k) {
-      case 'i': st = (ci + co) * S; wk = 3 * ci * halo + co * own; break;
+      case 'i': st = (ci + co) * S; wk = ci * halo + co * halo; break;
       case 'r':
         st = std::max(ci * S + co * S, ci * S + 2 * co * S);  // in + out | x (residual) + h + out
-        // input slice, normed (+ fp32 temporaries), padded copy, conv out, residual slice, shortcut out
-        wk = ci * halo * (3 + 2 * to_f32) + co * own * 2 + ci * own + co * own * to_f32;
+        // input slice copy, its normed copy, conv out (with its 1-px ring), residual slice, shortcut out.
+        // (CPU bf16 adds one fp32 copy of the slice inside the norm; CUDA uses the fused kernel.)
+        wk = std::max(2 * ci * halo + co * halo, ci * halo + co * halo + ci * own + co * own);
         break;
-      case 'a':
+      case 'a': {
+        // keys + values of every position; per band of min(T, h) rows: x, normed, q, output, proj
+        // out ([C, band]) and the scores (dtype) with their fp32 softmax and its cast.
+        const double band = B * std::min(T, h) * w, N = h * w;
         st = 2 * ci * S;
-        wk = attention_elems(ci, h * w, B, d) - B * 2 * ci * h * w;  // x, normed stream from the store
+        wk = 2 * B * ci * N + 5 * ci * band + band * N * (2 + 4 / d);
         break;
-      case 'u': st = ci * S + 4 * ci * S; wk = ci * B * (ty / 2 + 2) * (tx / 2 + 2) + 2 * ci * halo + co * own; break;
-      case 'o': st = ci * S + co * S; wk = ci * halo * (3 + 2 * to_f32) + co * own; break;
+      }
+      case 'u': st = ci * S + 4 * ci * S; wk = ci * B * (ty / 2 + 2) * (tx / 2 + 2) + ci * halo + co * halo; break;
+      case 'o': st = ci * S + co * S; wk = 2 * ci * halo + co * halo; break;
     }
     stored = std::max(stored, st);
     work = std::max(work, wk);

@@ -218,7 +218,9 @@ Estimate estimate(const Job& job, const Runtime& runtime) {
     }
     est.full_load_peak_bytes = std::max(est.full_load_peak_bytes, s.full_load_bytes);
     est.min_peak_bytes = std::max(est.min_peak_bytes, s.min_bytes);
-    est.slowdown = std::max(est.slowdown, s.slowdown);
+    // Sampling takes nearly all of the run's time, so its slowdown is the run's; other stages'
+    // slowdowns stay in their own entries.
+    if (s.name == "sample") est.slowdown = s.slowdown;
     any_fail = any_fail || s.mode == "does_not_fit";
     any_degraded = any_degraded || s.mode == "partial" || s.mode == "tiled_fallback";
   }

@@ -27,11 +27,16 @@ FileSource::FileSource(std::string path) : path_(std::move(path)) {
   fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd_ < 0) throw Error(path_ + ": cannot open for reading: " + std::strerror(errno));
   struct stat st {};
-  if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
+  if (::fstat(fd_, &st) != 0) {
     int err = errno;
     ::close(fd_);
     fd_ = -1;
-    throw Error(path_ + ": not a regular file" + (err ? std::string(" (") + std::strerror(err) + ")" : ""));
+    throw Error(path_ + ": cannot stat: " + std::strerror(err));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd_);
+    fd_ = -1;
+    throw Error(path_ + ": expected a regular file (a directory or device cannot be inspected)");
   }
   size_ = static_cast<std::uint64_t>(st.st_size);
 }

@@ -136,9 +136,11 @@ std::size_t match_at(const json& rec, const ShapeIndex& index, const std::string
     if (!index.count(prefix + k)) return 0;
     ++score;
   }
-  for (const auto& k : string_list(rec, "none_keys")) {
-    if (index.count(prefix + k)) return 0;
-    ++score;
+  for (const char* absent : {"absent_keys", "none_keys"}) {
+    for (const auto& k : string_list(rec, absent)) {
+      if (index.count(prefix + k)) return 0;
+      ++score;
+    }
   }
   if (auto shapes = rec.find("shapes"); shapes != rec.end() && shapes->is_object()) {
     for (auto it = shapes->begin(); it != shapes->end(); ++it) {
@@ -164,7 +166,38 @@ std::vector<std::string> prefixes_for(const ShapeIndex& index, const std::string
   return out;
 }
 
-std::vector<Match> recognise(const ShapeIndex& index, const json& catalog) {
+// models.json file_patterns: every part must occur in the lower-case file stem ('!x': must not,
+// '=x': the stem is x); the score is the characters matched, and the best list wins.
+std::size_t file_name_score(const json& entry, const std::string& stem) {
+  std::size_t best = 0;
+  auto patterns = entry.find("file_patterns");
+  if (patterns == entry.end() || !patterns->is_array()) return 0;
+  for (const auto& pattern : *patterns) {
+    if (!pattern.is_array() || pattern.empty()) continue;
+    std::size_t total = 0;
+    bool ok = true;
+    for (const auto& part : pattern) {
+      if (!part.is_string() || part.get<std::string>().empty()) { ok = false; break; }
+      const std::string p = part.get<std::string>();
+      if (p[0] == '!') ok = stem.find(p.substr(1)) == std::string::npos;
+      else if (p[0] == '=') ok = stem == p.substr(1), total += p.size() - 1;
+      else ok = stem.find(p) != std::string::npos, total += p.size();
+      if (!ok) break;
+    }
+    if (ok) best = std::max(best, total);
+  }
+  return best;
+}
+
+std::string file_stem(const std::string& path) {
+  std::string s = path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1);
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  for (const char* ext : {".safetensors", ".gguf", ".sft"})
+    if (ends_with(s, ext) && s.size() > std::strlen(ext)) return s.substr(0, s.size() - std::strlen(ext));
+  return s;
+}
+
+std::vector<Match> recognise(const ShapeIndex& index, const json& catalog, const std::string& stem) {
   std::vector<Match> matches;
   for (const auto& entry : catalog_entries(catalog)) {
     if (!entry.is_object()) continue;
@@ -175,17 +208,30 @@ std::vector<Match> recognise(const ShapeIndex& index, const json& catalog) {
     if (!keys.empty()) anchor = keys.front();
     else if (auto s = rec->find("shapes"); s != rec->end() && s->is_object() && !s->empty()) anchor = s->begin().key();
     if (anchor.empty()) continue;
-    // "prefixes" lists where the keys may sit; bare keys are always tried.
-    std::vector<std::string> allowed = string_list(*rec, "prefixes");
+    // models.json lists the usual "prefixes"; any prefix under which the anchor key sits is tried,
+    // so bundles with other conventions (cond_stage_model.transformer.) are recognised too. The
+    // keys and shapes, not the prefix, decide.
     Match best;
     for (const auto& p : prefixes_for(index, anchor)) {
-      if (!p.empty() && !allowed.empty() && std::find(allowed.begin(), allowed.end(), p) == allowed.end()) continue;
       std::size_t score = match_at(*rec, index, p);
       if (score > best.score) best = {&entry, p, score};
     }
     if (best.score > 0) matches.push_back(best);
   }
   std::stable_sort(matches.begin(), matches.end(), [](const Match& a, const Match& b) { return a.score > b.score; });
+  // Models with one architecture (Flux dev and Kontext, Wan 2.1 and 2.2 T2V 14B, SD1.5 and SDXL
+  // VAEs) match equally well: the file name decides, as models.json same_architecture_as says.
+  std::size_t ties = 1;
+  while (ties < matches.size() && matches[ties].score == matches[0].score) ++ties;
+  if (ties > 1) {
+    std::size_t best = 0, best_score = file_name_score(*matches[0].entry, stem);
+    for (std::size_t i = 1; i < ties; ++i) {
+      std::size_t sc = file_name_score(*matches[i].entry, stem);
+      if (sc > best_score) best = i, best_score = sc;
+    }
+    std::rotate(matches.begin(), matches.begin() + static_cast<std::ptrdiff_t>(best),
+                matches.begin() + static_cast<std::ptrdiff_t>(best) + 1);
+  }
   return matches;
 }
 
@@ -196,8 +242,8 @@ bool casts_fp32_to_16bit(const std::string& role) {
   return role == "diffusion_model" || role == "text_encoder" || role == "clip_vision";
 }
 
-Component measure(const std::vector<const TensorRecord*>& tensors, const std::string& format, const std::string& role) {
-  Component c;
+ModelSummary measure(const std::vector<const TensorRecord*>& tensors, const std::string& format, const std::string& role) {
+  ModelSummary c;
   c.role = role;
   bool has_scale = false;
   std::map<std::string, std::uint64_t> weight_elements;  // dtype -> elements of real weights
@@ -229,7 +275,7 @@ Component measure(const std::vector<const TensorRecord*>& tensors, const std::st
   return c;
 }
 
-void name_from(Component& c, const std::vector<Match>& matches, const std::string& fallback_prefix) {
+void name_from(ModelSummary& c, const std::vector<Match>& matches, const std::string& fallback_prefix) {
   if (matches.empty()) {
     c.key_prefix = fallback_prefix;
     return;
@@ -245,8 +291,9 @@ void name_from(Component& c, const std::vector<Match>& matches, const std::strin
     c.candidates.push_back(str_field(*matches[i].entry, "name"));
 }
 
-Component recognise_component(const std::vector<const TensorRecord*>& tensors, const std::string& format,
-                              const std::string& prefix, const std::string& prefix_role, const json& catalog) {
+ModelSummary recognise_component(const std::vector<const TensorRecord*>& tensors, const std::string& format,
+                              const std::string& prefix, const std::string& prefix_role, const json& catalog,
+                              const std::string& stem) {
   ShapeIndex index;
   index.reserve(tensors.size());
   bool lora = false;
@@ -254,13 +301,13 @@ Component recognise_component(const std::vector<const TensorRecord*>& tensors, c
     index.emplace(t->name, t);
     lora = lora || is_lora_key(t->name);
   }
-  auto matches = lora ? std::vector<Match>{} : recognise(index, catalog);
+  auto matches = lora ? std::vector<Match>{} : recognise(index, catalog, stem);
   std::string role = lora ? "lora" : !prefix_role.empty() ? prefix_role : "unknown";
   if (!matches.empty()) {
     std::string r = str_field(*matches.front().entry, "role");
     if (!r.empty()) role = r;
   }
-  Component c = measure(tensors, format, role);
+  ModelSummary c = measure(tensors, format, role);
   name_from(c, matches, prefix);
   return c;
 }
@@ -368,16 +415,17 @@ Inspection summarise(const ModelFile& file, const json& catalog) {
       prefix = groups.begin()->first;
       role = groups.begin()->second.first;
     }
-    out.whole = recognise_component(all, file.format, prefix, role, catalog);
+    out.whole = recognise_component(all, file.format, prefix, role, catalog, file_stem(file.path));
     return out;
   }
 
   for (const auto& [prefix, g] : groups) {
-    out.components.push_back(recognise_component(g.second, file.format, prefix, g.first ? g.first : "", catalog));
+    out.components.push_back(
+        recognise_component(g.second, file.format, prefix, g.first ? g.first : "", catalog, file_stem(file.path)));
     if (prefix.empty()) out.components.back().role = "unknown";
   }
   // The bundle as a whole: measured over every tensor, named after its diffusion model.
-  Component whole = measure(all, file.format, "checkpoint");
+  ModelSummary whole = measure(all, file.format, "checkpoint");
   whole.weight_gpu_bytes = 0;
   whole.dequant_transient_bytes = 0;
   for (const auto& c : out.components) {
@@ -411,7 +459,7 @@ WeightSummary weight_summary(const std::string& path, const json& catalog) {
   return s;
 }
 
-json Component::to_json() const {
+json ModelSummary::to_json() const {
   json j = {{"key_prefix", key_prefix},
             {"model", or_null(model)},
             {"family", or_null(family)},
@@ -442,6 +490,7 @@ json Inspection::to_json() const {
   }
   return {{"path", path},
           {"format", format},
+          {"model", or_null(whole.model)},  // = recognised.model, for callers that want one flat field
           {"recognised", std::move(recognised)},
           {"tensors", whole.tensors},
           {"parameters", whole.parameters},

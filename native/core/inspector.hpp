@@ -44,7 +44,7 @@ struct DtypeShare {
 };
 
 // A model, or one model inside a checkpoint bundle.
-struct Component {
+struct ModelSummary {
   std::string key_prefix;  // e.g. "model.diffusion_model."; "" when keys are bare
   std::string model;       // canonical catalog name; "" when not recognised
   std::string family;
@@ -71,8 +71,8 @@ struct Inspection {
   std::string format;
   std::uint64_t file_bytes = 0;
   std::uint64_t header_bytes = 0;
-  Component whole;                     // role "checkpoint" for bundles
-  std::vector<Component> components;   // filled for bundles only
+  ModelSummary whole;                     // role "checkpoint" for bundles
+  std::vector<ModelSummary> components;   // filled for bundles only
   nlohmann::json metadata = nlohmann::json::object();
   nlohmann::json to_json() const;
 };
@@ -89,7 +89,7 @@ struct WeightSummary {
   std::string role;
   std::string precision;
   std::uint64_t parameters = 0;
-  std::uint64_t weight_bytes = 0;             // = Component::weight_gpu_bytes
+  std::uint64_t weight_bytes = 0;             // = ModelSummary::weight_gpu_bytes
   std::uint64_t dequant_transient_bytes = 0;
   std::uint64_t gpu_bytes = 0;                // weight_bytes + dequant_transient_bytes
 };

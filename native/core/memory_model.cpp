@@ -48,11 +48,17 @@ void check_range(const std::string& field, long long value, long long lo, long l
                                 ", got " + std::to_string(value));
 }
 
-// Live elements per token of a transformer block at its peak: a*hidden + b*ffn (models.json "activation").
+// Live elements per token at a block's peak: the largest phase's a*hidden + b*ffn
+// (models.json "activation": {"phases": [...]} or one {hidden_multiple, ffn_multiple}).
 double elems_per_token(const ModelInfo& m) {
   const json& arch = section(m, "arch");
-  const json& act = m.data->contains("activation") ? (*m.data)["activation"] : arch.value("activation", json::object());
-  return num(act, "hidden_multiple", 4) * num(arch, "hidden", 0) + num(act, "ffn_multiple", 2) * num(arch, "ffn", 0);
+  const json act = m.data->contains("activation") ? (*m.data)["activation"] : arch.value("activation", json::object());
+  const double d = num(arch, "hidden", 0), f = num(arch, "ffn", 0);
+  auto phase = [&](const json& p) { return num(p, "hidden_multiple", 4) * d + num(p, "ffn_multiple", 2) * f; };
+  if (!act.contains("phases") || !act["phases"].is_array()) return phase(act);
+  double best = 0;
+  for (const auto& p : act["phases"]) best = std::max(best, phase(p));
+  return best;
 }
 
 std::uint64_t dequant_transient(const ResolvedComponent& c, int compute_bytes, bool lora) {
@@ -422,12 +428,13 @@ StageDemand vae_decode_demand(const ResolvedJob& rj, const DemandOptions& o) {
                                                 std::to_string(plan.tiles) + " tiles"
                                           : std::string()));
       return d;
-    } catch (const InputError&) {
-      throw;
     } catch (const Error& e) {
+      // Either no plan fits the budget (an InputError naming the smallest budget that works) or the
+      // native planner is unavailable; the ComfyUI-style tiled estimate stands in, and the policy
+      // decides whether it fits.
       const int tile = job.decode_tile_px ? job.decode_tile_px : static_cast<int>(runtime_constant("tiled_decode_default_tile_px"));
       StageDemand d = tiled_decode(rj, tile, video ? output_frames_for(job, 4) : 1, "Headroom decode estimated as tiled");
-      d.notes.push_back(std::string("native decode planner unavailable (") + e.what() + "); tiled estimate used instead");
+      d.notes.push_back(std::string("native decode plan not available (") + e.what() + "); tiled estimate used instead");
       return d;
     }
   }

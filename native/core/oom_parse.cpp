@@ -80,6 +80,8 @@ Report parse(const std::string& text) {
   if (contains(text, "DistributedDataParallel") || contains(text, "torch.distributed") || contains(text, "[rank") ||
       contains(text, "local_rank"))
     r.extra["distributed"] = true;
+  for (auto& [k, v] : r.extra.items())
+    if (v.is_string()) v = clean_utf8(v.get<std::string>());
   if (r.total_bytes && r.allocated_bytes && *r.allocated_bytes > *r.total_bytes && r.backend != "mps") {
     r.notes.push_back("PyTorch reports more allocated than the card holds: on Windows the driver's system-memory "
                       "fallback lets allocations spill into shared RAM (slow) before failing.");

@@ -28,10 +28,10 @@ std::size_t prefix_rank(const std::string& s, std::size_t b, std::size_t e) {
   return i - b;
 }
 
-// docker compose: "vllm-1  | "
+// docker compose: "vllm-1  | ", also "[vllm]   | "
 std::size_t prefix_compose(const std::string& s, std::size_t b, std::size_t e) {
   std::size_t i = b;
-  while (i < e && i - b < 64 && is_word(s[i])) ++i;
+  while (i < e && i - b < 64 && (is_word(s[i]) || s[i] == '[' || s[i] == ']')) ++i;
   if (i == b || i >= e || s[i] != ' ') return 0;
   while (i < e && s[i] == ' ') ++i;
   if (i >= e || s[i] != '|') return 0;
@@ -247,6 +247,27 @@ std::optional<Size> read_size(const std::string& s, std::size_t pos, bool requir
   if (bytes <= std::numeric_limits<std::uint64_t>::max()) out.bytes = static_cast<std::uint64_t>(bytes);
   out.end = unit_end;
   out.display = s.substr(pos, unit_end - pos);
+  return out;
+}
+
+std::string clean_utf8(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  std::size_t i = 0;
+  while (i < s.size()) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    std::size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    bool ok = len > 0 && i + len <= s.size() && !(len == 2 && c < 0xC2);
+    for (std::size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
+    if (ok && len == 1 && c < 0x20) ok = false;
+    if (!ok) {
+      out.push_back('?');
+      ++i;
+      continue;
+    }
+    out.append(s, i, len);
+    i += len;
+  }
   return out;
 }
 

@@ -40,6 +40,10 @@ inline bool contains(const std::string& s, const char* needle) {
   return s.find(needle) != std::string::npos;
 }
 
+// `s` with invalid UTF-8 sequences and control characters replaced by '?', so values copied from
+// a pasted log (node names, model names) can always be written as JSON.
+std::string clean_utf8(const std::string& s);
+
 // Case-insensitive search (ASCII).
 std::size_t find_nocase(const std::string& s, const std::string& needle, std::size_t from = 0);
 

@@ -68,6 +68,7 @@ py::dict info_dict(const DecodeInfo& i) {
   d["full_peak_bytes"] = i.full_peak_bytes;
   d["budget_bytes"] = i.budget_bytes;
   d["park_on_cpu"] = i.park_on_cpu;
+  d["parked_bytes_peak"] = i.parked_bytes_peak;
   return d;
 }
 
@@ -121,7 +122,8 @@ torch::Tensor py_decode_blend(const py::object& fn, const torch::Tensor& latent,
 }
 
 py::dict py_plan(const std::string& family, const std::vector<int64_t>& latent_shape, const std::string& mode,
-                 int tile_px, std::uint64_t budget_bytes, int dtype_bytes, int base_channels) {
+                 int tile_px, std::uint64_t budget_bytes, int dtype_bytes, int base_channels,
+                 const std::vector<int>& level_widths, int blocks_per_level) {
   if (latent_shape.size() != 4 && latent_shape.size() != 5)
     throw InputError("latent_shape", "expected [B, C, h, w] or [B, C, T, h, w]");
   DecodeRequest r;
@@ -136,6 +138,8 @@ py::dict py_plan(const std::string& family, const std::vector<int64_t>& latent_s
   r.budget_bytes = budget_bytes;
   r.dtype_bytes = dtype_bytes;
   r.base_channels = base_channels;
+  r.level_widths = level_widths;
+  r.blocks_per_level = blocks_per_level;
   const DecodePlan p = plan_decode(r);
   py::dict d;
   d["mode"] = p.mode;
@@ -184,5 +188,6 @@ PYBIND11_MODULE(_headroom_torch, m) {
         "The torch version this module was compiled against (a mismatch with the running torch breaks the ABI).");
   m.def("plan", &py_plan, py::arg("family"), py::arg("latent_shape"), py::arg("mode") = "auto", py::arg("tile_px") = 0,
         py::arg("budget_bytes") = 0, py::arg("dtype_bytes") = 2, py::arg("base_channels") = 0,
+        py::arg("level_widths") = std::vector<int>{}, py::arg("blocks_per_level") = 0,
         "The decode plan of the core's memory model (mode, tile, parking, peak bytes) without running anything.");
 }

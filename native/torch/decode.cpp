@@ -112,6 +112,7 @@ torch::Tensor decode_kl(const StateDict& sd, const torch::Tensor& latent, const 
     info->full_peak_bytes = plan.full_peak_bytes;
     info->park_on_cpu = plan.park_on_cpu;
     info->budget_bytes = req.budget_bytes;
+    info->parked_bytes_peak = tinfo.stored_bytes_peak;
   }
   return to_image(raw);
 }

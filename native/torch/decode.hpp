@@ -39,6 +39,7 @@ struct DecodeInfo {
   std::uint64_t full_peak_bytes = 0;  // what a full decode would need (plan)
   std::uint64_t budget_bytes = 0;     // the budget the plan used (0 = none)
   bool park_on_cpu = false;           // exact: activations parked in CPU memory between layers
+  std::uint64_t parked_bytes_peak = 0;  // exact: largest set of whole-image activations held between layers
 };
 
 // latent: [B, C, h, w] for KL VAEs, [B, C, T, h, w] for Wan VAEs.

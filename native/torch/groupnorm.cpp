@@ -5,13 +5,20 @@
 namespace headroom::torch_ops {
 
 GroupMoments group_moments(const at::Tensor& x, int64_t groups) {
-  const int64_t B = x.size(0);
+  const int64_t B = x.size(0), C = x.size(1);
   if (at::Tensor k = tiling_kernels::group_stats(x, groups); k.defined())
     return {k.select(2, 0), k.select(2, 1), k.select(2, 2)};
-  at::Tensor v = x.reshape({B, groups, -1});
-  const double n = static_cast<double>(v.size(2));
+  // Splitting the channel axis is a view even for a strided tile, so nothing is copied in fp32.
+  std::vector<int64_t> shape{B, groups, C / groups};
+  std::vector<int64_t> dims{2};
+  for (int64_t d = 2; d < x.dim(); ++d) {
+    shape.push_back(x.size(d));
+    dims.push_back(d + 1);
+  }
+  at::Tensor v = x.view(shape);
   at::Tensor vf = v.scalar_type() == at::kFloat ? v : v.to(at::kFloat);
-  auto [var, mean] = at::var_mean(vf, {2}, /*unbiased=*/false);
+  const double n = static_cast<double>(v.numel() / (B * groups));
+  auto [var, mean] = at::var_mean(vf, dims, /*unbiased=*/false);
   return {at::full({B, groups}, n, vf.options()), mean, var * n};
 }
 
@@ -45,14 +52,15 @@ at::Tensor apply_norm(const at::Tensor& x, const NormAffine& a, bool silu) {
   std::vector<int64_t> shape(x.dim(), 1);
   shape[0] = x.size(0);
   shape[1] = x.size(1);
-  at::Tensor y;
   if (x.scalar_type() == at::kFloat) {
-    y = at::addcmul(a.shift.view(shape), x, a.scale.view(shape));
-  } else {
-    y = at::addcmul(a.shift.view(shape), x.to(at::kFloat), a.scale.view(shape));
+    at::Tensor y = at::addcmul(a.shift.view(shape), x, a.scale.view(shape));
+    return silu ? at::silu_(y) : y;
   }
+  // bf16/fp16 on the CPU: one fp32 working copy, updated in place.
+  at::Tensor y = x.to(at::kFloat);
+  y.mul_(a.scale.view(shape)).add_(a.shift.view(shape));
   if (silu) at::silu_(y);
-  return y.scalar_type() == x.scalar_type() ? y : y.to(x.scalar_type());
+  return y.to(x.scalar_type());
 }
 
 at::Tensor group_norm(const at::Tensor& x, int64_t groups, const at::Tensor& gamma, const at::Tensor& beta, double eps,

@@ -84,23 +84,23 @@ class Engine {
         const int64_t ay = std::max<int64_t>(0, sy.begin - p), by = std::min(Ho, sy.end + p);
         const int64_t ax = std::max<int64_t>(0, sx.begin - p), bx = std::min(Wo, sx.end + p);
         at::Tensor x = in.t.slice(2, ay / f, (by + f - 1) / f).slice(3, ax / f, (bx + f - 1) / f).to(dev_);
-        if (na) x = apply_norm(x.contiguous(), *na, silu);
+        if (na) x = apply_norm(x, *na, silu);
         if (up2) {
           x = at::upsample_nearest2d(x, {x.size(2) * 2, x.size(3) * 2});
           x = x.slice(2, ay % 2, ay % 2 + (by - ay)).slice(3, ax % 2, ax % 2 + (bx - ax));
         }
-        // Zero padding belongs after the activation (it is the conv's own padding).
-        const int64_t pt = ay - (sy.begin - p), pb = (sy.end + p) - by;
-        const int64_t pl = ax - (sx.begin - p), pr = (sx.end + p) - bx;
-        if (pt || pb || pl || pr) x = at::constant_pad_nd(x, {pl, pr, pt, pb}, 0);
-        at::Tensor y = at::conv2d(x, c.w, c.b);
+        // The conv's own zero padding is right on image borders; on interior sides the ring it pads
+        // only feeds output pixels outside this tile, which are cropped away (no padded copy needed).
+        at::Tensor y = at::conv2d(x, c.w, c.b, {1, 1}, {p, p})
+                           .slice(2, sy.begin - ay, sy.end - ay)
+                           .slice(3, sx.begin - ax, sx.end - ax);
         x.reset();
         if (residual) {
           at::Tensor r = residual->slice(2, sy.begin, sy.end).slice(3, sx.begin, sx.end).to(dev_);
           if (skip) r = at::conv2d(r, skip->w, skip->b);
           y.add_(r);
         }
-        if (want_moments) merge_moments(out.m, group_moments(y.contiguous(), kGroups));
+        if (want_moments) merge_moments(out.m, group_moments(y, kGroups));
         out.t.slice(2, sy.begin, sy.end).slice(3, sx.begin, sx.end).copy_(y);
         tick();
       }
@@ -113,7 +113,9 @@ class Engine {
     const Attn& a = w_.attn;
     const int64_t B = x.t.size(0), C = x.t.size(1), H = x.t.size(2), W = x.t.size(3), N = H * W;
     NormAffine na = norm_affine(x.m, a.n.g, a.n.b, kEps);
-    const int64_t band = std::max<int64_t>(1, std::min<int64_t>(H, opt_.attn_chunk_bytes / std::max<int64_t>(1, B * N * W * 4)));
+    // Query bands as tall as a tile: the score block (band x all keys) then scales with the tile
+    // size like every other per-tile buffer, so a smaller budget shrinks it too.
+    const int64_t band = std::max<int64_t>(1, std::min<int64_t>(H, T_));
     at::Tensor k = at::empty({B, C, H, W}, x.t.options().device(dev_));
     at::Tensor v = at::empty_like(k);
     for (int64_t r = 0; r < H; r += band) {
@@ -140,7 +142,7 @@ class Engine {
       s.reset();
       at::Tensor o = at::bmm(vf, pr.transpose(1, 2)).view({B, C, n, W});
       at::Tensor y = at::conv2d(o, a.proj.w, a.proj.b).add_(xs);
-      merge_moments(out.m, group_moments(y.contiguous(), kGroups));
+      merge_moments(out.m, group_moments(y, kGroups));
       out.t.slice(2, r, r + n).copy_(y);
       // Keep the progress count per "tile of a layer" even though attention goes by bands.
       const int target = static_cast<int>((bi + 1) * per_band_ticks / bands);

@@ -18,7 +18,7 @@ namespace headroom_fuzz {
 inline const nlohmann::json& catalog() {
   static const nlohmann::json c = nlohmann::json::parse(R"({"models": [
     {"name": "m1", "role": "diffusion_model", "recognise": {"all_keys": ["a.weight", "b"], "shapes": {"a.weight": [2, 2]}}},
-    {"name": "m2", "role": "vae", "recognise": {"all_keys": ["w"], "none_keys": ["x"], "prefixes": ["first_stage_model."]}},
+    {"name": "m2", "role": "vae", "recognise": {"all_keys": ["w"], "absent_keys": ["x"], "prefixes": ["first_stage_model."]}},
     {"name": "m3", "role": "text_encoder", "recognise": {"shapes": {"w": [4]}}}]})");
   return c;
 }

@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 
 #include <chrono>
+#include <set>
 #include <cstdio>
 #include <string>
 
@@ -10,6 +11,8 @@
 #include "core/api.hpp"
 #include "core/error.hpp"
 #include "core/file_reader.hpp"
+#include "core/data_files.hpp"
+#include "core/gguf_header.hpp"
 #include "core/inspector.hpp"
 #include "model_file_builders.hpp"
 
@@ -26,7 +29,7 @@ const json kCatalog = json::parse(R"({"models": [
    "recognise": {"all_keys": ["double_blocks.0.img_attn.qkv.weight", "guidance_in.in_layer.weight"],
                  "shapes": {"img_in.weight": [3072, 64]}}},
   {"name": "flux1-schnell", "family": "flux", "role": "diffusion_model", "variant": "schnell",
-   "recognise": {"all_keys": ["double_blocks.0.img_attn.qkv.weight"], "none_keys": ["guidance_in.in_layer.weight"],
+   "recognise": {"all_keys": ["double_blocks.0.img_attn.qkv.weight"], "absent_keys": ["guidance_in.in_layer.weight"],
                  "shapes": {"img_in.weight": [3072, 64]}}},
   {"name": "flux-vae", "family": "flux", "role": "vae",
    "recognise": {"all_keys": ["decoder.conv_in.weight"], "shapes": {"decoder.conv_in.weight": [512, 16, 3, 3]}}},
@@ -44,7 +47,7 @@ std::vector<StTensor> flux_dev_tensors(const std::string& dtype, const std::stri
           {prefix + "guidance_in.in_layer.weight", dtype, {3072, 256}}};
 }
 
-const Component& only(const Inspection& i) { return i.whole; }
+const ModelSummary& only(const Inspection& i) { return i.whole; }
 
 }  // namespace
 
@@ -169,7 +172,7 @@ TEST_CASE("inspect: a checkpoint bundle lists its components", "[inspect]") {
   CHECK(i.whole.model == "flux1-dev");
   CHECK(i.whole.precision == "fp8_e4m3fn");
   REQUIRE(i.components.size() == 4);
-  std::map<std::string, const Component*> by_prefix;
+  std::map<std::string, const ModelSummary*> by_prefix;
   for (const auto& c : i.components) by_prefix[c.role + ":" + c.model] = &c;
   REQUIRE(by_prefix.count("diffusion_model:flux1-dev"));
   REQUIRE(by_prefix.count("vae:flux-vae"));
@@ -265,6 +268,7 @@ TEST_CASE("inspect: pickle checkpoints and missing files get clear errors", "[in
   write_file(path, std::string("PK\x03\x04", 4) + std::string(100, '\0'));
   CHECK_THROWS_WITH(read_model_file(path), Catch::Contains("zip (PyTorch .ckpt/.pt pickle)"));
   CHECK_THROWS_AS(read_model_file(dir.file("absent.safetensors")), Error);
+  CHECK_THROWS_WITH(read_model_file(dir.file("")), Catch::Contains("expected a regular file"));
   auto gg = dir.file("fake.gguf");
   write_file(gg, "not a gguf file at all");
   CHECK_THROWS_WITH(read_model_file(gg), Catch::Contains("expected the magic 'GGUF'"));
@@ -312,4 +316,76 @@ TEST_CASE("cli: headroom inspect prints JSON and exits 2 when a file is malforme
   out.clear();
   CHECK(run("'" + good + "'", &out) == 0);
   CHECK_THAT(out, Catch::Contains("dtype mix"));
+}
+
+TEST_CASE("inspect: models of one architecture are told apart by file name", "[inspect]") {
+  json catalog = kCatalog;
+  catalog["models"].push_back({{"name", "flux1-kontext-dev"}, {"family", "flux"}, {"role", "diffusion_model"},
+                               {"file_patterns", {{"flux1-dev-kontext"}, {"kontext"}}},
+                               {"recognise", catalog["models"][0]["recognise"]}});
+  catalog["models"][0]["file_patterns"] = {{"flux1-dev"}};
+  TempDir dir;
+  auto kontext = dir.file("flux1-dev-kontext_fp8.safetensors"), plain = dir.file("model.safetensors");
+  write_safetensors(kontext, flux_dev_tensors("BF16"));
+  write_safetensors(plain, flux_dev_tensors("BF16"));
+  auto k = inspect_file(kontext, catalog);
+  CHECK(k.whole.model == "flux1-kontext-dev");
+  CHECK(k.whole.candidates == std::vector<std::string>{"flux1-dev"});
+  // Without a telling name the first catalog entry wins and the other is listed.
+  auto p = inspect_file(plain, catalog);
+  CHECK(p.whole.model == "flux1-dev");
+  CHECK(p.whole.candidates == std::vector<std::string>{"flux1-kontext-dev"});
+}
+
+// The real models.json: a file holding exactly the keys and shapes of a model's `recognise`
+// section, named after its first file pattern, must be recognised as that model (and the VAE
+// and text encoders also inside a bundle). Catches catalog signatures that collide.
+TEST_CASE("inspect: every models.json recognise section identifies its own model", "[inspect][catalog]") {
+  const json& catalog = headroom::data_file("models.json");
+  TempDir dir;
+  std::size_t checked = 0;
+  for (const auto& m : catalog["models"]) {
+    if (!m.contains("recognise")) continue;
+    const std::string name = m["name"];
+    const json& rec = m["recognise"];
+    std::vector<StTensor> tensors;
+    std::set<std::string> seen;
+    if (rec.contains("shapes"))
+      for (auto it = rec["shapes"].begin(); it != rec["shapes"].end(); ++it) {
+        tensors.push_back({it.key(), "BF16", it->get<std::vector<std::uint64_t>>()});
+        seen.insert(it.key());
+      }
+    for (const auto& k : rec.value("all_keys", json::array()))
+      if (!seen.count(k.get<std::string>())) tensors.push_back({k.get<std::string>(), "BF16", {1}});
+    std::string stem;
+    for (const auto& part : m["file_patterns"][0]) {
+      std::string s = part;
+      if (s[0] == '!') continue;
+      if (s[0] == '=') { stem = s.substr(1); break; }
+      stem += (stem.empty() ? "" : "-") + s;
+    }
+    INFO(name << " from " << stem);
+    auto path = dir.file(stem + ".safetensors");
+    write_safetensors(path, tensors);
+    auto i = inspect_file(path);
+    CHECK(i.whole.model == name);
+    CHECK(i.whole.role == m["role"].get<std::string>());
+    ++checked;
+  }
+  CHECK(checked >= 18);  // the issue's 18 canonical models
+}
+
+TEST_CASE("inspect: models.json GGUF block sizes agree with the parser's ggml table", "[inspect][catalog]") {
+  std::size_t checked = 0;
+  for (const auto& p : headroom::data_file("models.json")["precisions"]) {
+    if (p.value("kind", "") != "gguf") continue;
+    INFO(p["name"]);
+    const GgmlType* t = ggml_type(p["ggml_type"].get<std::uint32_t>());
+    REQUIRE(t != nullptr);
+    CHECK(t->block_elements == p["elems_per_block"].get<std::uint32_t>());
+    CHECK(t->block_bytes == p["bytes_per_block"].get<std::uint32_t>());
+    CHECK("gguf-" + std::string(t->name) == p["name"].get<std::string>());
+    ++checked;
+  }
+  CHECK(checked >= 10);
 }

@@ -16,9 +16,12 @@ class FakeVAE:
     """ComfyUI VAE surface the nodes use: get_sd(), decode(latent) -> [B,(T),H,W,3], upscale_ratio.
     decode is nearest-neighbour upsampling of the first three channels, so tiles can be checked."""
 
-    def __init__(self, state_dict=None, upscale=8):
+    def __init__(self, state_dict=None, upscale=8, video=False):
         self.sd = state_dict or {"decoder.conv_in.weight": torch.zeros(4, 16, 3, 3)}
-        self.upscale_ratio = upscale
+        # ComfyUI's VAE.upscale_ratio: an int for image VAEs, (frames lambda, h, w) for video VAEs.
+        self.upscale_ratio = (lambda a: max(0, a * 4 - 3), upscale, upscale) if video else upscale
+        self.scale = upscale
+        self.video = video
         self.decode_calls = []
 
     def get_sd(self):
@@ -26,11 +29,9 @@ class FakeVAE:
 
     def decode(self, latent):
         self.decode_calls.append(tuple(latent.shape))
-        x = latent[:, :3]
-        if x.dim() == 4:
-            x = x.repeat_interleave(self.upscale_ratio, -1).repeat_interleave(self.upscale_ratio, -2)
-        else:
-            x = x.repeat_interleave(self.upscale_ratio, -1).repeat_interleave(self.upscale_ratio, -2)
+        x = latent[:, :3].repeat_interleave(self.scale, -1).repeat_interleave(self.scale, -2)
+        if x.dim() == 5:  # causal video VAE: first latent frame -> 1 frame, each later one -> 4
+            x = torch.cat([x[:, :, :1], x[:, :, 1:].repeat_interleave(4, 2)], 2)
         return x.movedim(1, -1)
 
 
@@ -93,7 +94,7 @@ class FakeCore:
 
     def explain(self, text):
         self.calls.append(("explain", text))
-        return json.dumps({"recognised": "out of memory" in text.lower(), "diagnosis": "the model filled the card",
+        return json.dumps({"recognised": "out of memory" in text.lower(), "diagnosis": {"id": "out_of_memory", "text": "the model filled the card"},
                            "fixes": [{"text": "use fp8 weights"}]})
 
     def inspect(self, paths):

@@ -139,13 +139,14 @@ def test_vae_decode_retries_tiled_after_oom(fake_core):
 def test_vae_decode_other_vae_uses_comfy_decode_through_blend_spatial_only(fake_core):
     ops = FakeTorchOps(family=None)
     native_loader._cache[native_loader.TORCH_MODULE] = (ops, None)
-    vae = fakes.FakeVAE(upscale=8)
+    vae = fakes.FakeVAE(upscale=8, video=True)
     latent = fakes.latent_video(t=3, h=6, w=6)
     out = node("HeadroomVAEDecode").decode(latent, vae, mode="auto", budget="8")
     image = out["result"][0]
-    # ComfyUI's IMAGE for video: frames flattened into the batch; the fake VAE keeps latent frames.
-    assert image.shape == (3, 48, 48, 3)
-    assert ops.calls[0][0] == "blend" and ops.calls[0][3] == 8
+    # ComfyUI's IMAGE for video: 4*3-3 = 9 frames flattened into the batch.
+    assert image.shape == (9, 48, 48, 3)
+    # Spatial tiles of 256 px // 8 = 32 latent px with a quarter overlap; time factor 4 from the VAE's lambda.
+    assert ops.calls[0] == ("blend", 32, 8, [4, 8, 8])
     # The whole clip (all 3 latent frames) reaches ComfyUI's decode: no temporal tiles.
     assert vae.decode_calls[0][2] == 3
 
@@ -231,3 +232,15 @@ def test_vram_snapshot_passthrough_on_cpu():
     assert out["result"][0] is value
     report = out["result"][1]
     assert "Device:" in report and "Other processes" in report
+
+
+def test_preflight_core_error_is_reported_not_raised(fake_core):
+    def broken(text):
+        raise RuntimeError("plan: not implemented yet")
+    fake_core.plan = broken
+    latent = fakes.latent_image()
+    out = node("HeadroomPreflight").run(latent, budget="12", action="warn", prompt=API_PROMPT)
+    assert out["result"][0] is latent and "not implemented" in out["result"][1]
+    # "stop" stops over-budget runs; an estimate that failed does not say the run is over budget.
+    out = node("HeadroomPreflight").run(latent, budget="12", action="stop", prompt=API_PROMPT)
+    assert out["result"][0] is latent and "could not estimate" in out["result"][1]

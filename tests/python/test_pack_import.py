@@ -103,3 +103,11 @@ def test_registers_routes_and_prompt_handler_with_comfy_server(tmp_path):
     """, tmp_path / "no-build", extra_path=server_dir)
     assert "/headroom/vram" in result["paths"] and "/headroom/apply-preset" in result["paths"]
     assert result["handlers"] == 1
+
+
+def test_install_without_cmake_says_what_to_install(tmp_path):
+    """install.py never pip-installs; without CMake it names what is missing and the command to rerun."""
+    out = subprocess.run([sys.executable, str(REPO / "install.py")], capture_output=True, text=True, timeout=60,
+                         env={"PATH": str(tmp_path), "HEADROOM_BUILD_DIR": str(tmp_path / "b")}, cwd=str(REPO))
+    assert out.returncode == 1
+    assert "cmake not found" in out.stdout and "install.py" in out.stdout and "pip" not in out.stdout.lower()

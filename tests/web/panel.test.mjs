@@ -115,7 +115,9 @@ test("OOM toast appears for a recorded error and its button applies the fix", as
   const explains = server.requests.filter((r) => r.route === "/headroom/explain");
   assert.equal(explains.length, explainsBefore + 1);
   assert.equal(explains.at(-1).body.text, oom.text);
-  assert.match(await page.textContent(".headroom-diagnosis"), /filled the card/);
+  assert.match(await page.textContent(".headroom-diagnosis"), /100\.0 MiB more was requested/);
+  // No preset named by the diagnosis: the first preset that makes this graph fit (fp8 weights, 21.0 GiB).
+  assert.equal(await page.textContent(".headroom-apply-fix"), "Apply: fp8 weights");
   const unet = JSON.parse(readFileSync(join(REPO, "workflows", "wan2.2_ti2v_5b.json"))).nodes.find((n) => n.type === "UNETLoader");
   await page.click(".headroom-apply-fix");
   await page.waitForFunction(() => !document.querySelector(".headroom-toast"));

@@ -48,12 +48,13 @@ export function estimateFor(workflow) {
   };
 }
 
+// Shape of the core's explain(): diagnosis {id, text}, fixes [{id, text}] (no preset names).
 export const EXPLANATION = {
   recognised: true,
-  diagnosis: "The diffusion model's weights filled the card: 43.93 GiB held by PyTorch of 44.53 GiB when 100 MiB more was asked for.",
-  fixes: [{ text: "Load the diffusion model in fp8 (weights take half the memory)", preset: "fp8-weights" },
-    { text: "Close the other process using the card" }],
+  diagnosis: { id: "out_of_memory", text: "The job needs more memory than the card has: 100.0 MiB more was requested with 91.2 MiB free of 44.53 GiB." },
+  fixes: [{ id: "lower_precision", text: "Load quantised weights (fp8)" }, { id: "smaller_batch", text: "Lower the batch size or the resolution" }],
 };
+const BUDGET = 21.7 * GIB;
 
 export async function mock(method, route, body) {
   if (route === "/headroom/vram") return [200, { snapshot: SNAPSHOT, native: { core: { available: true } } }];
@@ -64,7 +65,10 @@ export async function mock(method, route, body) {
   }
   if (route === "/headroom/apply-preset") {
     const changes = presetChanges(body.workflow, body.preset);
-    return [200, { workflow: body.workflow, before: { peak_bytes: PEAKS.base }, after: { peak_bytes: PEAKS[body.preset] }, changes }];
+    const after = PEAKS[body.preset];
+    const verdict = (peak) => (peak <= BUDGET ? "fits" : "does not fit");
+    return [200, { workflow: body.workflow, before: { peak_bytes: PEAKS.base, verdict: verdict(PEAKS.base) },
+      after: { peak_bytes: after, verdict: verdict(after) }, changes }];
   }
   if (route === "/headroom/explain") return [200, EXPLANATION];
   if (route === "/headroom/settings" || route === "/headroom/panel") return [200, body ?? {}];

@@ -1,0 +1,175 @@
+"""Benchmark of the native Wan VAE decoders (random weights, real architecture) on this machine.
+
+  HEADROOM_BUILD_DIR=build /usr/bin/python3 tests/bench/bench_wan_decode.py \
+      --family wan2.1 --height 256 --width 320 --latent-frames 5 --tile-px 128
+
+Reports, each as time and error against the native full decode:
+  reference  PyTorch eager running tests/python/reference_wan_vae.py (the whole clip at once)
+  comfyui    ComfyUI's own WanVAE.decode (eager, one latent frame at a time), when COMFYUI_PATH is set
+  full / exact / blend   the native modes (exact and blend at --tile-px)
+  comfy-tiles  ComfyUI-style spatial tiling at the same tile: tiles decoded independently over the
+               whole clip, feathered linear blend over an overlap of tile/4 (the 3-D fallback's rule)
+and the peak resident memory of each native mode (a fresh process each, RSS above the state before
+the decode) next to the plan's prediction, plus an `auto` run under a budget of half the full plan.
+"""
+import argparse
+import json
+import math
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tests" / "python"))
+BUILD = Path(os.environ.get("HEADROOM_BUILD_DIR", "build"))
+if not BUILD.is_absolute():
+    BUILD = REPO / BUILD
+sys.path.insert(0, str(BUILD / "python"))
+
+import reference_wan_vae as ref  # noqa: E402
+
+
+def setup(args):
+    sd = ref.make_state_dict(args.family, seed=0, with_encoder_keys=False)
+    z = sd["conv2.weight"].shape[0]
+    scale = 8 if args.family == "wan2.1" else 16
+    lat = torch.randn(1, z, args.latent_frames, args.height // scale, args.width // scale,
+                      generator=torch.Generator().manual_seed(1))
+    return sd, lat, scale
+
+
+def decoder_weight_bytes(sd, dtype_bytes):
+    return sum(v.numel() for k, v in sd.items() if k.startswith("decoder.") or k.startswith("conv2.")) * dtype_bytes
+
+
+def rss_bytes():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def child(args):
+    """One native decode in this fresh process; prints JSON with the peak RSS above the start."""
+    import _headroom_torch as ops
+    sd, lat, _ = setup(args)
+    torch.set_num_threads(args.threads)
+    before = rss_bytes()
+    t0 = time.perf_counter()
+    kw = dict(mode=args.child, tile_px=args.tile_px if args.child in ("exact", "blend") else 0)
+    if args.budget:
+        kw["budget_bytes"] = args.budget
+    _, info = ops.decode(sd, lat, **kw)
+    dt = time.perf_counter() - t0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    out = {k: info[k] for k in ("mode", "tiles", "tile_latent", "halo_latent", "planned_peak_bytes")}
+    out.update(seconds=dt, peak_rss_above_start=peak - before, weights_bytes=decoder_weight_bytes(sd, 4))
+    print(json.dumps(out))
+
+
+def measure_memory(args, mode, budget=0):
+    cmd = [sys.executable, __file__, "--child", mode, "--family", args.family, "--height", str(args.height),
+           "--width", str(args.width), "--latent-frames", str(args.latent_frames), "--tile-px", str(args.tile_px),
+           "--threads", str(args.threads), "--budget", str(budget)]
+    res = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ))
+    if res.returncode:
+        raise RuntimeError(res.stderr[-2000:])
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def psnr(a, b):
+    mse = ((a - b) ** 2).mean().item()
+    return float("inf") if mse == 0 else 10 * math.log10(1.0 / mse)
+
+
+def timed(fn, runs):
+    best, out = float("inf"), None
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        out = fn()
+        best = min(best, time.perf_counter() - t0)
+    return best, out
+
+
+def comfyui_decoder(args, sd):
+    path = os.environ.get("COMFYUI_PATH")
+    if not path:
+        return None
+    sys.path.insert(0, path)
+    import comfy.cli_args
+    comfy.cli_args.args.cpu = True
+    import comfy.model_management  # noqa: F401
+    cfg = dict(dim_mult=[1, 2, 4, 4], num_res_blocks=2, attn_scales=[], temperal_downsample=[False, True, True])
+    if args.family == "wan2.1":
+        import comfy.ldm.wan.vae as v
+        model = v.WanVAE(dim=96, z_dim=16, **cfg)
+    else:
+        import comfy.ldm.wan.vae2_2 as v
+        model = v.WanVAE(dim=160, dec_dim=256, z_dim=48, **cfg)
+    model.load_state_dict({k: t for k, t in sd.items() if k.startswith(("decoder.", "conv2."))}, strict=False)
+    return model.eval()
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--family", default="wan2.1", choices=["wan2.1", "wan2.2"])
+    p.add_argument("--height", type=int, default=256)
+    p.add_argument("--width", type=int, default=320)
+    p.add_argument("--latent-frames", type=int, default=5)
+    p.add_argument("--tile-px", type=int, default=128)
+    p.add_argument("--runs", type=int, default=1)
+    p.add_argument("--threads", type=int, default=torch.get_num_threads())
+    p.add_argument("--skip-reference", action="store_true")
+    p.add_argument("--child", default="")
+    p.add_argument("--budget", type=int, default=0)
+    args = p.parse_args()
+    if args.child:
+        return child(args)
+
+    import _headroom_torch as ops
+    torch.set_num_threads(args.threads)
+    sd, lat, scale = setup(args)
+    frames = 4 * args.latent_frames - 3
+    print(f"# {args.family}, random weights, fp32 CPU ({torch.get_num_threads()} threads), "
+          f"{frames} frames at {args.height}x{args.width}, latent {tuple(lat.shape)}, tile {args.tile_px} px")
+    rows = []
+    t_full, (full, info_full) = timed(lambda: ops.decode(sd, lat, mode="full"), args.runs)
+    rows.append(("full", t_full, float("inf"), 0.0, info_full))
+    for mode in ("exact", "blend"):
+        t, (img, info) = timed(lambda: ops.decode(sd, lat, mode=mode, tile_px=args.tile_px), args.runs)
+        rows.append((mode, t, psnr(img, full), (img - full).abs().max().item(), info))
+    tile_lat = args.tile_px // scale
+    t, raw = timed(lambda: ref.comfy_style_tiled(sd, lat, tile_lat, max(1, tile_lat // 4), scale), 1)
+    img = ref.to_image(raw)
+    rows.append(("comfy-tiles", t, psnr(img, full), (img - full).abs().max().item(), {}))
+    if not args.skip_reference:
+        with torch.no_grad():
+            t, raw = timed(lambda: ref.decode_video(sd, lat), 1)
+        img = ref.to_image(raw)
+        rows.append(("reference", t, psnr(img, full), (img - full).abs().max().item(), {}))
+    model = comfyui_decoder(args, sd)
+    if model is not None:
+        with torch.no_grad():
+            t, raw = timed(lambda: model.decode(lat).float(), 1)
+        img = ref.to_image(raw)
+        rows.append(("comfyui", t, psnr(img, full), (img - full).abs().max().item(), {}))
+    print(f"{'mode':12} {'seconds':>8} {'x full':>7} {'PSNR dB':>8} {'max err':>9}  tiles")
+    for name, t, ps, err, info in rows:
+        print(f"{name:12} {t:8.2f} {t / t_full:7.2f} {ps:8.1f} {err:9.2e}  {info.get('tiles', '')}")
+
+    print("\n# peak memory (fresh process each; RSS above the state before decode; weights are shared, "
+          "not copied, in fp32 on the CPU so the plan's figure minus weights is the comparable one)")
+    budget = int(info_full["planned_peak_bytes"] * 0.5)
+    for mode, b in (("full", 0), ("exact", 0), ("blend", 0), ("auto", budget)):
+        m = measure_memory(args, mode, b)
+        planned = m["planned_peak_bytes"] - m["weights_bytes"]
+        extra = f" budget {b / 2**20:.0f} MiB -> {m['mode']} tile {m['tile_latent']}" if b else ""
+        print(f"{mode:6} measured {m['peak_rss_above_start'] / 2**20:8.0f} MiB  planned (minus weights) "
+              f"{planned / 2**20:8.0f} MiB  ratio {m['peak_rss_above_start'] / max(planned, 1):.2f}{extra}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,200 @@
+// The catalog: canonical names, aliases, file names, precisions with exact GGUF blocks, GPUs,
+// and published weight sizes used as golden numbers.
+#include "catch.hpp"
+#include "core/api.hpp"
+#include "core/catalog.hpp"
+#include "core/error.hpp"
+
+using namespace headroom;
+
+namespace {
+
+std::string field_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.field();
+  }
+  return "(no InputError)";
+}
+
+std::string message_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no Error)";
+}
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("every canonical name of issue #2 is in the catalog with its role", "[catalog]") {
+  const std::vector<std::pair<std::string, Role>> names = {
+      {"flux1-dev", Role::DiffusionModel},       {"flux1-schnell", Role::DiffusionModel},
+      {"flux1-kontext-dev", Role::DiffusionModel}, {"wan2.1-t2v-1.3b", Role::DiffusionModel},
+      {"wan2.1-t2v-14b", Role::DiffusionModel},  {"wan2.1-i2v-14b", Role::DiffusionModel},
+      {"wan2.2-t2v-a14b", Role::DiffusionModel}, {"wan2.2-i2v-a14b", Role::DiffusionModel},
+      {"wan2.2-ti2v-5b", Role::DiffusionModel},  {"clip-l", Role::TextEncoder},
+      {"t5-xxl", Role::TextEncoder},             {"umt5-xxl", Role::TextEncoder},
+      {"clip-vision-h", Role::ClipVision},       {"flux-vae", Role::Vae},
+      {"sd15-vae", Role::Vae},                   {"sdxl-vae", Role::Vae},
+      {"wan2.1-vae", Role::Vae},                 {"wan2.2-vae", Role::Vae}};
+  for (const auto& [name, role] : names) {
+    const ModelInfo& m = resolve_model(name);
+    CHECK(m.name == name);
+    CHECK(m.role == role);
+    CHECK(m.params > 0);
+    REQUIRE(m.data != nullptr);
+    CHECK(m.data->contains("recognise"));
+  }
+  CHECK(catalog_data().models.size() == names.size());
+}
+
+TEST_CASE("aliases and ComfyUI file names resolve to canonical models", "[catalog]") {
+  CHECK(resolve_model("flux-dev").name == "flux1-dev");
+  CHECK(resolve_model("FLUX.1-dev").name == "flux1-dev");
+  CHECK(resolve_model("t5xxl").name == "t5-xxl");
+  CHECK(resolve_model("umt5_xxl").name == "umt5-xxl");
+  CHECK(resolve_model("ae").name == "flux-vae");
+  CHECK(resolve_model("wan_2.1_vae").name == "wan2.1-vae");
+  CHECK(resolve_model("Wan2.1_T2V_1.3B").name == "wan2.1-t2v-1.3b");
+  CHECK(resolve_model("kontext").name == "flux1-kontext-dev");
+  // File names of the official templates (../shared/real-workflows/INDEX.md).
+  CHECK(*model_from_file_name("flux1-dev-kontext_fp8_scaled.safetensors") == "flux1-kontext-dev");
+  CHECK(*model_from_file_name("flux1-dev-fp8.safetensors") == "flux1-dev");
+  CHECK(*model_from_file_name("flux1-schnell.safetensors") == "flux1-schnell");
+  CHECK(*model_from_file_name("umt5_xxl_fp8_e4m3fn_scaled.safetensors") == "umt5-xxl");
+  CHECK(*model_from_file_name("t5xxl_fp16.safetensors") == "t5-xxl");
+  CHECK(*model_from_file_name("clip_l.safetensors") == "clip-l");
+  CHECK(*model_from_file_name("clip_vision_h.safetensors") == "clip-vision-h");
+  CHECK(*model_from_file_name("ae.safetensors") == "flux-vae");
+  CHECK(*model_from_file_name("wan_2.1_vae.safetensors") == "wan2.1-vae");
+  CHECK(*model_from_file_name("wan2.2_vae.safetensors") == "wan2.2-vae");
+  CHECK(*model_from_file_name("models/diffusion_models/wan2.2_i2v_high_noise_14B_fp8_scaled.safetensors") ==
+        "wan2.2-i2v-a14b");
+  CHECK(*model_from_file_name("wan2.2_t2v_low_noise_14B_fp8_scaled.safetensors") == "wan2.2-t2v-a14b");
+  CHECK(*model_from_file_name("wan2.2_ti2v_5B_fp16.safetensors") == "wan2.2-ti2v-5b");
+  CHECK(*model_from_file_name("wan2.1_i2v_480p_14B_fp16.safetensors") == "wan2.1-i2v-14b");
+  CHECK(*model_from_file_name("wan2.1_t2v_1.3B_fp16.safetensors") == "wan2.1-t2v-1.3b");
+  // Models we do not cover are not guessed.
+  CHECK_FALSE(model_from_file_name("wan2.1_vace_14B_fp16.safetensors"));
+  CHECK_FALSE(model_from_file_name("sigclip_vision_patch14_384.safetensors"));
+  CHECK_FALSE(model_from_file_name("flux1-fill-dev.safetensors"));
+  CHECK(*precision_from_file_name("umt5_xxl_fp8_e4m3fn_scaled.safetensors") == "fp8_scaled");
+  CHECK(*precision_from_file_name("flux1-dev-Q4_K_S.gguf") == "gguf-q4_k");
+  CHECK(*precision_from_file_name("wan2.2_ti2v_5B_fp16.safetensors") == "fp16");
+}
+
+TEST_CASE("unknown or ambiguous names give an InputError naming the field and candidates", "[catalog]") {
+  CHECK(field_of([] { resolve_model("flux2-dev", "--model"); }) == "--model");
+  std::string msg = message_of([] { resolve_model("flux1-deb"); });
+  CHECK(contains(msg, "flux1-dev"));  // the closest name is offered
+  CHECK(field_of([] { resolve_model(""); }) == "model");
+  CHECK(field_of([] { resolve_precision("fp7"); }) == "precision");
+  CHECK(contains(message_of([] { resolve_gpu("rtx"); }), "several GPUs"));
+  CHECK(field_of([] { resolve_gpu("voodoo5", "--gpu"); }) == "--gpu");
+}
+
+TEST_CASE("precision spellings", "[catalog]") {
+  CHECK(resolve_precision("fp8_e4m3fn").name == "fp8_e4m3fn");
+  CHECK(resolve_precision("FP8").name == "fp8_e4m3fn");
+  CHECK(resolve_precision("bfloat16").name == "bf16");
+  CHECK(resolve_precision("gguf-q8_0").name == "gguf-q8_0");
+  CHECK(resolve_precision("Q8_0").name == "gguf-q8_0");
+  CHECK(resolve_precision("gguf-Q4_K_M").name == "gguf-q4_k");
+  CHECK(resolve_precision("q5_k_s").name == "gguf-q5_k");
+  CHECK(resolve_precision("fp8_e4m3fn_scaled").name == "fp8_scaled");
+}
+
+TEST_CASE("GGUF block sizes are ggml's exact block layouts", "[catalog]") {
+  // Golden numbers: the block structs of ggml/src/ggml-common.h, added up field by field.
+  struct B { const char* name; int elems; int bytes; int type; };
+  const B blocks[] = {
+      {"gguf-q8_0", 32, 2 + 32, 8},                  // fp16 d + 32 int8
+      {"gguf-q6_k", 256, 128 + 64 + 16 + 2, 14},     // ql, qh, int8 scales, fp16 d
+      {"gguf-q5_k", 256, 2 + 2 + 12 + 32 + 128, 13}, // d, dmin, scales, qh, qs
+      {"gguf-q5_0", 32, 2 + 4 + 16, 6},              // d, qh, qs
+      {"gguf-q5_1", 32, 2 + 2 + 4 + 16, 7},          // d, m, qh, qs
+      {"gguf-q4_k", 256, 2 + 2 + 12 + 128, 12},      // d, dmin, scales, qs
+      {"gguf-q4_0", 32, 2 + 16, 2},
+      {"gguf-q4_1", 32, 2 + 2 + 16, 3},
+      {"gguf-q3_k", 256, 32 + 64 + 12 + 2, 11},      // hmask, qs, scales, d
+      {"gguf-q2_k", 256, 16 + 64 + 2 + 2, 10},       // scales, qs, d, dmin
+      {"fp16", 1, 2, 1},
+      {"fp32", 1, 4, 0},
+  };
+  for (const auto& b : blocks) {
+    const PrecisionInfo& p = resolve_precision(b.name);
+    INFO(b.name);
+    CHECK(p.elems_per_block == b.elems);
+    CHECK(p.bytes_per_block == b.bytes);
+    CHECK(p.ggml_type == b.type);
+    CHECK(precision_by_ggml_type(b.type) == &p);
+  }
+  // Whole blocks: 33 weights of Q8_0 take two blocks.
+  CHECK(resolve_precision("gguf-q8_0").bytes_for(33) == 68);
+  CHECK(precision_by_ggml_type(9999) == nullptr);
+}
+
+TEST_CASE("published weight sizes", "[catalog]") {
+  auto gb = [](const std::string& model, const std::string& precision) {
+    return weight_bytes(resolve_model(model), resolve_precision(precision)) / 1e9;
+  };
+  // Issue #2 / diffusers blog "diffusers-quantization": Flux.1 dev transformer 23.8 GB in BF16,
+  // about 12 GB in fp8.
+  CHECK(gb("flux1-dev", "bf16") == Approx(23.8).epsilon(0.02));
+  CHECK(gb("flux1-dev", "fp8_e4m3fn") == Approx(12.0).epsilon(0.05));
+  // Same blog: T5-XXL 9.52 GB in 16 bit; issue #2: about 5 GB in fp8.
+  CHECK(gb("t5-xxl", "fp16") == Approx(9.52).epsilon(0.02));
+  CHECK(gb("t5-xxl", "fp8_e4m3fn") == Approx(5.0).epsilon(0.06));
+  // Comfy-Org repackaged files: umt5_xxl_fp16 11.4 GB; Wan2.1 T2V 14B bf16 28.6 GB, fp8 14.3 GB.
+  CHECK(gb("umt5-xxl", "fp16") == Approx(11.4).epsilon(0.02));
+  CHECK(gb("wan2.1-t2v-14b", "bf16") == Approx(28.6).epsilon(0.02));
+  CHECK(gb("wan2.1-t2v-14b", "fp8_scaled") == Approx(14.3).epsilon(0.02));
+  // city96/FLUX.1-dev-gguf listing: Q8_0 12.7 GB, Q4_K_S 6.81 GB, Q2_K 4.03 GB (files keep a few
+  // small tensors in F32/F16 and mix types, so nominal blocks come within a few percent).
+  CHECK(gb("flux1-dev", "gguf-q8_0") == Approx(12.7).epsilon(0.03));
+  CHECK(gb("flux1-dev", "gguf-q4_k") == Approx(6.81).epsilon(0.05));
+  CHECK(gb("flux1-dev", "gguf-q2_k") == Approx(4.03).epsilon(0.05));
+  // wan_2.1_vae.safetensors is 254 MB (bf16), the Wan2.1 VAE 508 MB in fp32 (facts §1.4).
+  CHECK(gb("wan2.1-vae", "bf16") == Approx(0.254).epsilon(0.02));
+}
+
+TEST_CASE("GPUs match by name, alias or an unambiguous part", "[catalog]") {
+  CHECK(resolve_gpu("4090").name == "RTX 4090 24GB");
+  CHECK(resolve_gpu("rtx 4090 24gb").name == "RTX 4090 24GB");
+  CHECK(resolve_gpu("H100").name == "H100 80GB");
+  CHECK(resolve_gpu("l40s").name == "L40S 48GB");
+  CHECK(resolve_gpu("B200").memory_gb == 180);
+  // Issue #2 prices.
+  CHECK(*resolve_gpu("4090").price_eur_per_hour == Approx(0.59));
+  CHECK(*resolve_gpu("5090").price_eur_per_hour == Approx(0.76));
+  CHECK(*resolve_gpu("h100").price_eur_per_hour == Approx(3.90));
+}
+
+TEST_CASE("precisions a role cannot use are refused", "[catalog]") {
+  const ModelInfo& vae = resolve_model("flux-vae");
+  CHECK(field_of([&] { check_precision_for_role(vae, resolve_precision("gguf-q8_0"), "precision"); }) == "precision");
+  CHECK(field_of([&] { check_precision_for_role(vae, resolve_precision("fp8"), "precision"); }) == "precision");
+  CHECK_NOTHROW(check_precision_for_role(vae, resolve_precision("fp32"), "precision"));
+  CHECK_NOTHROW(check_precision_for_role(resolve_model("t5-xxl"), resolve_precision("q8_0"), "precision"));
+}
+
+TEST_CASE("api::catalog lists models, precisions and GPUs", "[catalog]") {
+  auto c = api::catalog();
+  CHECK(c["models"].size() == 18);
+  CHECK(c["precisions"].size() >= 16);
+  CHECK(c["gpus"].size() >= 10);
+  bool found = false;
+  for (const auto& m : c["models"])
+    if (m["name"] == "wan2.2-t2v-a14b") {
+      found = true;
+      CHECK(m["experts"] == 2);
+      CHECK(m["companions"]["text_encoders"][0] == "umt5-xxl");
+      CHECK(m["companions"]["vae"] == "wan2.1-vae");
+    }
+  CHECK(found);
+}

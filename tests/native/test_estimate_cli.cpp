@@ -1,0 +1,88 @@
+// `headroom estimate` and `headroom models` as a user runs them (the built CLI, HEADROOM_CLI).
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <string>
+
+#include "catch.hpp"
+#include <nlohmann/json.hpp>
+
+using nlohmann::json;
+
+namespace {
+
+struct Run {
+  int code = -1;
+  std::string out;
+};
+
+Run cli(const std::string& args) {
+  Run r;
+  std::string cmd = std::string("'") + HEADROOM_CLI + "' " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  std::array<char, 4096> buf;
+  std::size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("estimate --json prints one object with the promised keys", "[cli][estimate]") {
+  Run r = cli("estimate --model flux-dev --precision fp8_e4m3fn --width 1024 --height 1024 --gpu 4090 --json");
+  REQUIRE(r.code == 0);
+  json j = json::parse(r.out);
+  CHECK(j["peak_bytes"].get<std::uint64_t>() > 10'000'000'000ull);
+  CHECK(j["peak_stage"] == "sample");
+  CHECK(j["verdict"] == "fits");
+  REQUIRE(j["stages"].is_array());
+  for (const auto& s : j["stages"]) {
+    CHECK(s.contains("name"));
+    CHECK(s["peak_bytes"].is_number_unsigned());
+    CHECK(s["breakdown"].is_object());
+  }
+  CHECK(j["job"]["diffusion"]["model"] == "flux1-dev");
+  CHECK(j["job"]["diffusion"]["precision"] == "fp8_e4m3fn");
+}
+
+TEST_CASE("estimate exit codes: 1 does not fit, 2 bad input naming the flag", "[cli][estimate]") {
+  Run too_big = cli("estimate --model flux1-dev --width 4096 --height 4096 --vram 8 --json");
+  CHECK(too_big.code == 1);
+  CHECK(json::parse(too_big.out)["verdict"] == "does not fit");
+
+  Run bad = cli("estimate --model flux1-dev --width 0");
+  CHECK(bad.code == 2);
+  CHECK(bad.out.find("--width") != std::string::npos);
+
+  Run gguf_vae = cli("estimate --model flux-vae --precision gguf-q8_0");
+  CHECK(gguf_vae.code == 2);
+  CHECK(gguf_vae.out.find("--precision") != std::string::npos);
+
+  Run unknown = cli("estimate --model flux3-pro");
+  CHECK(unknown.code == 2);
+  CHECK(unknown.out.find("flux1-") != std::string::npos);  // lists close names
+
+  Run both = cli("estimate --model flux1-dev --gpu 4090 --vram 24");
+  CHECK(both.code == 2);
+}
+
+TEST_CASE("estimate prints a table without --json; models lists the catalog", "[cli][estimate]") {
+  Run t = cli("estimate --model wan2.2-t2v-a14b --precision fp8_scaled --gpu 4090");
+  CHECK(t.code == 0);
+  CHECK(t.out.find("vae_decode") != std::string::npos);
+  CHECK(t.out.find("verdict:") != std::string::npos);
+
+  Run m = cli("models");
+  CHECK(m.code == 0);
+  CHECK(m.out.find("wan2.2-ti2v-5b") != std::string::npos);
+  CHECK(m.out.find("gguf-q4_k") != std::string::npos);
+  CHECK(m.out.find("H100 80GB") != std::string::npos);
+
+  Run mj = cli("models --json");
+  REQUIRE(mj.code == 0);
+  CHECK(json::parse(mj.out)["models"].size() == 18);
+}
