@@ -31,10 +31,14 @@ def _torch_cuda():
 
 
 def device_name():
+    """The CUDA card's name, or None when ComfyUI runs on the CPU (or there is no CUDA device)."""
     mm = _comfy_mm()
     if mm is not None:
         try:
-            return mm.get_torch_device_name(mm.get_torch_device())
+            device = mm.get_torch_device()
+            if getattr(device, "type", "cuda") == "cpu":
+                return None
+            return mm.get_torch_device_name(device)
         except Exception:
             pass
     torch = _torch_cuda()

@@ -59,6 +59,7 @@ def model_descriptor(model) -> dict:
     return {
         "config": type(config).__name__ if config is not None else None,
         "dim": unet.get("dim") or unet.get("hidden_size"),
+        "in_dim": unet.get("in_dim"),
         "precision": dtype_name(dtype) if dtype is not None else None,
         "params": params,
     }
@@ -75,19 +76,25 @@ _CONFIG_HINTS = {
     "Flux": ["flux1dev", "fluxdev"],
     "FluxSchnell": ["flux1schnell", "fluxschnell"],
     "WAN22_T2V": ["wan22ti2v5b", "wan225b"],
+    "WAN21_I2V": ["wan21i2v14b"],
 }
-_WAN_DIM_HINTS = {1536: ["wan21t2v13b", "wan2113b"], 5120: ["wan2114b", "wan22t2v14b", "wan2214b"]}
+# WAN21_T2V also matches Wan 2.2's 14B experts (no img_emb); their input channels tell T2V (16) from
+# I2V (36) (ComfyUI comfy/model_detection.py), and the 14B architectures are shared across 2.1 / 2.2.
+_WAN_T2V_HINTS = {(1536, 16): ["wan21t2v13b"], (5120, 16): ["wan21t2v14b", "wan22t2va14b"],
+                  (5120, 36): ["wan22i2va14b", "wan21i2v14b"]}
 
 
 def catalog_model_name(descriptor: dict, catalog: dict):
     """The catalog entry name for a loaded model, or None when it cannot be told apart."""
     hints = list(_CONFIG_HINTS.get(descriptor.get("config") or "", []))
-    if (descriptor.get("config") or "").startswith("WAN21"):
-        hints += _WAN_DIM_HINTS.get(descriptor.get("dim"), [])
-    for entry in catalog.get("models", []):
-        keys = [_norm(entry.get("name", ""))] + [_norm(a) for a in entry.get("aliases", [])]
-        if any(h in k or k == h for h in hints for k in keys if k):
-            return entry.get("name")
+    if descriptor.get("config") == "WAN21_T2V":
+        hints += _WAN_T2V_HINTS.get((descriptor.get("dim"), descriptor.get("in_dim") or 16), [])
+    entries = catalog.get("models", [])
+    for hint in hints:  # hints are in order of preference
+        for entry in entries:
+            keys = [_norm(entry.get("name", ""))] + [_norm(a) for a in entry.get("aliases", []) or []]
+            if any(hint == k or hint in k for k in keys if k):
+                return entry.get("name")
     return None
 
 
@@ -127,3 +134,20 @@ def last_execution_error():
                 data = message[1] or {}
                 return f"{data.get('exception_type', '')}: {data.get('exception_message', '')}".strip(": ")
     return None
+
+
+def comfy_models_dir():
+    """ComfyUI's models folder (so the planner can read exact sizes from file headers), or None."""
+    try:
+        import folder_paths
+    except ImportError:
+        return None
+    return getattr(folder_paths, "models_dir", None)
+
+
+def plan_request(workflow: dict, budget_fields: dict) -> dict:
+    request = {"workflow": workflow, **budget_fields}
+    models_dir = comfy_models_dir()
+    if models_dir:
+        request["models_dir"] = models_dir
+    return request

@@ -63,6 +63,12 @@ def choose_dtype(path, width, height, frames, batch, budget="auto"):
                  f"batch {batch}; fp8 weights peak at {report_format.gib(narrow.get('peak_bytes'))} and {verdict}")
 
 
+def fp8_supported() -> bool:
+    """fp8 storage needs torch >= 2.1 (torch.float8_e4m3fn)."""
+    import torch
+    return hasattr(torch, "float8_e4m3fn") and hasattr(torch, "float8_e5m2")
+
+
 def model_options(weight_dtype: str) -> dict:
     """UNETLoader's mapping of the widget to ComfyUI's model_options."""
     import torch
@@ -111,5 +117,9 @@ class HeadroomLoadDiffusionModel:
                 weight_dtype, why = "default", f"auto fell back to ComfyUI's default dtype. {e}"
             except (ValueError, RuntimeError) as e:  # the core could not judge this file
                 weight_dtype, why = "default", f"auto kept ComfyUI's default dtype: {e}"
+        if weight_dtype.startswith("fp8") and not fp8_supported():
+            import torch
+            why += f"; but torch {torch.__version__} has no fp8 dtypes, so ComfyUI's default dtype is used"
+            weight_dtype = "default"
         model = comfy.sd.load_diffusion_model(path, model_options=model_options(weight_dtype))
         return {"ui": {"text": [why]}, "result": (model, why)}

@@ -11,7 +11,7 @@ ACTIONS = ["warn", "stop", "apply fix"]
 def estimate_for(prompt, model, samples, fields) -> dict:
     """Whole-prompt plan when ComfyUI hands us the prompt; else the MODEL + latent as one job."""
     if isinstance(prompt, dict) and prompt:
-        return native_loader.call_json("plan", {"workflow": prompt, **fields})
+        return native_loader.call_json("plan", comfy_adapters.plan_request(prompt, fields))
     if model is None:
         raise ValueError("model: connect the MODEL (or run inside ComfyUI, which passes the whole prompt)")
     descriptor = comfy_adapters.model_descriptor(model)

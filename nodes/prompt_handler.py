@@ -4,7 +4,7 @@ applies the cheapest fix. The prompt is changed only for auto-fix (or a block, w
 import copy
 import logging
 
-from . import autofix, budget, native_loader, report_format, settings
+from . import autofix, budget, comfy_adapters, native_loader, report_format, settings
 from .queue_gate import blocked_prompt
 
 EVENT = "headroom.preflight"
@@ -54,7 +54,7 @@ def on_prompt(json_data):
     client_id = json_data.get("client_id")
     try:
         fields = budget.resolve(current["budget"])
-        plan = native_loader.call_json("plan", {"workflow": prompt, **fields})
+        plan = native_loader.call_json("plan", comfy_adapters.plan_request(prompt, fields))
     except (native_loader.NativeUnavailable, ValueError, RuntimeError) as e:
         # Never stand between the user and their run because Headroom cannot judge it.
         log.warning("Headroom preflight skipped: %s", e)

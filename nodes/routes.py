@@ -1,4 +1,4 @@
-"""HTTP routes under /headroom/ and the websocket push of VRAM readings while the panel is open.
+"""HTTP routes under /headroom/ (the panel's open/close starts and stops the VRAM push, vram_push.py).
 
 Handlers are module-level coroutines registered on ComfyUI's RouteTableDef (ComfyUI also mounts them
 under /api/). Bad bodies get 400 with a message naming the field; a missing native module gets 503
@@ -9,9 +9,8 @@ import os
 
 from aiohttp import web
 
-from . import budget, native_loader, settings, vram_snapshot
+from . import budget, comfy_adapters, native_loader, settings, vram_push, vram_snapshot
 
-VRAM_EVENT = "headroom.vram"
 MAX_BODY_BYTES = 16 * 1024 * 1024  # a large subgraph workflow is ~100 kB; refuse anything absurd
 
 
@@ -121,7 +120,7 @@ async def get_vram(request):
 @_guard
 async def post_estimate(request):
     body = await _body(request)
-    req = {"workflow": _workflow(body), **_budget_fields(body)}
+    req = comfy_adapters.plan_request(_workflow(body), _budget_fields(body))
     if "models_dir" in body:
         req["models_dir"] = checked_model_path(body["models_dir"])
     return web.json_response(await _core("plan", req))
@@ -185,38 +184,7 @@ async def post_panel(request):
     return web.json_response({"open_clients": len(pusher.clients)})
 
 
-# ---- websocket push ----
-
-def _send_via_comfy(event, data, sid):
-    from server import PromptServer
-    PromptServer.instance.send_sync(event, data, sid)
-
-
-class VramPusher:
-    """Sends a VRAM reading to every client whose panel is open, every `refresh_s` seconds."""
-
-    def __init__(self, send=None):
-        self.send = send or _send_via_comfy
-        self.clients = set()
-        self.task = None
-
-    def open(self, client_id):
-        self.clients.add(client_id)
-        if self.task is None or self.task.done():
-            self.task = asyncio.get_running_loop().create_task(self._run())
-
-    def close(self, client_id):
-        self.clients.discard(client_id)
-
-    async def _run(self):
-        while self.clients:
-            reading = vram_snapshot.snapshot()
-            for client in list(self.clients):
-                self.send(VRAM_EVENT, reading, client)
-            await asyncio.sleep(settings.get()["refresh_s"])
-
-
-pusher = VramPusher()
+pusher = vram_push.VramPusher()
 
 ROUTES = [
     ("GET", "/headroom/vram", get_vram),

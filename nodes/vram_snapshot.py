@@ -9,6 +9,7 @@ from . import budget
 
 NVML_SUCCESS = 0
 NVML_ERROR_INSUFFICIENT_SIZE = 7
+NVML_VALUE_NOT_AVAILABLE = 2**64 - 1
 
 
 class _NvmlMemory(ctypes.Structure):
@@ -32,7 +33,8 @@ class _Nvml:
         if self.tried:
             return self.lib
         self.tried = True
-        for name in ("libnvidia-ml.so.1", "libnvidia-ml.so", "nvml.dll"):
+        override = os.environ.get("HEADROOM_NVML_LIBRARY")  # an unusual install path (and tests)
+        for name in ([override] if override else []) + ["libnvidia-ml.so.1", "libnvidia-ml.so", "nvml.dll"]:
             try:
                 lib = ctypes.CDLL(name)
             except OSError:
@@ -72,12 +74,21 @@ def nvml_processes(torch_index: int = 0):
             break
     if query is None:
         return None
-    count = ctypes.c_uint(64)
-    infos = (_NvmlProcessInfo * 64)()
-    rc = query(handle, ctypes.byref(count), infos)
-    if rc not in (NVML_SUCCESS,):
-        return None
-    return [{"pid": int(infos[i].pid), "bytes": int(infos[i].usedGpuMemory)} for i in range(count.value)]
+    size = 64
+    for _attempt in range(3):
+        count = ctypes.c_uint(size)
+        infos = (_NvmlProcessInfo * size)()
+        rc = query(handle, ctypes.byref(count), infos)
+        if rc == NVML_ERROR_INSUFFICIENT_SIZE:  # more processes appeared: count holds the need
+            size = count.value + 16
+            continue
+        if rc != NVML_SUCCESS:
+            return None
+        # usedGpuMemory is NVML_VALUE_NOT_AVAILABLE (all ones) where the driver cannot tell (WDDM).
+        return [{"pid": int(infos[i].pid),
+                 "bytes": None if infos[i].usedGpuMemory >= NVML_VALUE_NOT_AVAILABLE else int(infos[i].usedGpuMemory)}
+                for i in range(count.value)]
+    return None
 
 
 def snapshot(device=None) -> dict:
@@ -105,7 +116,7 @@ def snapshot(device=None) -> dict:
             me = os.getpid()
             others = [p for p in procs if p["pid"] != me]
             out["other_processes"] = others
-            out["other_processes_bytes"] = sum(p["bytes"] for p in others)
+            out["other_processes_bytes"] = sum(p["bytes"] or 0 for p in others)
     return out
 
 

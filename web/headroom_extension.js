@@ -27,7 +27,7 @@ export function createHeadroomExtension(app, api) {
   const client = createClient(api);
   const getBudget = () => readSetting(app, SETTING_IDS.budget, "auto");
   const pushSettings = (values) => client.settings(values).catch(() => {});
-  const ext = { app, client, panel: null, watch: null };
+  const ext = { app, client, panel: null, watch: null, seenErrors: new Set() };
 
   function openPanel(el) {
     ensureStyle(el.ownerDocument);
@@ -53,6 +53,9 @@ export function createHeadroomExtension(app, api) {
     async beforeRegisterNodeDef(nodeType, nodeData) {
       patchNodeType(nodeType, nodeData);
     },
+    async afterConfigureGraph() {
+      ext.panel?.refresh();  // a workflow was loaded while the panel is open
+    },
     async setup() {
       registerSidebarTab(app, {
         id: "headroom", icon: "pi pi-gauge", title: "Headroom", tooltip: "Headroom: VRAM and presets",
@@ -74,6 +77,9 @@ export function createHeadroomExtension(app, api) {
   function onPreflight(detail) {
     if (!detail) return;
     if (detail.error) {
+      // Once per distinct reason: an unsupported workflow would otherwise toast on every queue.
+      if (ext.seenErrors.has(detail.error)) return;
+      ext.seenErrors.add(detail.error);
       toast(app, { severity: "warn", summary: "Headroom could not check this workflow", detail: detail.error, life: 6000 });
       return;
     }

@@ -8,10 +8,24 @@ export function serializeWorkflow(app) {
   return getGraph(app).serialize();
 }
 
-export function findNode(graph, id) {
+function findInGraph(graph, id) {
   const numeric = Number(id);
-  return graph.getNodeById?.(numeric) ?? graph.getNodeById?.(id) ??
-    graph.nodes?.find((n) => String(n.id) === String(id)) ?? null;
+  return graph?.getNodeById?.(numeric) ?? graph?.getNodeById?.(id) ??
+    graph?.nodes?.find((n) => String(n.id) === String(id)) ?? null;
+}
+
+// Node ids from the server may be execution paths into subgraphs ("130:122" = node 122 inside the
+// subgraph instance 130), as in ComfyUI's prompts.
+export function findNode(graph, id) {
+  const parts = String(id).split(":");
+  let node = null;
+  let scope = graph;
+  for (const part of parts) {
+    node = findInGraph(scope, part);
+    if (!node) return null;
+    scope = node.subgraph;
+  }
+  return node;
 }
 
 function markDirty(app, node) {

@@ -102,10 +102,17 @@ export function createPanel({ app, client, getBudget = () => "auto" }) {
   const estimateSlot = el("div");
   const presetSlot = el("div", "headroom-presets");
   const errorSlot = el("div", "headroom-error");
-  root.append(cardSlot, el("h3", "", "This workflow"), estimateSlot, presetSlot, errorSlot);
+  const header = el("div", "headroom-workflow-header");
+  const refreshButton = el("button", "headroom-refresh", "Refresh");
+  refreshButton.title = "Estimate the workflow as it is now";
+  refreshButton.addEventListener("click", () => api.refresh());
+  header.append(el("h3", "", "This workflow"), refreshButton);
+  Object.assign(header.style, { display: "flex", justifyContent: "space-between", alignItems: "center" });
+  root.append(cardSlot, header, estimateSlot, presetSlot, errorSlot);
 
   function renderPresets() {
     presetSlot.replaceChildren(el("h3", "", "Presets"));
+    if (!state.presets.length && !state.error) presetSlot.appendChild(el("div", "headroom-none", "No presets available."));
     for (const preset of state.presets) {
       const name = preset.name ?? preset.id;
       const preview = state.previews[name];

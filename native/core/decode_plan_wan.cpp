@@ -94,33 +94,32 @@ double weight_elems(const Arch& a) {
   return n;
 }
 
-// Elements alive while one tail chunk runs on a region whose edges at level L are ey(L) x ex(L)
-// (latent level 0), plus the tail's causal cache. Returns {working peak, cache}.
+// Context (pixels of each step's input level) that step's input needs around a tile: the 3x3 convs
+// still to run, halved (rounded up) across each upsample; `misaligned` adds a pixel per upsample for
+// tiles that do not start on an even pixel.
+std::vector<double> tail_context(const std::vector<Step>& steps, bool misaligned) {
+  std::vector<double> ctx(steps.size(), 0.0);
+  double c = 0;
+  for (int k = int(steps.size()) - 1; k >= 0; --k) {
+    if (steps[k].kind == 'h') c += 1;
+    if (steps[k].kind == 'R') c = std::ceil((c + 1) / 2) + (misaligned ? 1 : 0);
+    if (steps[k].kind == 'r') c += 2;
+    ctx[k] = c;
+  }
+  return ctx;
+}
+
+// Elements alive while one tail chunk runs on a tile of tile_h x tile_w latent px (its output) of an
+// h x w latent, plus the tail's causal cache. Returns {working peak, cache}.
 std::pair<double, double> tail_elems(const Arch& a, double h, double w, double tile_h, double tile_w, bool tiled) {
   // remaining context per step, from the output back (pixels at the step's input level)
   std::vector<Step> steps;
   walk_tail(a, [&](const Step& s) { steps.push_back(s); });
-  const int top = steps.back().level + (a.v22 ? 1 : 0);  // level of the output grid
   auto edge = [&](double tile_latent, double size_latent, int level, double context_px) {
     const double s = std::pow(2.0, level);
     return tiled ? std::min(size_latent * s, tile_latent * s + 2 * context_px) : size_latent * s;
   };
-  // context (in pixels of `level`) needed before step k: 3x3 convs still to run, halved per upsample
-  std::vector<double> ctx(steps.size() + 1, 0.0);
-  {
-    double c = 0;
-    int level = top;
-    if (a.v22) { c = 0; level = top - 1; }  // unpatchify adds no context
-    ctx[steps.size()] = c;
-    for (int k = int(steps.size()) - 1; k >= 0; --k) {
-      const Step& s = steps[k];
-      if (s.kind == 'h') c += 1;
-      if (s.kind == 'R') { c = std::ceil((c + 1) / 2) + 1; level = s.level; }
-      if (s.kind == 'r') c += 2;
-      ctx[k] = c;
-    }
-    (void)level;
-  }
+  const std::vector<double> ctx = tail_context(steps, /*misaligned=*/true);
   double work = 0, cache = 0;
   for (size_t k = 0; k < steps.size(); ++k) {
     const Step& s = steps[k];
@@ -261,17 +260,10 @@ DecodePlan plan_decode_wan(const DecodeRequest& r) {
   p.park_on_cpu = park;
   p.peak_bytes = tiled_peak(tile, exact, park);
   if (exact) {
-    // halo of the first tail layer: the receptive field of everything after the attention
-    int halo = 2;  // middle.2
-    double c = 0;
+    // receptive field of everything after the attention, in latent px (15 for the released VAEs)
     std::vector<Step> steps;
     walk_tail(a, [&](const Step& s) { steps.push_back(s); });
-    for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
-      if (it->kind == 'h') c += 1;
-      if (it->kind == 'R') c = std::ceil((c + 1) / 2);
-      if (it->kind == 'r' && it != steps.rend() - 1) c += 2;
-    }
-    p.halo_latent = halo + static_cast<int>(c);
+    p.halo_latent = static_cast<int>(tail_context(steps, false).front());
     p.tiles = ((r.latent_height + tile - 1) / tile) * ((r.latent_width + tile - 1) / tile);
   } else {
     // a quarter of the tile, as ComfyUI's 3-D fallback (tile // 4), at most 8 latent px

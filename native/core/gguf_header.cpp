@@ -73,7 +73,8 @@ std::string sanitize_utf8(const std::string& in) {
 // Sequential reads through a 64 KiB window, so a header of many small fields costs few syscalls.
 class Cursor {
  public:
-  explicit Cursor(ByteSource& src) : src_(src), buf_(64 * 1024) {}
+  explicit Cursor(ByteSource& src)
+      : src_(src), buf_(static_cast<std::size_t>(std::min<std::uint64_t>(64 * 1024, std::max<std::uint64_t>(src.size(), 1)))) {}
 
   std::uint64_t pos() const { return pos_; }
   std::uint64_t left() const { return src_.size() - pos_; }

@@ -17,6 +17,12 @@ double num(const json& j, const char* key, double fallback) {
   return fallback;
 }
 
+// A figure the memory model cannot do without: missing data is a broken models.json, not a guess.
+double need(const ModelInfo& m, const json& j, const char* key) {
+  if (j.contains(key) && j[key].is_number()) return j[key].get<double>();
+  throw Error("models.json: " + m.name + " lacks the number '" + key + "' that the memory model needs");
+}
+
 const json& section(const ModelInfo& m, const char* key) {
   static const json empty = json::object();
   const json& d = *m.data;
@@ -28,7 +34,7 @@ std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / 
 ResolvedComponent resolve_component(const Component& c, Role expected, const std::string& field) {
   ResolvedComponent r;
   r.model = &resolve_model(c.model, field);
-  if (r.model->role != expected && !(expected == Role::TextEncoder && r.model->role == Role::TextEncoder))
+  if (r.model->role != expected)
     throw InputError(field, r.model->name + " is a " + role_name(r.model->role) + ", not a " + role_name(expected));
   const std::string pfield = field + ".precision";
   r.precision = &resolve_precision(c.precision.empty() ? r.model->default_precision : c.precision, pfield);
@@ -53,8 +59,8 @@ void check_range(const std::string& field, long long value, long long lo, long l
 double elems_per_token(const ModelInfo& m) {
   const json& arch = section(m, "arch");
   const json act = m.data->contains("activation") ? (*m.data)["activation"] : arch.value("activation", json::object());
-  const double d = num(arch, "hidden", 0), f = num(arch, "ffn", 0);
-  auto phase = [&](const json& p) { return num(p, "hidden_multiple", 4) * d + num(p, "ffn_multiple", 2) * f; };
+  const double d = need(m, arch, "hidden"), f = need(m, arch, "ffn");
+  auto phase = [&](const json& p) { return need(m, p, "hidden_multiple") * d + need(m, p, "ffn_multiple") * f; };
   if (!act.contains("phases") || !act["phases"].is_array()) return phase(act);
   double best = 0;
   for (const auto& p : act["phases"]) best = std::max(best, phase(p));
@@ -109,14 +115,14 @@ DecodeCost decode_cost(const ResolvedJob& rj, std::uint64_t px_h, std::uint64_t 
   if (dec.value("kind", "") == "causal_per_latent_frame") {
     const int ts = vae_stride_temporal(vae);
     const std::uint64_t lat_t = frames <= 1 ? 1 : (frames - 1) / ts + 1;
-    const double elems = lat_t <= 1 ? num(dec, "single_frame_elems_per_output_px", 2400)
-                                    : num(dec, "chunk_elems_per_output_px", 6000);
+    const double elems = lat_t <= 1 ? need(vae, dec, "single_frame_elems_per_output_px")
+                                    : need(vae, dec, "chunk_elems_per_output_px");
     c.activations = static_cast<std::uint64_t>(elems * px * vb) * images;
     // The RGB clip grows on the GPU by torch.cat (old + new alive): a per-frame term.
     if (lat_t > 1)
-      c.output = static_cast<std::uint64_t>(num(dec, "output_copies", 2) * 3.0 * frames * px * vb) * images;
+      c.output = static_cast<std::uint64_t>(need(vae, dec, "output_copies") * 3.0 * frames * px * vb) * images;
   } else {
-    c.activations = static_cast<std::uint64_t>(num(dec, "elems_per_output_px", 1400) * px * vb) * images;
+    c.activations = static_cast<std::uint64_t>(need(vae, dec, "elems_per_output_px") * px * vb) * images;
   }
   return c;
 }
@@ -162,7 +168,7 @@ StageDemand tiled_decode(const ResolvedJob& rj, int tile_px, std::uint64_t tile_
   d.transient["activations"] = c.activations;
   if (c.output) d.transient["output_buffers"] = c.output;
   const double tiles_area = video ? 1.0 : 3.0;  // three passes for 2-D (facts comfyui-internals §1.5)
-  const double overlap = 1.0 + 2.0 * 64.0 / std::max<double>(tile_px, 128);
+  const double overlap = 1.0 + 2.0 * runtime_constant("tiled_decode_default_overlap_px") / std::max<double>(tile_px, 128);
   d.slowdown = (W * H <= area && !video) ? 1.0 : tiles_area * overlap;
   d.notes.push_back(why + ": " + std::to_string(tile_px) + " px tiles" +
                     (video ? ", " + std::to_string(frames) + " frames per tile" : ", three passes averaged") +
@@ -242,7 +248,7 @@ std::uint64_t comfy_sampling_estimate(const ResolvedJob& rj, int batch) {
   if (!rj.diffusion) return 0;
   const ModelInfo& m = *rj.diffusion->model;
   const SampleGeometry g = sample_geometry(m, *rj.job);
-  double factor = num(section(m, "comfy_memory_usage_factor"), "value", 2.0);
+  double factor = need(m, section(m, "comfy_memory_usage_factor"), "value");
   // area * dtype_size * 0.01 * factor MiB (comfy/model_base.py memory_required, SDPA branch).
   return static_cast<std::uint64_t>(static_cast<double>(g.comfy_area) * batch * dtype_bytes(m.compute_dtype) * 0.01 *
                                     factor * MiB);
@@ -254,7 +260,7 @@ std::uint64_t comfy_decode_estimate(const ResolvedJob& rj) {
   const json& c = section(v, "comfy_decode_constant");
   const int s = vae_stride_spatial(v);
   const std::uint64_t lh = ceil_div(rj.job->height, s), lw = ceil_div(rj.job->width, s);
-  return static_cast<std::uint64_t>(num(c, "value", 2178) * lh * lw * s * s * vae_compute_bytes(*rj.vae));
+  return static_cast<std::uint64_t>(need(v, c, "value") * lh * lw * s * s * vae_compute_bytes(*rj.vae));
 }
 
 StageDemand text_encode_demand(const ResolvedJob& rj) {
@@ -266,7 +272,7 @@ StageDemand text_encode_demand(const ResolvedJob& rj) {
     const ModelInfo& m = *te.model;
     const json& arch = section(m, "arch");
     const int cb = dtype_bytes(m.compute_dtype);
-    const double tokens = num(arch, "tokens", 77);
+    const double tokens = need(m, arch, "tokens");
     std::uint64_t a = static_cast<std::uint64_t>(tokens * elems_per_token(m) * cb);
     // T5's relative position bias is a heads x seq x seq tensor added to the scores.
     if (arch.value("attention_bias", false)) a += static_cast<std::uint64_t>(num(arch, "heads", 0) * tokens * tokens * cb);
@@ -298,7 +304,7 @@ StageDemand clip_vision_demand(const ResolvedJob& rj) {
   const ModelInfo& m = *cv.model;
   const json& arch = section(m, "arch");
   const int cb = dtype_bytes(m.compute_dtype);
-  const double tokens = num(arch, "tokens", 257);
+  const double tokens = need(m, arch, "tokens");
   d.weights.push_back({m.name, cv.weight_bytes});
   d.resident_labels.push_back(m.name);
   d.transient["activations"] = static_cast<std::uint64_t>(tokens * elems_per_token(m) * cb);
@@ -324,16 +330,30 @@ std::optional<StageDemand> vae_encode_demand(const ResolvedJob& rj) {
   if (wan_i2v) {
     // WanImageToVideo encodes the whole clip (start image + grey frames), 4 frames per causal chunk.
     const std::uint64_t frames = output_frames_for(job, 4);
-    const double elems = frames > 1 ? num(enc, "chunk_elems_per_input_px", 4300) : num(enc, "single_frame_elems_per_input_px", 1210);
+    const double elems = frames > 1 ? need(vae, enc, "chunk_elems_per_input_px") : need(vae, enc, "single_frame_elems_per_input_px");
     d.transient["activations"] = static_cast<std::uint64_t>(elems * px * vb);
     d.transient["input_video"] = static_cast<std::uint64_t>(3.0 * frames * px * vb);
     d.notes.push_back("WanImageToVideo encodes all " + std::to_string(frames) + " frames of the conditioning clip");
   } else if (dm.family == "flux" && job.reference_images > 0) {
-    d.transient["activations"] = static_cast<std::uint64_t>(num(enc, "elems_per_input_px", 920) * px * vb);
+    d.transient["activations"] = static_cast<std::uint64_t>(need(vae, enc, "elems_per_input_px") * px * vb);
     d.transient["input_image"] = static_cast<std::uint64_t>(3.0 * px * vb);
     d.notes.push_back("Kontext reference image encoded at the output size (FluxKontextImageScale)");
   } else {
     return std::nullopt;
+  }
+  // After an OOM ComfyUI encodes tiled (comfy/sd.py VAE.encode): 256 px tiles for video, 512 px for
+  // images; the pixels stay on the CPU and one tile at a time is moved over.
+  const double tile = runtime_constant(wan_i2v ? "fallback_tile_px_video" : "fallback_tile_px_image");
+  const double share = std::min(1.0, (std::min<double>(tile, job.width) * std::min<double>(tile, job.height)) / px);
+  if (share < 1.0) {
+    StageDemand fb = d;
+    fb.fallback.clear();
+    for (auto& t : fb.transient) t.second = static_cast<std::uint64_t>(t.second * share);
+    // Video: one pass with tile/4 overlap on each side; images: three averaged passes.
+    fb.slowdown = wan_i2v ? 1.5 : 3.0;
+    fb.notes.push_back("ComfyUI's automatic retry after an OOM in the full encode: " + std::to_string(static_cast<int>(tile)) +
+                       " px tiles");
+    d.fallback.push_back(fb);
   }
   return d;
 }

@@ -57,7 +57,7 @@ struct StageDemand {
   std::uint64_t streamed_bytes = 0;     // weights copied in per forward pass (explicit block swap)
   std::vector<std::string> notes;
   std::vector<std::string> resident_labels;
-  // VAE decode only: what ComfyUI's automatic tiled retry needs after an OOM.
+  // VAE decode/encode: what ComfyUI's automatic tiled retry needs after an OOM.
   std::vector<StageDemand> fallback;
 };
 

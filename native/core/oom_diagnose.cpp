@@ -40,17 +40,25 @@ std::string smi(const Report& r) { return r.backend == "rocm" ? "rocm-smi --show
 void general_fixes(const Report& r, std::vector<Fix>& f) {
   if (r.app == "comfyui") {
     std::string nd = node(r);
+    if (r.extra.contains("comfy_offloaded_bytes"))
+      f.push_back({"comfy_reserve_vram",
+                   "ComfyUI had already left part of the model in RAM (loaded partially), so its estimate of the "
+                   "room needed for activations was too small: start it with --reserve-vram 1.5 (GiB kept free)."});
     bool decode = nd.find("VAEDecode") != std::string::npos || nd.find("VAE Decode") != std::string::npos;
     if (decode)
       f.push_back({"comfy_tiled_decode",
                    "Replace VAE Decode with VAE Decode (Tiled) (or Headroom's tiled decode); a 512 px tile fits "
                    "most cards, smaller tiles use less memory."});
-    f.push_back({"comfy_fp8_weights",
-                 "Load the diffusion model in fp8: in Load Diffusion Model set weight_dtype to fp8_e4m3fn (halves "
-                 "the weights; activations stay 16-bit)."});
+    if (r.backend != "mps")  // Apple's MPS has no float8 type
+      f.push_back({"comfy_fp8_weights",
+                   "Load the diffusion model in fp8: in Load Diffusion Model set weight_dtype to fp8_e4m3fn (halves "
+                   "the weights; activations stay 16-bit)."});
     f.push_back({"comfy_gguf", "Use a GGUF quantised model (Q8_0, Q5_K_M or Q4_K_M) with the ComfyUI-GGUF loaders."});
     if (!decode)
       f.push_back({"comfy_tiled_decode", "If it fails at the VAE decode, use VAE Decode (Tiled)."});
+    if (r.backend == "mps")
+      f.push_back({"mps_watermark", "PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0 lifts PyTorch's limit on Apple silicon, "
+                                    "but the system may then swap heavily or freeze."});
     f.push_back({"comfy_lowvram",
                  "Start ComfyUI with --lowvram: weights that do not fit stay in RAM and stream to the GPU per "
                  "layer (slower, but activations get the room)."});
@@ -139,7 +147,7 @@ Diagnosis diagnose(Report& r) {
   const u64 req = r.requested_bytes.value_or(0);
   const u64 free = (r.free_bytes && !(r.total_bytes && *r.free_bytes > *r.total_bytes)) ? *r.free_bytes : 0;
 
-  if (r.format == "cpu_allocator") {
+  if (r.format == "cpu_allocator" || r.format == "ollama_system_memory") {
     d.id = "system_ram";
     d.text = "The computer ran out of system RAM" +
              (have_req ? " while allocating " + b(req) : std::string()) +
@@ -150,7 +158,11 @@ Diagnosis diagnose(Report& r) {
       d.fixes.push_back({"comfy_ram_growth",
                          "If RAM grows over many runs, restart ComfyUI between batches, or start it with "
                          "--cache-none so finished outputs are not kept."});
-    d.fixes.push_back({"smaller_shape", "Lower the batch size or resolution of the step that failed."});
+    if (r.origin == "ollama")
+      d.fixes.push_back({"smaller_quant", "Pull a smaller quantisation of the model (e.g. a q4_K_M tag) or a "
+                                          "smaller model."});
+    else
+      d.fixes.push_back({"smaller_shape", "Lower the batch size or resolution of the step that failed."});
     return d;
   }
 
@@ -159,6 +171,13 @@ Diagnosis diagnose(Report& r) {
     std::string max_len = getu(r, "max_model_len");
     std::string fits = getu(r, "estimated_max_model_len");
     if (fits.empty()) fits = getu(r, "kv_cache_max_tokens");
+    if (fits.empty() && !max_len.empty() && r.extra.contains("kv_cache_needed_bytes") &&
+        r.extra.contains("kv_cache_available_bytes")) {
+      // Older V1 messages give no estimate: the cache scales linearly with the length.
+      double need = r.extra["kv_cache_needed_bytes"].get<double>();
+      double avail = r.extra["kv_cache_available_bytes"].get<double>();
+      if (need > 0) fits = std::to_string(static_cast<u64>(std::stod(max_len) * avail / need));
+    }
     if (r.format == "vllm_no_cache_blocks") {
       d.text = "vLLM found no memory left for the KV cache: the weights and the profiled activations already use "
                "all of gpu_memory_utilization x the card.";
@@ -183,8 +202,11 @@ Diagnosis diagnose(Report& r) {
     d.fixes.push_back({"vllm_gpu_memory_utilization",
                        "Raise --gpu-memory-utilization" + (util.empty() ? std::string() : " (now " + util + ")") +
                            " toward 0.95 if nothing else runs on the card."});
+    std::string fp8_tokens;
+    if (!fits.empty()) fp8_tokens = " holds about " + std::to_string(2 * std::stoull(fits)) + " tokens in the same memory";
     d.fixes.push_back({"vllm_kv_cache_fp8", "Store the KV cache in 8 bit: --kv-cache-dtype fp8 (half the bytes per "
-                                            "token)."});
+                                            "token" + (fp8_tokens.empty() ? std::string(")") : ";" + fp8_tokens + ")") +
+                                                "."});
     d.fixes.push_back({"vllm_tensor_parallel", "Split over more GPUs with --tensor-parallel-size, or serve a "
                                                "quantised model to leave more room for the cache."});
     d.fixes.push_back({"headroom_llm", "Size it with `headroom llm --model NAME --context TOKENS --gpu CARD`."});
@@ -312,8 +334,15 @@ Diagnosis diagnose(Report& r) {
 
   d.id = "out_of_memory";
   if (have_req && r.total_bytes) {
-    d.text = "The job needs more memory than the card has: " + b(req) + " more was requested with " + b(free) +
-             " free of " + b(*r.total_bytes) + (reserved_total ? ", " + b(*reserved_total) + " held by PyTorch" : "") + ".";
+    std::string held = reserved_total    ? ", " + b(*reserved_total) + " held by PyTorch"
+                       : r.allocated_bytes ? ", " + b(*r.allocated_bytes) + " allocated by PyTorch"
+                                           : "";
+    std::string limit = r.backend == "mps" ? " of PyTorch's MPS limit " : " of the card's ";
+    d.text = "The job needs more memory than the card has: " + b(req) + " more was requested" +
+             (r.free_bytes ? " with " + b(free) + " free" + limit + b(*r.total_bytes) : limit + b(*r.total_bytes)) +
+             held + ".";
+    if (!r.free_bytes) d.text = "The job needs more memory than the card has: " + b(req) + " more was requested" + held +
+                                " (limit " + b(*r.total_bytes) + ").";
   } else if (r.origin == "cublas" || r.origin == "cudnn" || r.origin == "miopen") {
     d.text = "The GPU ran out of memory while " + r.origin + " allocated its workspace or handle; the message "
              "carries no figures.";

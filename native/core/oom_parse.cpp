@@ -55,7 +55,8 @@ Report parse(const std::string& text) {
   static const Recogniser kOrder[] = {
       detail::mps,         detail::pytorch_caching, detail::pytorch_async,         detail::directml,
       detail::cpu_allocator, detail::vllm,          detail::llama_cpp,             detail::math_library,
-      detail::gpu_runtime, detail::transformers_dispatch, detail::pytorch_generic,
+      detail::gpu_runtime, detail::transformers_dispatch, detail::ollama_system_memory, detail::xla,
+      detail::pytorch_generic,
   };
   for (Recogniser rec : kOrder) {
     Report candidate;

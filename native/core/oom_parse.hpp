@@ -10,7 +10,8 @@
 // (cudaMallocAsync: "Allocation on device 0 would exceed allowed memory"), pytorch_async_truncated,
 // mps, directml, cpu_allocator, pytorch_generic, vllm_v0_kv_cache, vllm_v1_kv_cache,
 // vllm_no_cache_blocks, vllm_startup_free_memory, llama_cpp_alloc, llama_cpp_cuda_error,
-// cublas, cudnn, miopen, cuda_runtime, hip_runtime, transformers_dispatch.
+// llama_cpp_vulkan, cublas, cudnn, miopen, cuda_runtime, hip_runtime, transformers_dispatch,
+// ollama_system_memory, xla.
 #include <string>
 
 #include "core/oom_report.hpp"

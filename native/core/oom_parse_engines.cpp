@@ -169,9 +169,21 @@ bool llama_cpp(const std::string& n, Report& r) {
     }
   }
   if (!found) {
-    if (std::size_t p = n.rfind("unable to allocate "); p != std::string::npos && n.find(" buffer", p) - p < 40 && ggml) {
-      found = true;
-      r.format = "llama_cpp_alloc";
+    // "error loading model: unable to allocate CUDA0 buffer" (llama.cpp, also inside Ollama's
+    // "llama runner process has terminated: ...").
+    if (std::size_t p = n.rfind("unable to allocate "); p != std::string::npos) {
+      std::size_t b = p + 19, e = b;
+      while (e < n.size() && std::isalpha(static_cast<unsigned char>(n[e]))) ++e;
+      std::string dev = n.substr(b, e - b);
+      std::size_t idx_end = 0;
+      auto idx = read_uint(n, e, &idx_end);
+      bool known = dev == "CUDA" || dev == "ROCm" || dev == "Vulkan" || dev == "Metal" || dev == "SYCL";
+      if (known && idx && idx_end > e && n.compare(idx_end, 7, " buffer") == 0) {
+        found = true;
+        r.format = "llama_cpp_alloc";
+        if (*idx <= 1024) r.gpu_index = static_cast<int>(*idx);
+        r.backend = dev == "CUDA" ? "cuda" : dev == "ROCm" ? "rocm" : dev == "Vulkan" ? "vulkan" : dev == "Metal" ? "metal" : "xpu";
+      }
     }
   }
   if (!found) return false;
@@ -238,6 +250,34 @@ bool gpu_runtime(const std::string& n, Report& r) {
     }
   }
   return false;
+}
+
+bool ollama_system_memory(const std::string& n, Report& r) {
+  // "Error: model requires more system memory (12.3 GiB) than is available (8.1 GiB)"
+  std::size_t p = n.rfind("model requires more system memory (");
+  if (p == std::string::npos) return false;
+  r.format = "ollama_system_memory";
+  r.origin = "ollama";
+  r.app = "ollama";
+  r.backend = "cpu";
+  auto need = read_size(n, p + 35);
+  if (need && need->bytes) r.requested_bytes = need->bytes;
+  if (std::size_t a = n.find("than is available (", p); a != std::string::npos && a - p < 80) {
+    if (auto avail = read_size(n, a + 19); avail && avail->bytes) r.free_bytes = avail->bytes;
+  }
+  r.notes.push_back("Ollama checks system RAM before loading: this is RAM, not GPU memory.");
+  return true;
+}
+
+bool xla(const std::string& n, Report& r) {
+  // JAX / XLA: "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 17179869184 bytes."
+  std::size_t p = n.rfind("RESOURCE_EXHAUSTED: Out of memory while trying to allocate ");
+  if (p == std::string::npos) return false;
+  r.format = "xla";
+  r.origin = "xla";
+  r.backend = gpu_backend_word(n);
+  if (auto s = read_size(n, p + 59); s && s->bytes) r.requested_bytes = s->bytes;
+  return true;
 }
 
 bool transformers_dispatch(const std::string& n, Report& r) {

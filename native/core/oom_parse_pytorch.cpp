@@ -266,9 +266,19 @@ bool cpu_allocator(const std::string& n, Report& r) {
 }
 
 bool pytorch_generic(const std::string& n, Report& r) {
-  static const char* kMarks[] = {"OutOfMemoryError", "CUDA out of memory", "HIP out of memory", "XPU out of memory"};
+  // The exception line itself ("...OutOfMemoryError: ..." or ComfyUI's "Exception Type:** ...OutOfMemoryError"),
+  // not a mention in quoted source such as "except torch.cuda.OutOfMemoryError:".
+  static const char* kMarks[] = {"OutOfMemoryError: ", "Exception Type:** torch.OutOfMemoryError",
+                                 "Exception Type:** torch.cuda.OutOfMemoryError", "CUDA out of memory",
+                                 "HIP out of memory", "XPU out of memory"};
   for (const char* m : kMarks) {
     std::size_t p = n.rfind(m);
+    // Skip "except torch.cuda.OutOfMemoryError:" lines of a printed traceback.
+    while (p != std::string::npos) {
+      std::size_t e = n.rfind("except ", p);
+      if (e == std::string::npos || p - e > 24) break;
+      p = p == 0 ? std::string::npos : n.rfind(m, p - 1);
+    }
     if (p == std::string::npos) continue;
     r.format = "pytorch_generic";
     r.origin = "pytorch";

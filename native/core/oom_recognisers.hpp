@@ -22,6 +22,8 @@ bool llama_cpp(const std::string& n, Report& r);
 bool math_library(const std::string& n, Report& r);  // cuBLAS, cuDNN, MIOpen
 bool gpu_runtime(const std::string& n, Report& r);   // CUDA / HIP runtime "out of memory"
 bool transformers_dispatch(const std::string& n, Report& r);
+bool ollama_system_memory(const std::string& n, Report& r);  // RAM check before loading
+bool xla(const std::string& n, Report& r);                   // JAX / XLA RESOURCE_EXHAUSTED
 
 // Reads the size printed just before `pos` ("... 3.96 GiB is reserved", pos at " is reserved").
 std::optional<Size> size_before(const std::string& n, std::size_t pos);

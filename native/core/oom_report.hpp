@@ -42,8 +42,8 @@ struct Report {
   std::optional<int> gpu_index;
 
   std::string backend;  // cuda | rocm | mps | xpu | directml | vulkan | metal | cpu | unknown
-  std::string origin;   // pytorch | cuda-runtime | hip-runtime | cublas | cudnn | vllm | llama.cpp |
-                        // transformers | other
+  std::string origin;   // pytorch | cuda-runtime | hip-runtime | cublas | cudnn | miopen | vllm |
+                        // llama.cpp | ollama | transformers | xla
   std::string app;      // comfyui | vllm | llama.cpp | ollama | "" when the text does not say
 
   nlohmann::json extra = nlohmann::json::object();  // figures outside the fixed set, bytes where sizes

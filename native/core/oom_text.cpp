@@ -251,16 +251,24 @@ std::optional<Size> read_size(const std::string& s, std::size_t pos, bool requir
 }
 
 std::string clean_utf8(const std::string& s) {
+  // Well-formed sequences per RFC 3629 section 4 (no overlongs, surrogates or code points past U+10FFFF).
+  auto byte = [&](std::size_t i) { return i < s.size() ? static_cast<unsigned char>(s[i]) : 0u; };
+  auto in = [](unsigned v, unsigned lo, unsigned hi) { return v >= lo && v <= hi; };
   std::string out;
   out.reserve(s.size());
   std::size_t i = 0;
   while (i < s.size()) {
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    std::size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-    bool ok = len > 0 && i + len <= s.size() && !(len == 2 && c < 0xC2);
-    for (std::size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
-    if (ok && len == 1 && c < 0x20) ok = false;
-    if (!ok) {
+    unsigned c = byte(i), c1 = byte(i + 1), c2 = byte(i + 2), c3 = byte(i + 3);
+    std::size_t len = 0;
+    if (c >= 0x20 && c < 0x7F) len = 1;
+    else if (in(c, 0xC2, 0xDF) && in(c1, 0x80, 0xBF)) len = 2;
+    else if (c == 0xE0 && in(c1, 0xA0, 0xBF) && in(c2, 0x80, 0xBF)) len = 3;
+    else if ((in(c, 0xE1, 0xEC) || in(c, 0xEE, 0xEF)) && in(c1, 0x80, 0xBF) && in(c2, 0x80, 0xBF)) len = 3;
+    else if (c == 0xED && in(c1, 0x80, 0x9F) && in(c2, 0x80, 0xBF)) len = 3;
+    else if (c == 0xF0 && in(c1, 0x90, 0xBF) && in(c2, 0x80, 0xBF) && in(c3, 0x80, 0xBF)) len = 4;
+    else if (in(c, 0xF1, 0xF3) && in(c1, 0x80, 0xBF) && in(c2, 0x80, 0xBF) && in(c3, 0x80, 0xBF)) len = 4;
+    else if (c == 0xF4 && in(c1, 0x80, 0x8F) && in(c2, 0x80, 0xBF) && in(c3, 0x80, 0xBF)) len = 4;
+    if (len == 0) {
       out.push_back('?');
       ++i;
       continue;

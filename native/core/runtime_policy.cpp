@@ -87,15 +87,18 @@ Stage fit_stage(const StageDemand& d, const PolicyContext& c) {
     full.min_bytes = fixed + min_resident + transient + layer;
   if (!d.fallback.empty()) full.min_bytes = std::min(full.min_bytes, full_stage(d.fallback.front(), c).peak_bytes);
 
-  if (V == 0 || full.peak_bytes <= V) return full;
+  if (V == 0) return full;
+  // ComfyUI keeps max(0.8 GiB + reserve, its own estimate + reserve) free and fills the rest with
+  // weights (model_management.load_models_gpu); the rest is cast in per layer at each forward. It
+  // decides on its own estimate, so it may load partially even where the real need would fit.
+  const bool can_stream = d.partial_loadable && c.allow_lowvram && weights > min_resident;
+  const std::uint64_t keep_free =
+      std::max<std::uint64_t>(static_cast<std::uint64_t>(runtime_constant("minimum_inference_bytes")) + c.reserve_bytes,
+                              d.comfy_minimum_bytes + c.reserve_bytes);
+  const std::uint64_t budget = V > c.context_bytes + keep_free ? V - c.context_bytes - keep_free : 0;
+  if (full.peak_bytes <= V && !(can_stream && weights > budget)) return full;
 
-  if (d.partial_loadable && c.allow_lowvram && weights > min_resident) {
-    // ComfyUI keeps max(0.8 GiB + reserve, its own estimate + reserve) free and fills the rest with
-    // weights (model_management.load_models_gpu); the rest is cast in per layer at each forward.
-    const std::uint64_t keep_free =
-        std::max<std::uint64_t>(static_cast<std::uint64_t>(runtime_constant("minimum_inference_bytes")) + c.reserve_bytes,
-                                d.comfy_minimum_bytes + c.reserve_bytes);
-    std::uint64_t budget = V > c.context_bytes + keep_free ? V - c.context_bytes - keep_free : 0;
+  if (can_stream) {
     std::uint64_t resident = std::min(weights, std::max(min_resident, budget));
     // If ComfyUI's estimate leaves too little for the real activations, fewer weights must stay.
     const std::uint64_t room = V > fixed + transient + layer ? V - fixed - transient - layer : 0;
@@ -112,18 +115,19 @@ Stage fit_stage(const StageDemand& d, const PolicyContext& c) {
     const std::uint64_t streamed = weights - resident;
     const double transfer = streamed / runtime_constant("pcie_bytes_per_s");
     s.slowdown = full.slowdown * (1.0 + transfer / std::max(forward_seconds(d), 1e-9));
+    if (s.peak_bytes > V) {
+      s.mode = "does_not_fit";
+      s.notes.push_back("even with all weights streamed, the activations need " + format_bytes(s.peak_bytes) +
+                        " on a " + format_bytes(V) + " card");
+      return s;
+    }
     s.notes.push_back("partial loading (lowvram): " + format_bytes(resident) + " of " + format_bytes(weights) +
                       " weights resident, " + format_bytes(streamed) + " streamed per forward pass, about " +
                       ratio(s.slowdown) + "x slower");
     if (comfy_overfills)
       s.notes.push_back("ComfyUI's own estimate would keep more weights loaded and run out of memory; "
                         "start ComfyUI with --reserve-vram " + ratio((static_cast<double>(budget) - resident) / GiB + 0.5) +
-                        " or use block swap");
-    if (s.peak_bytes > V) {
-      s.mode = "does_not_fit";
-      s.notes.push_back("even with all weights streamed, activations need " + format_bytes(s.peak_bytes) +
-                        " on a " + format_bytes(V) + " card");
-    }
+                        " (GB) or use block swap");
     return s;
   }
 
@@ -132,7 +136,7 @@ Stage fit_stage(const StageDemand& d, const PolicyContext& c) {
     s.full_load_bytes = full.full_load_bytes;
     s.min_bytes = full.min_bytes;
     s.mode = s.peak_bytes <= V ? "tiled_fallback" : "does_not_fit";
-    s.notes.insert(s.notes.begin(), "the full decode needs " + format_bytes(full.peak_bytes) +
+    s.notes.insert(s.notes.begin(), "the untiled " + d.name + " needs " + format_bytes(full.peak_bytes) +
                                         "; ComfyUI runs out of memory and retries tiled");
     return s;
   }

@@ -214,16 +214,25 @@ torch::Tensor decode_wan(const std::string& family, const StateDict& state_dict,
   } else {
     job.total = int(B * T * (1 + plan.tiles));
   }
-  for (int64_t b = 0; b < B; ++b) {
-    if (plan.mode == "full") {
-      job.run_full(b);
-    } else if (plan.mode == "exact") {
-      job.run_exact(b, plan.tile_latent);
-    } else if (plan.mode == "blend") {
-      job.run_blend(b, plan.tile_latent, plan.halo_latent);
-    } else {
-      throw Error("plan_decode_wan returned unknown mode '" + plan.mode + "'");
+  try {
+    for (int64_t b = 0; b < B; ++b) {
+      if (plan.mode == "full") {
+        job.run_full(b);
+      } else if (plan.mode == "exact") {
+        job.run_exact(b, plan.tile_latent);
+      } else if (plan.mode == "blend") {
+        job.run_blend(b, plan.tile_latent, plan.halo_latent);
+      } else {
+        throw Error("plan_decode_wan returned unknown mode '" + plan.mode + "'");
+      }
     }
+  } catch (const c10::Error& e) {
+    // e.g. CPU LibTorch builds without half-precision conv3d kernels
+    const std::string what = e.what_without_backtrace();
+    if (what.find("not implemented for '") != std::string::npos)
+      throw InputError("dtype", std::string(c10::toString(dtype)) + " is not supported on " + device.str() +
+                                    " by this LibTorch (" + what.substr(0, what.find('\n')) + "); use fp32 or bf16");
+    throw;
   }
   if (info) {
     info->family = family;

@@ -1,9 +1,13 @@
 // The catalog: canonical names, aliases, file names, precisions with exact GGUF blocks, GPUs,
 // and published weight sizes used as golden numbers.
+#include <functional>
+
 #include "catch.hpp"
 #include "core/api.hpp"
 #include "core/catalog.hpp"
 #include "core/error.hpp"
+
+using nlohmann::json;
 
 using namespace headroom;
 
@@ -169,6 +173,9 @@ TEST_CASE("GPUs match by name, alias or an unambiguous part", "[catalog]") {
   CHECK(resolve_gpu("H100").name == "H100 80GB");
   CHECK(resolve_gpu("l40s").name == "L40S 48GB");
   CHECK(resolve_gpu("B200").memory_gb == 180);
+  CHECK(resolve_gpu("RTX 4060").name == "RTX 4060 8GB");       // not the 4060 Ti
+  CHECK(resolve_gpu("rtx 4060 ti").name == "RTX 4060 Ti 16GB");
+  CHECK(contains(message_of([] { resolve_gpu("rtx40"); }), "RTX 4090 24GB"));  // ambiguous: lists candidates
   // Issue #2 prices.
   CHECK(*resolve_gpu("4090").price_eur_per_hour == Approx(0.59));
   CHECK(*resolve_gpu("5090").price_eur_per_hour == Approx(0.76));
@@ -197,4 +204,43 @@ TEST_CASE("api::catalog lists models, precisions and GPUs", "[catalog]") {
       CHECK(m["companions"]["vae"] == "wan2.1-vae");
     }
   CHECK(found);
+}
+
+TEST_CASE("every catalog model estimates with its defaults and on every precision its role allows", "[catalog][estimate]") {
+  for (const auto& m : catalog_data().models) {
+    INFO(m.name);
+    json r = api::estimate({{"model", m.name}});
+    CHECK(r["peak_bytes"].get<std::uint64_t>() > 0);
+    for (const auto& p : catalog_data().precisions) {
+      bool allowed = true;
+      try {
+        check_precision_for_role(m, p, "precision");
+      } catch (const InputError&) {
+        allowed = false;
+      }
+      if (allowed) CHECK_NOTHROW(api::estimate({{"model", m.name}, {"precision", p.name}}));
+    }
+  }
+}
+
+TEST_CASE("every constant in models.json cites its source", "[catalog]") {
+  for (const auto& m : catalog_data().models) {
+    const json& d = *m.data;
+    INFO(m.name);
+    CHECK(d.contains("params_source"));
+    for (const char* section : {"arch", "activation", "decode", "encode", "comfy_memory_usage_factor", "comfy_decode_constant"}) {
+      if (!d.contains(section)) continue;
+      bool cited = false;
+      for (const auto& kv : d[section].items())
+        if (kv.key() == "source" || (kv.key().size() > 7 && kv.key().compare(kv.key().size() - 7, 7, "_source") == 0))
+          cited = true;
+      INFO(section);
+      CHECK(cited);
+    }
+  }
+  for (const auto& kv : catalog_data().runtime->items()) {
+    INFO(kv.key());
+    CHECK(kv.value().contains("source"));
+    CHECK(kv.value()["value"].is_number());
+  }
 }

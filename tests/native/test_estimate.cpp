@@ -62,6 +62,16 @@ TEST_CASE("a diffusion model brings its companions and stages in ComfyUI's order
   CHECK(i2v22["job"]["clip_vision"].is_null());
 }
 
+TEST_CASE("a model file name also gives the precision", "[estimate]") {
+  json r = run({{"model", "flux1-dev-fp8.safetensors"}});
+  CHECK(r["job"]["diffusion"]["model"] == "flux1-dev");
+  CHECK(r["job"]["diffusion"]["precision"] == "fp8_e4m3fn");
+  json explicit_precision = run({{"model", "flux1-dev-fp8.safetensors"}, {"precision", "bf16"}});
+  CHECK(explicit_precision["job"]["diffusion"]["precision"] == "bf16");
+  json te = run({{"model", "umt5_xxl_fp8_e4m3fn_scaled.safetensors"}});
+  CHECK(te["job"]["text_encoders"][0]["precision"] == "fp8_scaled");
+}
+
 TEST_CASE("a VAE or text encoder alone gives only its own stage", "[estimate]") {
   CHECK(stage_names(run({{"model", "flux-vae"}})) == std::vector<std::string>{"vae_decode"});
   CHECK(stage_names(run({{"model", "t5xxl"}})) == std::vector<std::string>{"text_encode"});

@@ -142,6 +142,16 @@ TEST_CASE("rows 18/19: Wan2.2 I2V A14B template fp8_scaled 640x640x81 on a 24 GB
   }
 }
 
+TEST_CASE("capacity: Wan2.2 I2V 14B Q4_K_S 1024x1024x77 runs on an RTX 3060 12GB with --novram", "[calibration]") {
+  // rattus128, ComfyUI PRs #9898/#10062 (facts §3.1): after the RoPE/del changes this job runs on a
+  // 12 GB RTX 3060 with every weight streamed (and 1024x1024x61 OOMed before them).
+  json r = api::estimate({{"model", "wan2.2-i2v-a14b"}, {"precision", "gguf-q4_k"}, {"width", 1024}, {"height", 1024},
+                          {"frames", 77}, {"cfg", 1.0}, {"gpu", "rtx 3060"}});
+  INFO(r.dump(1));
+  CHECK(r["verdict"] != "does not fit");
+  CHECK(r["min_peak_bytes"].get<std::uint64_t>() <= resolve_gpu("rtx 3060").memory_bytes);
+}
+
 TEST_CASE("never 'fits' where a matching measurement exceeded the card", "[calibration]") {
   // (request, measured peak in bytes) of the matching points above; for every card in gpus.json
   // smaller than the measurement the verdict must not be "fits". Rows 6/7 (official repo) and the

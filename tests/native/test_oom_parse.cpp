@@ -3,7 +3,11 @@
 // values are that file's `expected` block, which applies the README's conversion rules (binary
 // units, half-up rounding of the printed decimals). Constructed messages follow PyTorch's wording;
 // their expected values are computed in the comment next to each (value x 1024^n, half up).
+#include <unistd.h>
+
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <random>
 #include <string>
 
@@ -365,6 +369,8 @@ TEST_CASE("oom: text that is not an out-of-memory message is not recognised") {
       "RuntimeError: CUDA error: device-side assert triggered",
       "Prompt executed in 12.34 seconds",
       "The memory of the card is 24 GiB and it ran fine.",
+      // Quoted source in a traceback that ends in another error.
+      "  File \"run.py\", line 9\n    except torch.cuda.OutOfMemoryError:\n        retry()\nValueError: bad seed",
   };
   for (const char* t : texts) {
     json r = explain(t);
@@ -407,4 +413,74 @@ TEST_CASE("oom text: sizes are exact to the printed decimals") {
   CHECK_FALSE(read_size("17179869184.00 GiB", 0)->bytes.has_value());  // 2^64: does not fit
   CHECK_FALSE(read_size("12 Blocks", 0).has_value());
   CHECK_FALSE(read_size("GiB", 0).has_value());
+}
+
+TEST_CASE("oom: the explain CLI reads a file and sets its exit status") {
+  std::string dir = "/tmp/headroom-test-explain-" + std::to_string(::getpid());
+  std::string make = "mkdir -p " + dir;
+  REQUIRE(std::system(make.c_str()) == 0);
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::string path = dir + "/" + name;
+    FILE* f = std::fopen(path.c_str(), "wb");
+    REQUIRE(f);
+    std::fwrite(text.data(), 1, text.size(), f);
+    std::fclose(f);
+    return path;
+  };
+  auto status = [&](const std::string& args) {
+    int s = std::system((std::string(HEADROOM_CLI) + " explain " + args + " > /dev/null 2>&1").c_str());
+    return WEXITSTATUS(s);
+  };
+  std::string oom = write("oom.txt", "RuntimeError: CUDA error: out of memory");
+  std::string other = write("other.txt", "KeyError: 'model'");
+  CHECK(status(oom + " --json") == 0);
+  CHECK(status(oom) == 0);
+  CHECK(status(other + " --json") == 1);
+  CHECK(status(dir + "/missing.txt") == 2);
+  CHECK(status("--json < " + oom) == 0);  // stdin
+  std::system(("rm -rf " + dir).c_str());
+}
+
+TEST_CASE("oom: values copied from the text are valid UTF-8 (fuzzer finding)") {
+  // A ComfyUI model name with bytes that are not UTF-8 (0xF5 can never start a sequence, 0xED 0xA0
+  // is a surrogate); the JSON must still serialise.
+  std::string text = "Requested to load LTX\xab\xf5\x93\x90\xed\xa0\x80 ok\nRuntimeError: CUDA error: out of memory";
+  json r = explain(text);
+  CHECK_NOTHROW(r.dump());
+  CHECK(r["extra"]["comfy_model"].get<std::string>().rfind("LTX", 0) == 0);
+  CHECK(headroom::oom::clean_utf8("caf\xc3\xa9 \xe4\xb8\xad") == "caf\xc3\xa9 \xe4\xb8\xad");  // valid kept
+}
+
+TEST_CASE("oom: more engines: Ollama, XLA, llama.cpp load errors, PyTorch XPU") {
+  // 12.3 GiB = 13206888858, 8.1 GiB = 8697308774 (x 1024^3, half up).
+  json ol = explain("Error: model requires more system memory (12.3 GiB) than is available (8.1 GiB)");
+  CHECK(ol["format"] == "ollama_system_memory");
+  CHECK(u(ol["requested_bytes"]) == 13206888858);
+  CHECK(u(ol["free_bytes"]) == 8697308774);
+  CHECK(ol["diagnosis"]["id"] == "system_ram");
+  json x = explain("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate "
+                   "17179869184 bytes.");
+  CHECK(x["origin"] == "xla");
+  CHECK(u(x["requested_bytes"]) == 17179869184ull);
+  json ll = explain("Error: llama runner process has terminated: error loading model: unable to allocate CUDA0 buffer");
+  CHECK(ll["origin"] == "llama.cpp");
+  CHECK(ll["app"] == "ollama");
+  CHECK(ll["gpu_index"] == 0);
+  // 2.00 GiB = 2147483648; 15.11 GiB = 16224438927 (x 1024^3, half up).
+  json xpu = explain("torch.OutOfMemoryError: XPU out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
+                     "capacity of 15.11 GiB of which 1.00 GiB is free. Of the allocated memory 12.00 GiB is allocated "
+                     "by PyTorch, and 1.00 GiB is reserved by PyTorch but unallocated.");
+  CHECK(xpu["backend"] == "xpu");
+  CHECK(u(xpu["total_bytes"]) == 16224438927);
+}
+
+TEST_CASE("oom: vLLM fixes carry concrete token counts") {
+  // V1 without vLLM's own estimate: 40960 x 1.25 / 10.00 = 5120 tokens fit.
+  json r = explain("ValueError: To serve at least one request with the model's max seq len (40960), (10.00 GiB KV "
+                   "cache is needed, which is larger than the available KV cache memory (1.25 GiB).");
+  CHECK(r["fixes"][0]["text"].get<std::string>().find("5120") != std::string::npos);
+  bool fp8 = false;
+  for (const auto& f : r["fixes"])
+    if (f["id"] == "vllm_kv_cache_fp8") fp8 = f["text"].get<std::string>().find("10240") != std::string::npos;
+  CHECK(fp8);
 }

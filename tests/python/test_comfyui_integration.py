@@ -124,3 +124,13 @@ def test_cpu_prompt_with_preflight_executes(comfy):
     assert entry["status"]["status_str"] == "success", entry["status"]
     report = entry["outputs"]["2"]["text"][0]
     assert "Headroom preflight" in report or "Verdict:" in report
+
+
+def test_queue_gate_makes_comfyui_refuse_the_prompt_with_the_reason(comfy):
+    """The block mechanism itself: ComfyUI validates the gate node and answers 400 with our text."""
+    url, _ = comfy
+    from headroom_pack.nodes.queue_gate import blocked_prompt
+    status, body = post(url + "/prompt", {"prompt": blocked_prompt("Headroom blocked this run: test reason"),
+                                          "client_id": "headroom-test"})
+    assert status == 400
+    assert "test reason" in json.dumps(body["node_errors"])

@@ -14,7 +14,7 @@ from conftest import load_pack
 
 ht = pytest.importorskip("_headroom_torch", reason="native torch module not built (HEADROOM_BUILD_DIR)")
 PACK = load_pack()
-from headroom_pack.nodes import native_loader, vae_decode  # noqa: E402
+from headroom_pack.nodes import native_loader  # noqa: E402
 
 torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
 
@@ -125,3 +125,43 @@ def test_explain_node_and_route_on_real_core(oom_examples):
             return r.status, await r.json()
     status, body = asyncio.run(main())
     assert status == 200 and body["requested_bytes"] == oom_examples[0]["expected"]["requested_bytes"]
+
+
+@pytest.mark.parametrize("config,dim,in_dim,expected", [
+    ("Flux", 3072, None, "flux1-dev"), ("FluxSchnell", 3072, None, "flux1-schnell"),
+    ("WAN21_T2V", 1536, 16, "wan2.1-t2v-1.3b"), ("WAN22_T2V", 3072, 48, "wan2.2-ti2v-5b"),
+    ("WAN21_T2V", 5120, 36, "wan2.2-i2v-a14b"),
+])
+def test_loaded_model_maps_to_the_real_catalog(config, dim, in_dim, expected):
+    """ComfyUI's model-config class names (comfy/supported_models.py) -> the catalog's entries."""
+    import json
+    core = pytest.importorskip("_headroom_core")
+    try:
+        catalog = json.loads(core.catalog())
+    except Exception as e:
+        pytest.skip(f"catalog unavailable: {e}")
+    from headroom_pack.nodes import comfy_adapters
+    config_cls = type(config, (), {"unet_config": {"dim": dim, "in_dim": in_dim}})
+    model = types.SimpleNamespace(model=types.SimpleNamespace(model_config=config_cls()))
+    descriptor = comfy_adapters.model_descriptor(model)
+    assert comfy_adapters.catalog_model_name(descriptor, catalog) == expected
+
+
+def test_preflight_on_model_and_latent_with_the_real_estimator():
+    """Without the prompt (outside ComfyUI) the node estimates MODEL + latent as one job."""
+    import json
+    core = pytest.importorskip("_headroom_core")
+    request = {"model": "flux1-dev", "width": 1024, "height": 1024, "frames": 1, "batch": 1, "vram_bytes": 12 * 2**30}
+    try:
+        expected = json.loads(core.estimate(json.dumps(request)))
+    except Exception as e:
+        pytest.skip(f"estimate unavailable: {e}")
+    config_cls = type("Flux", (), {"unet_config": {}})
+    model = types.SimpleNamespace(model=types.SimpleNamespace(model_config=config_cls()))
+    latent = {"samples": torch.zeros(1, 16, 128, 128)}
+    out = PACK.NODE_CLASS_MAPPINGS["HeadroomPreflight"]().run(latent, budget="12", model=model)
+    report = out["result"][1]
+    assert out["result"][0] is latent
+    assert f"Peak {expected['peak_bytes'] / 2**30:.2f} GiB in {expected['peak_stage']}" in report
+    for stage in expected["stages"]:
+        assert stage["name"] in report

@@ -10,7 +10,7 @@ import fakes
 from conftest import load_pack
 
 PACK = load_pack()
-from headroom_pack.nodes import native_loader, vae_decode  # noqa: E402
+from headroom_pack.nodes import native_loader  # noqa: E402
 
 GIB = 2 ** 30
 
@@ -244,3 +244,48 @@ def test_preflight_core_error_is_reported_not_raised(fake_core):
     # "stop" stops over-budget runs; an estimate that failed does not say the run is over budget.
     out = node("HeadroomPreflight").run(latent, budget="12", action="stop", prompt=API_PROMPT)
     assert out["result"][0] is latent and "could not estimate" in out["result"][1]
+
+
+def test_loader_node_loads_through_comfy_with_the_chosen_dtype(fake_core, monkeypatch):
+    calls = []
+    folder_paths = types.ModuleType("folder_paths")
+    folder_paths.get_filename_list = lambda kind: ["flux1-dev.safetensors"]
+    folder_paths.get_full_path_or_raise = lambda kind, name: f"/models/{kind}/{name}"
+    comfy = types.ModuleType("comfy")
+    comfy_sd = types.ModuleType("comfy.sd")
+    comfy_sd.load_diffusion_model = lambda path, model_options=None: calls.append((path, model_options)) or "MODEL"
+    comfy.sd = comfy_sd
+    monkeypatch.setitem(sys.modules, "folder_paths", folder_paths)
+    monkeypatch.setitem(sys.modules, "comfy", comfy)
+    monkeypatch.setitem(sys.modules, "comfy.sd", comfy_sd)
+    cls = PACK.NODE_CLASS_MAPPINGS["HeadroomLoadDiffusionModel"]
+    assert cls.INPUT_TYPES()["required"]["unet_name"][0] == ["flux1-dev.safetensors"]
+    # torch 1.13 (Debian) has no fp8: auto says so and keeps the default dtype.
+    monkeypatch.delattr(torch, "float8_e4m3fn", raising=False)
+    out = cls().load("flux1-dev.safetensors", "auto", 1024, 1024, 1, 1, "16")
+    assert calls[-1][1] == {} and "no fp8 dtypes" in out["result"][1]
+    # With an fp8-capable torch the choice reaches ComfyUI's loader.
+    monkeypatch.setattr(torch, "float8_e4m3fn", "FP8_E4M3", raising=False)
+    monkeypatch.setattr(torch, "float8_e5m2", "FP8_E5M2", raising=False)
+    calls.clear()
+    out = cls().load("flux1-dev.safetensors", "auto", 1024, 1024, 1, 1, "16")
+    assert out["result"][0] == "MODEL" and "fp8 weights peak" in out["result"][1]
+    assert calls == [("/models/diffusion_models/flux1-dev.safetensors", {"dtype": "FP8_E4M3"})]
+    cls().load("flux1-dev.safetensors", "default", 1024, 1024, 1, 1, "16")
+    assert calls[-1][1] == {}
+
+
+def test_explain_node_reads_the_last_failed_run_from_comfy_history(fake_core, monkeypatch):
+    # ComfyUI's PromptQueue.history: prompt_id -> {"status": {"status_str", "messages": [[event, data]]}}.
+    server = types.ModuleType("server")
+    history = {
+        "a": {"status": {"status_str": "error", "messages": [["execution_start", {}], ["execution_error", {
+            "exception_type": "torch.OutOfMemoryError", "exception_message": "CUDA out of memory. Tried to allocate 1 GiB"}]]}},
+        "b": {"status": {"status_str": "success", "messages": [["execution_start", {}]]}},
+    }
+    server.PromptServer = types.SimpleNamespace(instance=types.SimpleNamespace(
+        prompt_queue=types.SimpleNamespace(history=history)))
+    monkeypatch.setitem(sys.modules, "server", server)
+    out = node("HeadroomExplainOOM").explain("")
+    assert fake_core.calls[-1] == ("explain", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1 GiB")
+    assert "the model filled the card" in out["result"][0]

@@ -62,3 +62,21 @@ def test_real_core_plans_each_workflow(path):
     assert result["peak_bytes"] > 0 and result["stages"]
     assert "HeadroomPreflight" not in (result.get("unknown_nodes") or [])
     assert "HeadroomVAEDecode" not in (result.get("unknown_nodes") or [])
+
+
+def _box(node):
+    (x, y), (w, h) = node["pos"], node.get("size", [200, 100])
+    return x, y - 30, x + w, y + h  # the frontend draws a ~30 px title bar above pos
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
+def test_headroom_nodes_do_not_cover_other_nodes(path):
+    nodes = [n for n in json.loads(path.read_text())["nodes"] if isinstance(n.get("pos"), list)]
+    for n in nodes:
+        if not n["type"].startswith("Headroom"):
+            continue
+        a = _box(n)
+        for m in nodes:
+            b = _box(m)
+            overlap = m is not n and a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+            assert not overlap, f"{n['type']} {n['id']} covers {m['type']} {m['id']}"

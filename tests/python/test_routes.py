@@ -142,7 +142,7 @@ def test_settings_round_trip(fake_core):
 
 def test_vram_push_about_once_a_second_while_panel_open(fake_core, monkeypatch):
     sent = []
-    monkeypatch.setattr(routes, "pusher", routes.VramPusher(send=lambda e, d, sid: sent.append((e, sid))))
+    monkeypatch.setattr(routes, "pusher", routes.vram_push.VramPusher(send=lambda e, d, sid: sent.append((e, sid))))
     settings.update({"refresh_s": 0.25})
 
     async def check(client):

@@ -2,10 +2,11 @@
 // real templates in ../shared/real-workflows (and the pack's own example workflows).
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdirSync, readFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 
 import { launch } from "./harness/browser.mjs";
+import { WIDGETS } from "./harness/fake_comfy.js";
 import { mock, SNAPSHOT } from "./harness/mock_routes.mjs";
 import { REPO, SHARED, startServer } from "./harness/server.mjs";
 
@@ -30,7 +31,9 @@ async function openPanel(template, flavour = "modern") {
   await page.evaluate(async ({ template, flavour }) => {
     const { makeComfy } = await import("/harness/fake_comfy.js");
     const workflow = await (await fetch(template)).json();
-    window.__comfy = makeComfy(workflow, flavour, { "Headroom.Budget": "auto", "Headroom.QueueAction": "warn" });
+    const recorded = (await (await fetch("/fixtures/recorded-graphs.json")).json()).graphs[template.slice(1)];
+    if (!recorded) throw new Error(`no recording of ${template}`);
+    window.__comfy = makeComfy(workflow, flavour, { "Headroom.Budget": "auto", "Headroom.QueueAction": "warn" }, recorded);
     await import("/extensions/headroom/headroom.js");
     await window.__comfy.extensions[0].setup();
     window.__comfy.tabs[0].render(document.getElementById("sidebar"));
@@ -39,6 +42,19 @@ async function openPanel(template, flavour = "modern") {
     && document.querySelector(".headroom-preset-label")?.textContent.includes("→"));
   return { page, errors };
 }
+
+test("the harness's widget-name table agrees with the recorded real frontend", () => {
+  const recorded = JSON.parse(readFileSync(new URL("./fixtures/recorded-graphs.json", import.meta.url), "utf8"));
+  let checked = 0;
+  for (const nodes of Object.values(recorded.graphs)) {
+    for (const node of nodes) {
+      if (!WIDGETS[node.type]) continue;
+      assert.deepEqual(node.widgets.map((w) => w.name), WIDGETS[node.type].slice(0, node.widgets.length), node.type);
+      checked += 1;
+    }
+  }
+  assert.ok(checked > 30, `only ${checked} nodes checked`);
+});
 
 const widget = (page, id, name) => page.evaluate(([id, name]) => window.__comfy.graph.widget(id, name), [id, name]);
 
@@ -62,6 +78,11 @@ test("bar and stage table render from the routes", async () => {
   assert.equal(await page.textContent(".headroom-device"), "pushed reading");
   const panelPost = server.requests.find((r) => r.route === "/headroom/panel");
   assert.deepEqual(panelPost.body, { open: true, client_id: "test-client" });
+  // Loading another workflow re-estimates it.
+  const before = server.requests.filter((r) => r.route === "/headroom/estimate").length;
+  await page.evaluate(() => window.__comfy.extensions[0].afterConfigureGraph());
+  await new Promise((r) => setTimeout(r, 300));
+  assert.ok(server.requests.filter((r) => r.route === "/headroom/estimate").length > before);
   assert.deepEqual(errors, []);
   await page.close();
 });
@@ -135,14 +156,33 @@ test("queue-time warning becomes a toast; settings are declared and mirrored to 
   assert.equal(toasts.length, 1);
   assert.equal(toasts[0].severity, "warn");
   assert.match(toasts[0].detail, /peak 14\.0 GiB in sample over 11\.0 GiB\. Fix: weight_dtype fp8_e4m3fn/);
+  // A preflight that could not run is told once, not on every queue.
+  for (let i = 0; i < 2; i++) await page.evaluate(() => window.__comfy.api.emit("headroom.preflight", { error: "plan: unsupported node X" }));
+  assert.equal((await page.evaluate(() => window.__comfy.toasts)).length, 2);
   const ids = await page.evaluate(() => window.__comfy.extensions[0].settings.map((s) => s.id));
   assert.deepEqual(ids, ["Headroom.Budget", "Headroom.QueueAction", "Headroom.RefreshSeconds"]);
   await page.evaluate(() => window.__comfy.extensions[0].settings[1].onChange("block"));
-  await page.waitForFunction(() => true);
   const posted = server.requests.filter((r) => r.route === "/headroom/settings");
   assert.deepEqual(posted[0].body, { budget: "auto", queue_action: "warn", refresh_s: 1 });
   await new Promise((r) => setTimeout(r, 100));
   assert.deepEqual(server.requests.filter((r) => r.route === "/headroom/settings").at(-1).body, { queue_action: "block" });
+  await page.close();
+});
+
+test("changes addressed into a subgraph reach the inner node", async () => {
+  const { page } = await openPanel("/templates/flux_schnell.json");
+  const result = await page.evaluate(async () => {
+    const { applyChanges, undoChanges } = await import("/extensions/headroom/headroom_graph.js");
+    const inner = { id: 122, widgets: [{ name: "weight_dtype", value: "default" }] };
+    const host = { id: 130, widgets: [], subgraph: { getNodeById: (id) => (id === 122 ? inner : null) } };
+    const app = { graph: { getNodeById: (id) => (id === 130 ? host : null) } };
+    const record = applyChanges(app, [{ node_id: "130:122", widget: "weight_dtype", to: "fp8_e4m3fn" },
+      { node_id: "130:999", widget: "weight_dtype", to: "x" }]);
+    const applied = inner.widgets[0].value;
+    undoChanges(app, record);
+    return { applied, restored: inner.widgets[0].value, recorded: record.length };
+  });
+  assert.deepEqual(result, { applied: "fp8_e4m3fn", restored: "default", recorded: 1 });
   await page.close();
 });
 
@@ -161,11 +201,18 @@ test("node report shows in a DOM widget after execution", async () => {
   await page.close();
 });
 
+// Always written to tests/web/artifacts/ (ignored by git); HEADROOM_UPDATE_SCREENSHOT=1 also refreshes
+// docs/panel.png, the README's picture, so a plain test run leaves the tree clean.
 test("screenshot of the panel for the README", async () => {
   const { page } = await openPanel("/workflows/wan2.2_ti2v_5b.json");
-  mkdirSync(join(REPO, "docs"), { recursive: true });
-  const path = join(REPO, "docs", "panel.png");
+  const dir = join(REPO, "tests", "web", "artifacts");
+  mkdirSync(dir, { recursive: true });
+  const path = join(dir, "panel.png");
   await page.locator("#sidebar").screenshot({ path });
   assert.ok(readFileSync(path).length > 5000);
+  if (process.env.HEADROOM_UPDATE_SCREENSHOT === "1") {
+    mkdirSync(join(REPO, "docs"), { recursive: true });
+    copyFileSync(path, join(REPO, "docs", "panel.png"));
+  }
   await page.close();
 });

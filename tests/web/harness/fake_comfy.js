@@ -33,22 +33,26 @@ export function widgetNames(type, count) {
 }
 
 class FakeNode {
-  constructor(data) {
+  // `recorded`: this node as a real frontend built it ({id, type, widgets: [{name, value}]}), when known.
+  constructor(data, recorded) {
     this.id = data.id;
     this.type = data.type;
     this.comfyClass = data.type;
     this.mode = data.mode ?? 0;
     const values = Array.isArray(data.widgets_values) ? data.widgets_values : [];
-    this.widgets = widgetNames(data.type, values.length).map((name, i) => ({ name, value: values[i] }));
+    this.widgets = recorded
+      ? recorded.widgets.map((w) => ({ ...w }))
+      : widgetNames(data.type, values.length).map((name, i) => ({ name, value: values[i] }));
     this.dirty = 0;
   }
   setDirtyCanvas() { this.dirty += 1; }
 }
 
 export class FakeGraph {
-  constructor(workflow) {
+  constructor(workflow, recordedNodes = null) {
     this.workflow = workflow;
-    this.nodes = workflow.nodes.map((n) => new FakeNode(n));
+    const recorded = new Map((recordedNodes ?? []).map((n) => [n.id, n]));
+    this.nodes = workflow.nodes.map((n) => new FakeNode(n, recorded.get(n.id)));
     this.dirty = 0;
   }
   getNodeById(id) { return this.nodes.find((n) => n.id === id) ?? null; }
@@ -66,8 +70,8 @@ export class FakeGraph {
 
 // flavour "modern": app.rootGraph, extensionManager.sidebarTab, dialog service (frontend 1.27+);
 // flavour "v1.4": app.graph only, extensionManager.registerSidebarTab, no dialog (frontend 1.4.13).
-export function makeComfy(workflow, flavour = "modern", settings = {}) {
-  const graph = new FakeGraph(workflow);
+export function makeComfy(workflow, flavour = "modern", settings = {}, recordedNodes = null) {
+  const graph = new FakeGraph(workflow, recordedNodes);
   const toasts = [];
   const tabs = [];
   const extensions = [];

@@ -47,6 +47,7 @@ export async function startServer(mock) {
       let file = null;
       if (url.pathname.startsWith("/extensions/headroom/")) file = safeJoin(join(REPO, "web"), url.pathname.slice(21));
       if (url.pathname.startsWith("/harness/")) file = safeJoin(HERE, url.pathname.slice(9));
+      if (url.pathname.startsWith("/fixtures/")) file = safeJoin(join(HERE, "..", "fixtures"), url.pathname.slice(10));
       if (url.pathname.startsWith("/templates/")) file = safeJoin(join(SHARED, "real-workflows"), decodeURIComponent(url.pathname.slice(11)));
       if (url.pathname.startsWith("/workflows/")) file = safeJoin(join(REPO, "workflows"), decodeURIComponent(url.pathname.slice(11)));
       if (file) return send(200, await readFile(file), TYPES[extname(file)] ?? "application/octet-stream");
