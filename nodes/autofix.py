@@ -4,6 +4,7 @@ The planner names its changes; Headroom applies those it can make itself: widget
 ({node_id, widget, to}) and named presets (through the core's apply_preset). Anything else is left
 for the user and reported."""
 import copy
+import json
 
 from . import native_loader
 
@@ -37,10 +38,30 @@ def apply_edits(prompt: dict, edits) -> list:
     return applied
 
 
+FALLBACK_FIT_PRESET = "fit this card"  # presets.json: the preset whose target is the request's card
+
+
+def fit_preset_name() -> str:
+    """The catalog's preset that applies the cheapest widget changes fitting the requested card."""
+    try:
+        presets = json.loads(native_loader.core().catalog()).get("presets", [])
+    except (native_loader.NativeUnavailable, ValueError, RuntimeError):
+        return FALLBACK_FIT_PRESET
+    for preset in presets:
+        if isinstance(preset, dict) and preset.get("target") == "request":
+            return preset.get("name", FALLBACK_FIT_PRESET)
+    return FALLBACK_FIT_PRESET
+
+
 def apply_cheapest_fix(prompt: dict, plan: dict, budget_fields: dict):
-    """(new prompt, applied changes, description). The input prompt is never modified."""
+    """(new prompt, applied changes, description). The input prompt is never modified.
+
+    Widget edits or a preset named by a plan change are applied as given; otherwise, when the plan
+    has changes a preset can make (widget: true), the catalog's fit-this-card preset applies the
+    cheapest of them, combined until the workflow fits."""
     fixed = copy.deepcopy(prompt)
-    for change in plan.get("changes") or []:
+    changes = [c for c in plan.get("changes") or [] if isinstance(c, dict)]
+    for change in changes:
         if not isinstance(change, dict):
             continue
         edits = _edits_of(change)
@@ -53,4 +74,9 @@ def apply_cheapest_fix(prompt: dict, plan: dict, budget_fields: dict):
                 "apply_preset", {"workflow": prompt, "preset": change["preset"], **budget_fields})
             if isinstance(result.get("workflow"), dict) and result.get("changes"):
                 return result["workflow"], result["changes"], f"preset {change['preset']}"
+    if any(c.get("widget") for c in changes) and budget_fields:
+        name = fit_preset_name()
+        result = native_loader.call_json("apply_preset", {"workflow": prompt, "preset": name, **budget_fields})
+        if isinstance(result.get("workflow"), dict) and result.get("changes"):
+            return result["workflow"], result["changes"], f"preset {name}"
     return prompt, [], None

@@ -36,7 +36,7 @@ def change_text(change) -> str:
             text = f"node {change.get('node_id')}: {change['widget']} {change.get('from')} -> {change.get('to')}"
         else:
             text = ", ".join(f"{k}={v}" for k, v in change.items() if not isinstance(v, (dict, list)))
-    after = change.get("peak_after_bytes", change.get("after_peak_bytes"))
+    after = change.get("new_peak_bytes", change.get("peak_after_bytes"))
     saves = change.get("saves_bytes", change.get("saving_bytes"))
     if after is not None:
         text += f" (peak {gib(after)})"

@@ -28,6 +28,12 @@ export async function suggestedFix({ app, client, result, getBudget }) {
   const workflow = serializeWorkflow(app);
   const previews = await Promise.all(presets.map((p) =>
     client.applyPreset(workflow, p.name ?? p.id, getBudget()).catch(() => null)));
+  // The catalog's preset for "the card of this request" is the planner's own cheapest fit.
+  const own = presets.findIndex((p) => p.target === "request");
+  if (own >= 0 && previews[own]?.changes?.length && !/not|over/.test(previews[own].after?.verdict ?? "not")) {
+    const p = presets[own];
+    return { preset: p.name ?? p.id, text: p.title ?? p.name ?? p.id };
+  }
   let best = null;
   presets.forEach((p, i) => {
     const after = previews[i]?.after;

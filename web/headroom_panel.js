@@ -123,7 +123,10 @@ export function createPanel({ app, client, getBudget = () => "auto" }) {
         : (preset.title ?? name);
       const button = el("button", "headroom-apply", "Apply");
       button.addEventListener("click", () => api.applyPreset(name));
-      row.append(el("span", "headroom-preset-label", label), button);
+      const labelEl = el("span", "headroom-preset-label", label);
+      if (preset.description) labelEl.title = preset.description;
+      if (preview?.after?.verdict) labelEl.dataset.verdict = preview.after.verdict;
+      row.append(labelEl, button);
       presetSlot.appendChild(row);
     }
     if (state.undo?.length) {

@@ -1,6 +1,7 @@
 // `headroom models` and `headroom estimate`: the catalog and the per-stage peak of one model.
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <sstream>
 
 #include "cli/args.hpp"
@@ -130,7 +131,7 @@ int cmd_models(const Argv& argv) {
               << join(p["aliases"]) << "\n";
   std::cout << "\n" << pad("gpu", 20) << pad("memory", 12) << pad("EUR/h", 8) << "aliases\n";
   for (const auto& g : c["gpus"]) {
-    std::string price = g["price_eur_per_hour"].is_null() ? "-" : fixed1(g["price_eur_per_hour"].get<double>() * 10) ;
+    std::string price = "-";
     if (!g["price_eur_per_hour"].is_null()) {
       char buf[16];
       std::snprintf(buf, sizeof buf, "%.2f", g["price_eur_per_hour"].get<double>());
@@ -138,6 +139,12 @@ int cmd_models(const Argv& argv) {
     }
     std::cout << pad(g["name"].get<std::string>(), 20) << pad(format_bytes(g["memory_bytes"].get<std::uint64_t>()), 12)
               << pad(price, 8) << join(g["aliases"]) << "\n";
+  }
+  if (!c["presets"].empty()) {
+    std::cout << "\npresets:";
+    for (const auto& p : c["presets"])
+      std::cout << " " << (p.is_object() ? p.value("name", p.dump()) : p.dump()) << ";";
+    std::cout << "\n";
   }
   return 0;
 }

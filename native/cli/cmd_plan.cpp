@@ -1,7 +1,120 @@
-// PLACEHOLDER written by the lead so every helper can link from the start.
-// The owner replaces this whole file; no placeholder may remain at the end.
+// `headroom plan WORKFLOW.json [--gpu NAME | --vram GIB] [--models DIR] [--json]`
+// Exit status: 0 fits (or tight, or no card given), 1 does not fit, 2 bad input or a workflow we cannot size.
+#include <cstdio>
+#include <iostream>
+
+#include "cli/args.hpp"
 #include "cli/commands.hpp"
+#include "core/api.hpp"
 #include "core/error.hpp"
+#include "core/units.hpp"
+#include "core/workflow_graph.hpp"
+
 namespace headroom::cli {
-int cmd_plan(const Argv&) { throw Error("plan: not implemented yet"); }
+
+namespace {
+
+const char* kHelp =
+    "usage: headroom plan WORKFLOW.json [--gpu NAME | --vram GIB] [--models DIR] [--json]\n"
+    "\n"
+    "Reads a ComfyUI workflow (UI format as saved by Workflow > Save, or API format), predicts the\n"
+    "peak VRAM of each stage and, when it does not fit the card, lists the cheapest changes that do.\n"
+    "\n"
+    "  --gpu NAME     a card from `headroom models` (\"4090\", \"H100\", ...)\n"
+    "  --vram GIB     the card's memory (\"12\", \"11.5GiB\", \"12000MB\")\n"
+    "  --models DIR   ComfyUI models folder: read the named files' headers instead of guessing from names\n"
+    "  --json         one JSON object: estimate's fields plus verdict, changes, cumulative, unknown_nodes,\n"
+    "                 smallest_gpu, job\n"
+    "\n"
+    "Exit status: 0 fits (or tight), 1 does not fit, 2 bad input.\n";
+
+std::string bytes(const api::json& v) { return v.is_number() ? format_bytes(v.get<std::uint64_t>()) : "-"; }
+
+void print_table(const std::string& path, const api::json& r) {
+  const auto& wf = r["workflow"];
+  std::cout << "Workflow  " << path << " (" << wf["format"].get<std::string>() << " format)\n";
+  if (r.contains("job")) {
+    const auto& j = r["job"];
+    std::cout << "Job       ";
+    if (j.contains("diffusion") && j["diffusion"].is_object())
+      std::cout << j["diffusion"].value("model", "?") << " " << j["diffusion"].value("precision", "");
+    std::cout << ", " << j.value("width", 0) << "x" << j.value("height", 0);
+    if (j.value("frames", 1) > 1) std::cout << "x" << j.value("frames", 1) << " frames";
+    std::cout << ", batch " << j.value("batch", 1) << "\n";
+  }
+  if (r["budget_bytes"].is_number()) std::cout << "Card      " << bytes(r["budget_bytes"]) << "\n";
+  if (r["verdict"] == "unknown") {
+    std::cout << "\nCannot estimate: " << r.value("reason", "") << "\n";
+  } else {
+    std::cout << "\n  stage            peak         resident\n";
+    for (const auto& s : r["stages"]) {
+      std::string resident;
+      if (s.contains("resident"))
+        for (const auto& m : s["resident"]) resident += (resident.empty() ? "" : ", ") + m.get<std::string>();
+      std::printf("  %-16s %-12s %s\n", s.value("name", "").c_str(), bytes(s["peak_bytes"]).c_str(), resident.c_str());
+    }
+    std::cout << "\nPeak " << bytes(r["peak_bytes"]) << " in " << r.value("peak_stage", "") << ": "
+              << (r["verdict"].is_string() ? r["verdict"].get<std::string>() : "no card given") << "\n";
+  }
+  if (!r["changes"].empty()) {
+    std::cout << "\nChanges, cheapest first:\n";
+    int i = 0;
+    for (const auto& c : r["changes"])
+      std::cout << "  " << ++i << ". " << c["description"].get<std::string>() << "\n     -> peak "
+                << bytes(c["new_peak_bytes"]) << " (saves " << bytes(c["saving_bytes"]) << "), "
+                << c["verdict"].get<std::string>() << "\n";
+  }
+  if (r.contains("cumulative") && !r["cumulative"]["steps"].empty()) {
+    std::cout << "\nCombined until it fits:\n";
+    for (const auto& c : r["cumulative"]["steps"])
+      std::cout << "  + " << c["kind"].get<std::string>() << " -> " << bytes(c["new_peak_bytes"]) << " ("
+                << c["verdict"].get<std::string>() << ")\n";
+  }
+  if (r["smallest_gpu"].is_object()) {
+    const auto& g = r["smallest_gpu"];
+    std::cout << "\nSmallest card that runs it unchanged: " << g["name"].get<std::string>();
+    if (g["price_eur_per_hour"].is_number()) std::printf(" (%.2f EUR/h)", g["price_eur_per_hour"].get<double>());
+    std::cout << "\n";
+  } else if (r["verdict"] != "unknown") {
+    std::cout << "\nNo card in gpus.json runs it unchanged.\n";
+  }
+  if (!r["unknown_nodes"].empty()) {
+    std::cout << "\nUnknown nodes (not estimated):";
+    for (const auto& u : r["unknown_nodes"]) std::cout << " #" << u["id"].get<std::string>() << " " << u["type"].get<std::string>();
+    std::cout << "\n";
+  }
+  const auto& notes = r.contains("notes") ? r["notes"] : wf["notes"];
+  if (!notes.empty()) {
+    std::cout << "\nNotes:\n";
+    for (const auto& n : notes) std::cout << "  - " << n.get<std::string>() << "\n";
+  }
 }
+
+}  // namespace
+
+int cmd_plan(const Argv& argv) {
+  for (const auto& a : argv)
+    if (a == "--help" || a == "-h") {
+      std::cout << kHelp;
+      return 0;
+    }
+  Args args(argv, {"gpu", "vram", "models"}, {"json"});
+  if (args.positionals().size() != 1)
+    throw InputError("WORKFLOW.json", "give exactly one workflow file (got " +
+                                          std::to_string(args.positionals().size()) + ")\n\n" + kHelp);
+  if (args.get("gpu") && args.get("vram")) throw InputError("--gpu", "give --gpu or --vram, not both");
+  const std::string path = args.positionals()[0];
+  api::json request;
+  request["workflow"] = workflow::parse_workflow_text(read_text(path, "WORKFLOW.json"), path);
+  request["source"] = path;
+  if (auto g = args.get("gpu")) request["gpu"] = *g;
+  if (auto v = args.get("vram")) request["vram_bytes"] = parse_size(*v, "--vram");
+  if (auto m = args.get("models")) request["models_dir"] = *m;
+  api::json r = api::plan(request);
+  if (args.has("json")) std::cout << r.dump(2) << "\n";
+  else print_table(path, r);
+  if (r["verdict"] == "unknown") return 2;
+  return r["verdict"] == "does not fit" ? 1 : 0;
+}
+
+}  // namespace headroom::cli

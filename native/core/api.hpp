@@ -27,7 +27,8 @@ json catalog();
 //   gpu (name or unambiguous part: "4090") | vram_bytes (integer) | vram (number of GiB or "24GB")
 //   decode_mode full|tiled|headroom, decode_tile_px (0 = choose, else >= 64)
 //   blocks_swapped, text_encoder_on_cpu (bool), lora_bytes, windows (bool: 600 MiB reserve),
-//   reserve_bytes (ComfyUI --reserve-vram), allow_lowvram (bool, default true)
+//   reserve_bytes (ComfyUI --reserve-vram), allow_lowvram (bool, default true), fp8_compute (bool;
+//   set from gpus.json with gpu: without it ComfyUI upcasts fp8 weights to 16 bit where that fits)
 // Output: peak_bytes, peak_stage, full_load_peak_bytes, min_peak_bytes, slowdown, stages[{name,
 // peak_bytes, breakdown, resident, cached, mode, slowdown, full_load_bytes, min_bytes, notes}], notes,
 // job, and with a card: vram_bytes, budget_bytes, verdict ("fits" | "tight" | "does not fit"), gpu?

@@ -18,7 +18,7 @@ const std::set<std::string>& known_fields() {
       "model", "precision", "text_encoder_precision", "vae_precision", "clip_vision_precision",
       "width", "height", "frames", "batch", "cfg", "reference_images", "gpu", "vram_bytes", "vram",
       "decode_mode", "decode_tile_px", "blocks_swapped", "text_encoder_on_cpu", "lora_bytes",
-      "windows", "reserve_bytes", "allow_lowvram"};
+      "windows", "reserve_bytes", "allow_lowvram", "fp8_compute"};
   return k;
 }
 
@@ -105,7 +105,8 @@ json catalog() {
                            {"aliases", g.aliases},
                            {"memory_bytes", g.memory_bytes},
                            {"memory_gb", g.memory_gb},
-                           {"price_eur_per_hour", g.price_eur_per_hour ? json(*g.price_eur_per_hour) : json(nullptr)}});
+                           {"price_eur_per_hour", g.price_eur_per_hour ? json(*g.price_eur_per_hour) : json(nullptr)},
+                           {"fp8_compute", g.fp8_compute ? json(*g.fp8_compute) : json(nullptr)}});
   }
   out["presets"] = json::array();
   try {
@@ -204,8 +205,10 @@ json estimate(const json& request) {
   if (request.contains("gpu")) {
     const GpuInfo& g = resolve_gpu(get_string(request, "gpu"), "gpu");
     rt.vram_bytes = g.memory_bytes;
+    if (g.fp8_compute) rt.fp8_compute = *g.fp8_compute ? 1 : 0;
     gpu_json = {{"name", g.name}, {"memory_bytes", g.memory_bytes},
-                {"price_eur_per_hour", g.price_eur_per_hour ? json(*g.price_eur_per_hour) : json(nullptr)}};
+                {"price_eur_per_hour", g.price_eur_per_hour ? json(*g.price_eur_per_hour) : json(nullptr)},
+                {"fp8_compute", g.fp8_compute ? json(*g.fp8_compute) : json(nullptr)}};
   }
   if (request.contains("vram_bytes")) {
     rt.vram_bytes = static_cast<std::uint64_t>(get_int(request, "vram_bytes", 0, 1ll << 50));
@@ -220,6 +223,7 @@ json estimate(const json& request) {
   if (request.contains("windows")) rt.windows = get_bool(request, "windows");
   if (request.contains("reserve_bytes")) rt.reserve_bytes = static_cast<std::uint64_t>(get_int(request, "reserve_bytes", 0, 1ll << 40));
   if (request.contains("allow_lowvram")) rt.allow_lowvram = get_bool(request, "allow_lowvram");
+  if (request.contains("fp8_compute")) rt.fp8_compute = get_bool(request, "fp8_compute") ? 1 : 0;
 
   Estimate est = headroom::estimate(job, rt);
   json out = est.to_json();

@@ -1,8 +1,112 @@
-// PLACEHOLDER written by the lead so every helper can link from the start.
-// The owner replaces this whole file; no placeholder may remain at the end.
+// api::plan and api::apply_preset: JSON in, JSON out, for the CLI, the Python module and the routes.
+#include <algorithm>
+#include <set>
+
 #include "core/api.hpp"
+#include "core/catalog.hpp"
 #include "core/error.hpp"
+#include "core/planner.hpp"
+#include "core/presets_apply.hpp"
+#include "core/units.hpp"
+#include "core/workflow.hpp"
+
 namespace headroom::api {
-json plan(const json&) { throw Error("plan: not implemented yet"); }
-json apply_preset(const json&) { throw Error("apply_preset: not implemented yet"); }
+
+namespace {
+
+void check_keys(const json& request, const std::set<std::string>& known, const std::string& what) {
+  if (!request.is_object()) throw InputError(what, "expected a JSON object");
+  for (auto it = request.begin(); it != request.end(); ++it)
+    if (!known.count(it.key())) {
+      std::string list;
+      for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+      throw InputError(it.key(), "unknown field in the " + what + " request; fields: " + list);
+    }
 }
+
+Runtime runtime_of(const json& request) {
+  Runtime rt;
+  int given = request.contains("gpu") + request.contains("vram_bytes") + request.contains("vram");
+  if (given > 1) throw InputError("gpu", "give only one of gpu, vram_bytes and vram");
+  if (request.contains("gpu")) {
+    if (!request["gpu"].is_string()) throw InputError("gpu", "expected a card name such as \"4090\"");
+    rt.vram_bytes = resolve_gpu(request["gpu"].get<std::string>(), "gpu").memory_bytes;
+  } else if (request.contains("vram_bytes")) {
+    if (!request["vram_bytes"].is_number_unsigned() || request["vram_bytes"].get<std::uint64_t>() == 0)
+      throw InputError("vram_bytes", "expected a positive integer number of bytes");
+    rt.vram_bytes = request["vram_bytes"].get<std::uint64_t>();
+  } else if (request.contains("vram")) {
+    if (!request["vram"].is_string()) throw InputError("vram", "expected a size such as \"12GB\" or \"11.5GiB\"");
+    rt.vram_bytes = parse_size(request["vram"].get<std::string>(), "vram");
+  }
+  return rt;
+}
+
+workflow::ParseOptions options_of(const json& request) {
+  workflow::ParseOptions o;
+  if (request.contains("models_dir")) {
+    if (!request["models_dir"].is_string()) throw InputError("models_dir", "expected a folder path");
+    o.models_dir = request["models_dir"].get<std::string>();
+  }
+  return o;
+}
+
+const json& workflow_of(const json& request, json& parsed) {
+  if (!request.contains("workflow")) throw InputError("workflow", "missing: give the workflow JSON (UI or API format)");
+  const json& w = request["workflow"];
+  if (w.is_string()) {  // a workflow sent as text
+    parsed = workflow::parse_workflow_text(w.get<std::string>(), "workflow");
+    return parsed;
+  }
+  return w;
+}
+
+}  // namespace
+
+json plan(const json& request) {
+  check_keys(request, {"workflow", "gpu", "vram_bytes", "vram", "models_dir", "source"}, "plan");
+  json parsed;
+  const json& wf = workflow_of(request, parsed);
+  std::string source = request.value("source", "workflow");
+  Runtime rt = runtime_of(request);
+  workflow::WorkflowInfo info = workflow::analyse_workflow(wf, source, options_of(request));
+  json unknown = info.to_json()["unknown_nodes"];
+  if (!info.job.diffusion || info.job.diffusion->model.empty()) {
+    // Not fatal for a workflow we cannot size (SDXL, a custom model): say why, list what was found.
+    std::string why = info.job.diffusion ? "diffusion model '" + info.job.diffusion->file +
+                                               "' is not in the catalog (Flux.1 and Wan 2.x models are)"
+                                         : "no diffusion model loader runs in this workflow";
+    return {{"verdict", "unknown"},   {"reason", why},  {"peak_bytes", nullptr}, {"stages", json::array()},
+            {"changes", json::array()}, {"unknown_nodes", unknown}, {"smallest_gpu", nullptr},
+            {"workflow", info.to_json()}, {"budget_bytes", rt.vram_bytes ? json(rt.vram_bytes) : json(nullptr)}};
+  }
+  Plan p = make_plan(info.job, rt);
+  json out = p.to_json();
+  out["unknown_nodes"] = unknown;
+  out["job"] = job_to_json(info.job);
+  out["workflow"] = info.to_json();
+  out["budget_bytes"] = rt.vram_bytes ? json(rt.vram_bytes) : json(nullptr);
+  if (!out.contains("notes") || !out["notes"].is_array()) out["notes"] = json::array();
+  for (const auto& n : info.job.notes)  // the estimator may already carry the job's notes
+    if (std::find(out["notes"].begin(), out["notes"].end(), json(n)) == out["notes"].end()) out["notes"].push_back(n);
+  return out;
+}
+
+json apply_preset(const json& request) {
+  check_keys(request, {"workflow", "preset", "gpu", "vram_bytes", "vram", "models_dir", "source"}, "apply_preset");
+  if (!request.contains("preset") || !request["preset"].is_string())
+    throw InputError("preset", "missing: give a preset name such as \"fit 12 GB\"");
+  json parsed;
+  const json& wf = workflow_of(request, parsed);
+  PresetResult r = headroom::apply_preset(wf, request["preset"].get<std::string>(), runtime_of(request),
+                                          request.value("source", "workflow"), options_of(request));
+  return {{"workflow", r.workflow},
+          {"preset", request["preset"]},
+          {"target_bytes", r.target_bytes ? json(r.target_bytes) : json(nullptr)},
+          {"before", {{"peak_bytes", r.before_peak}, {"verdict", r.before_verdict}}},
+          {"after", {{"peak_bytes", r.after_peak}, {"verdict", r.after_verdict}}},
+          {"changes", r.changes},
+          {"notes", r.notes}};
+}
+
+}  // namespace headroom::api

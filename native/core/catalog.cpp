@@ -131,6 +131,7 @@ Catalog load() {
     info.memory_gb = g.value("memory_gb", 0.0);
     if (g.contains("price_eur_per_hour") && g["price_eur_per_hour"].is_number())
       info.price_eur_per_hour = g["price_eur_per_hour"].get<double>();
+    if (g.contains("fp8_compute") && g["fp8_compute"].is_boolean()) info.fp8_compute = g["fp8_compute"].get<bool>();
     c.gpus.push_back(std::move(info));
   }
   if (!models.contains("runtime") || !models["runtime"].is_object()) throw Error("models.json: no 'runtime' object");

@@ -35,6 +35,7 @@ struct GpuInfo {
   std::uint64_t memory_bytes = 0;
   double memory_gb = 0;
   std::optional<double> price_eur_per_hour;
+  std::optional<bool> fp8_compute;    // compute capability >= 8.9
 };
 
 // Figures of one catalog model; `data` is its whole models.json entry (arch, recognise, ...).

@@ -50,6 +50,23 @@ void mark_cached(Stage& stage, const std::vector<std::pair<std::string, std::uin
   }
 }
 
+// ComfyUI keeps fp8 diffusion weights in fp8 only on cards that compute in fp8, or when 16 bit
+// would not fit in maximum_vram_for_weights = total * 0.88 - minimum_inference_memory
+// (comfy/model_management.py unet_dtype, facts comfyui-internals §4.2); otherwise it upcasts.
+void upcast_fp8_like_comfyui(ResolvedJob& rj, const Runtime& rt) {
+  if (!rj.diffusion || rj.diffusion->precision->kind != "fp8" || rt.fp8_compute != 0 || rt.vram_bytes == 0) return;
+  const ModelInfo& m = *rj.diffusion->model;
+  const PrecisionInfo& wide = resolve_precision(m.compute_dtype);
+  const double max_for_weights = rt.vram_bytes * 0.88 - runtime_constant("minimum_inference_bytes") -
+                                 runtime_constant(rt.windows ? "comfy_reserve_bytes_windows" : "comfy_reserve_bytes_linux");
+  const std::uint64_t wide_bytes = weight_bytes(m, wide);
+  if (static_cast<double>(wide_bytes) > max_for_weights) return;
+  rj.notes.push_back("this card has no fp8 compute and 16-bit weights fit, so ComfyUI upcasts " + m.name + " from " +
+                     rj.diffusion->precision->name + " to " + wide.name + " (" + format_bytes(wide_bytes) + ")");
+  rj.diffusion->precision = &wide;
+  rj.diffusion->weight_bytes = wide_bytes;
+}
+
 }  // namespace
 
 json Estimate::to_json() const {
@@ -145,7 +162,8 @@ Job default_job(const std::string& model) {
 }
 
 Estimate estimate(const Job& job, const Runtime& runtime) {
-  const ResolvedJob rj = resolve_job(job);
+  ResolvedJob rj = resolve_job(job);
+  upcast_fp8_like_comfyui(rj, runtime);
   const PolicyContext pc = policy_context(runtime);
   const std::uint64_t V = pc.vram_bytes;
   Estimate est;

@@ -17,6 +17,10 @@ struct Runtime {
   std::uint64_t reserve_bytes = 0;     // ComfyUI's reserve; 0 = ComfyUI's default for the platform
   bool windows = false;                // ComfyUI reserves more on Windows
   bool allow_lowvram = true;           // partial loading when weights do not fit (ComfyUI default)
+  // Added by the estimator work (additive): whether the card computes in fp8 (compute capability
+  // >= 8.9). -1 unknown, 0 no, 1 yes. Without it ComfyUI upcasts fp8 diffusion weights to 16 bit
+  // when 16 bit fits (comfy/model_management.py unet_dtype).
+  int fp8_compute = -1;
 };
 
 struct Stage {

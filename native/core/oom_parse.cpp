@@ -16,12 +16,12 @@ void comfyui_context(const std::string& n, Report& r) {
   for (const char* m : kMarks) comfy = comfy || contains(n, m);
   if (!comfy) return;
   if (r.app.empty()) r.app = "comfyui";
-  if (std::size_t p = n.rfind("**Node Type:** "); p != std::string::npos) {
+  if (std::size_t p = rfind_str(n, "**Node Type:** "); p != std::string::npos) {
     std::size_t e = p + 15;
     while (e < n.size() && n[e] != ' ' && e - p < 120) ++e;
     r.extra["comfy_node"] = n.substr(p + 15, e - p - 15);
   }
-  if (std::size_t p = n.rfind("loaded partially; "); p != std::string::npos) {
+  if (std::size_t p = rfind_str(n, "loaded partially; "); p != std::string::npos) {
     // "loaded partially; 4910.36 MB usable, 4910.36 MB loaded, 2888.31 MB offloaded" (ComfyUI's MB
     // are MiB: model_management divides by 1024 * 1024).
     static const struct {
@@ -37,7 +37,7 @@ void comfyui_context(const std::string& n, Report& r) {
       if (q < n.size() && n[q] == ',') ++q;
     }
   }
-  if (std::size_t p = n.rfind("Requested to load "); p != std::string::npos) {
+  if (std::size_t p = rfind_str(n, "Requested to load "); p != std::string::npos) {
     std::size_t e = p + 18;
     while (e < n.size() && n[e] != ' ' && e - p < 120) ++e;
     r.extra["comfy_model"] = n.substr(p + 18, e - p - 18);

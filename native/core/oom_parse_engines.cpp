@@ -15,7 +15,7 @@ void put_size(Report& r, const char* key, const std::optional<Size>& s) {
 
 // "name=23.58GiB" in vLLM's memory-profiling line.
 std::optional<Size> kv_size(const std::string& n, const char* key) {
-  std::size_t p = n.rfind(key);
+  std::size_t p = rfind_str(n, key);
   if (p == std::string::npos) return std::nullopt;
   return read_size(n, p + std::strlen(key));
 }
@@ -37,7 +37,7 @@ void vllm_profile(const std::string& n, Report& r) {
   put_size(r, "kv_cache_available_bytes", kv_size(n, "Available KV cache memory: "));
   put_size(r, "weights_bytes", kv_size(n, "Loading model weights took "));
   put_size(r, "weights_bytes", kv_size(n, "Model loading took "));
-  if (std::size_t p = n.rfind("gpu_memory_utilization="); p != std::string::npos) {
+  if (std::size_t p = rfind_str(n, "gpu_memory_utilization="); p != std::string::npos) {
     if (auto u = read_decimal(n, p + 23)) r.extra["gpu_memory_utilization"] = *u;
   }
 }
@@ -47,15 +47,15 @@ void vllm_profile(const std::string& n, Report& r) {
 bool vllm(const std::string& n, Report& r) {
   // V0: "The model's max seq len (29000) is larger than the maximum number of tokens that can be
   // stored in KV cache (23648)."
-  if (std::size_t p = n.rfind("is larger than the maximum number of tokens that can be stored in KV cache (");
+  if (std::size_t p = rfind_str(n, "is larger than the maximum number of tokens that can be stored in KV cache (");
       p != std::string::npos) {
     r.format = "vllm_v0_kv_cache";
     if (auto m = read_uint(n, p + 76)) r.extra["kv_cache_max_tokens"] = *m;
-    std::size_t s = n.rfind("max seq len (", p);
+    std::size_t s = rfind_str(n, "max seq len (", p);
     if (s != std::string::npos && p - s < 80) {
       if (auto len = read_uint(n, s + 13)) r.extra["max_model_len"] = *len;
     }
-  } else if (std::size_t q = n.rfind("KV cache is needed, which is larger than the available"); q != std::string::npos) {
+  } else if (std::size_t q = rfind_str(n, "KV cache is needed, which is larger than the available"); q != std::string::npos) {
     // V1: "To serve at least one request with the model's max seq len (40960), (10.00 GiB KV cache
     // is needed, which is larger than the available KV cache memory (1.25 GiB). Based on the
     // available memory, the estimated maximum model length is 7440."
@@ -64,16 +64,16 @@ bool vllm(const std::string& n, Report& r) {
     std::size_t a = q + 54;
     if (n.compare(a, 16, " KV cache memory") == 0) a += 16;
     if (a + 2 <= n.size() && n.compare(a, 2, " (") == 0) put_size(r, "kv_cache_available_bytes", read_size(n, a + 2));
-    std::size_t s = n.rfind("max seq len (", q);
+    std::size_t s = rfind_str(n, "max seq len (", q);
     if (s != std::string::npos && q - s < 120) {
       if (auto len = read_uint(n, s + 13)) r.extra["max_model_len"] = *len;
     }
     if (std::size_t e = n.find("estimated maximum model length is ", q); e != std::string::npos && e - q < 300) {
       if (auto m = read_uint(n, e + 34)) r.extra["estimated_max_model_len"] = *m;
     }
-  } else if (n.rfind("No available memory for the cache blocks") != std::string::npos) {
+  } else if (rfind_str(n, "No available memory for the cache blocks") != std::string::npos) {
     r.format = "vllm_no_cache_blocks";
-  } else if (std::size_t f = n.rfind("Free memory on device"); f != std::string::npos &&
+  } else if (std::size_t f = rfind_str(n, "Free memory on device"); f != std::string::npos &&
                                                            n.find("is less than desired GPU memory utilization", f) !=
                                                                std::string::npos) {
     // "Free memory on device (3.21/4.0 GiB) on startup is less than desired GPU memory
@@ -113,7 +113,7 @@ bool vllm(const std::string& n, Report& r) {
 bool llama_cpp(const std::string& n, Report& r) {
   bool found = false;
   // "failed to allocate CUDA0 buffer of size 292926534144": the exact byte count.
-  if (std::size_t p = n.rfind("failed to allocate "); p != std::string::npos) {
+  if (std::size_t p = rfind_str(n, "failed to allocate "); p != std::string::npos) {
     std::size_t b = p + 19;
     std::size_t e = b;
     while (e < n.size() && std::isalpha(static_cast<unsigned char>(n[e]))) ++e;
@@ -133,9 +133,9 @@ bool llama_cpp(const std::string& n, Report& r) {
   }
   // "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 279356.51 MiB on device 0: cudaMalloc
   // failed: out of memory"
-  if (std::size_t p = n.rfind("cudaMalloc failed: out of memory"); p != std::string::npos) {
+  if (std::size_t p = rfind_str(n, "cudaMalloc failed: out of memory"); p != std::string::npos) {
     found = true;
-    std::size_t a = n.rfind("allocating ", p);
+    std::size_t a = rfind_str(n, "allocating ", p);
     if (a != std::string::npos && p - a < 80) {
       auto size = read_size(n, a + 11);
       if (size) {
@@ -153,7 +153,7 @@ bool llama_cpp(const std::string& n, Report& r) {
   // function ggml_..."
   bool ggml = contains(n, "ggml") || contains(n, "current device: ");
   if (!found && ggml) {
-    std::size_t p = n.rfind("CUDA error");
+    std::size_t p = rfind_str(n, "CUDA error");
     std::size_t m = p == std::string::npos ? p : n.find("out of memory", p);
     if (m != std::string::npos && m - p < 400) {
       found = true;
@@ -171,7 +171,7 @@ bool llama_cpp(const std::string& n, Report& r) {
   if (!found) {
     // "error loading model: unable to allocate CUDA0 buffer" (llama.cpp, also inside Ollama's
     // "llama runner process has terminated: ...").
-    if (std::size_t p = n.rfind("unable to allocate "); p != std::string::npos) {
+    if (std::size_t p = rfind_str(n, "unable to allocate "); p != std::string::npos) {
       std::size_t b = p + 19, e = b;
       while (e < n.size() && std::isalpha(static_cast<unsigned char>(n[e]))) ++e;
       std::string dev = n.substr(b, e - b);
@@ -202,7 +202,7 @@ bool llama_cpp(const std::string& n, Report& r) {
   for (const char* k : kContext)
     if (contains(n, k)) phase = "create_context";
   if (!phase.empty()) r.extra["llama_cpp_phase"] = phase;
-  if (std::size_t c = n.rfind("pipeline parallelism enabled (n_copies="); c != std::string::npos) {
+  if (std::size_t c = rfind_str(n, "pipeline parallelism enabled (n_copies="); c != std::string::npos) {
     if (auto copies = read_uint(n, c + 39)) r.extra["llama_cpp_pipeline_copies"] = *copies;
   }
   return true;
@@ -254,7 +254,7 @@ bool gpu_runtime(const std::string& n, Report& r) {
 
 bool ollama_system_memory(const std::string& n, Report& r) {
   // "Error: model requires more system memory (12.3 GiB) than is available (8.1 GiB)"
-  std::size_t p = n.rfind("model requires more system memory (");
+  std::size_t p = rfind_str(n, "model requires more system memory (");
   if (p == std::string::npos) return false;
   r.format = "ollama_system_memory";
   r.origin = "ollama";
@@ -271,7 +271,7 @@ bool ollama_system_memory(const std::string& n, Report& r) {
 
 bool xla(const std::string& n, Report& r) {
   // JAX / XLA: "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 17179869184 bytes."
-  std::size_t p = n.rfind("RESOURCE_EXHAUSTED: Out of memory while trying to allocate ");
+  std::size_t p = rfind_str(n, "RESOURCE_EXHAUSTED: Out of memory while trying to allocate ");
   if (p == std::string::npos) return false;
   r.format = "xla";
   r.origin = "xla";

@@ -17,7 +17,7 @@ bool starts_at(const std::string& n, std::size_t pos, const char* s) {
 
 // "CUDA out of memory" / "HIP out of memory" / "XPU out of memory" just before `pos`.
 std::string backend_before(const std::string& n, std::size_t pos) {
-  std::size_t head = n.rfind("out of memory", pos);
+  std::size_t head = rfind_str(n, "out of memory", pos);
   if (head == std::string::npos || pos - head > 200) return "";
   std::size_t w = head;
   while (w > 0 && n[w - 1] == ' ') --w;
@@ -117,7 +117,7 @@ std::optional<Size> size_before(const std::string& n, std::size_t pos) {
 }
 
 bool mps(const std::string& n, Report& r) {
-  std::size_t p = n.rfind("MPS backend out of memory");
+  std::size_t p = rfind_str(n, "MPS backend out of memory");
   if (p == std::string::npos) return false;
   r.format = "mps";
   r.backend = "mps";
@@ -140,14 +140,14 @@ bool mps(const std::string& n, Report& r) {
 }
 
 bool pytorch_caching(const std::string& n, Report& r) {
-  std::size_t t = n.rfind("Tried to allocate ");
+  std::size_t t = rfind_str(n, "Tried to allocate ");
   std::optional<Size> req;
   if (t != std::string::npos) req = read_size(n, t + 18);
   if (!req) {
     // The parenthesised figures may be pasted alone (oom-077): "(GPU 0; 15.75 GiB total capacity; ...)".
-    std::size_t cap = n.rfind(" total capacity;");
+    std::size_t cap = rfind_str(n, " total capacity;");
     if (cap == std::string::npos) return false;
-    std::size_t open = n.rfind("(GPU ", cap);
+    std::size_t open = rfind_str(n, "(GPU ", cap);
     if (open == std::string::npos || cap - open > 40 || !parenthesised(n, open, r)) return false;
     r.format = "pytorch_parenthesised";
     r.origin = "pytorch";
@@ -198,7 +198,7 @@ bool pytorch_caching(const std::string& n, Report& r) {
 }
 
 bool pytorch_async(const std::string& n, Report& r) {
-  std::size_t p = n.rfind("Allocation on device");
+  std::size_t p = rfind_str(n, "Allocation on device");
   if (p == std::string::npos) return false;
   std::size_t after = p + 20;
   std::size_t gpu_end = 0;
@@ -242,7 +242,7 @@ bool pytorch_async(const std::string& n, Report& r) {
 }
 
 bool directml(const std::string& n, Report& r) {
-  std::size_t p = n.rfind("Could not allocate tensor with ");
+  std::size_t p = rfind_str(n, "Could not allocate tensor with ");
   if (p == std::string::npos || !contains(n, "not enough GPU video memory")) return false;
   r.format = "directml";
   r.backend = "directml";
@@ -252,7 +252,7 @@ bool directml(const std::string& n, Report& r) {
 }
 
 bool cpu_allocator(const std::string& n, Report& r) {
-  std::size_t p = n.rfind("DefaultCPUAllocator");
+  std::size_t p = rfind_str(n, "DefaultCPUAllocator");
   if (p == std::string::npos) return false;
   std::size_t t = n.find("you tried to allocate ", p);
   bool memory_words = contains(n, "not enough memory") || contains(n, "can't allocate memory");
@@ -272,12 +272,12 @@ bool pytorch_generic(const std::string& n, Report& r) {
                                  "Exception Type:** torch.cuda.OutOfMemoryError", "CUDA out of memory",
                                  "HIP out of memory", "XPU out of memory"};
   for (const char* m : kMarks) {
-    std::size_t p = n.rfind(m);
+    std::size_t p = rfind_str(n, m);
     // Skip "except torch.cuda.OutOfMemoryError:" lines of a printed traceback.
     while (p != std::string::npos) {
-      std::size_t e = n.rfind("except ", p);
+      std::size_t e = rfind_str(n, "except ", p);
       if (e == std::string::npos || p - e > 24) break;
-      p = p == 0 ? std::string::npos : n.rfind(m, p - 1);
+      p = p == 0 ? std::string::npos : rfind_str(n, m, p - 1);
     }
     if (p == std::string::npos) continue;
     r.format = "pytorch_generic";

@@ -1,5 +1,6 @@
 #include "core/oom_text.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cstring>
 #include <limits>
@@ -279,17 +280,17 @@ std::string clean_utf8(const std::string& s) {
   return out;
 }
 
-std::size_t rfind_str(const std::string& s, const char* needle) { return s.rfind(needle); }
-
-std::size_t find_nocase(const std::string& s, const std::string& needle, std::size_t from) {
-  if (needle.empty()) return from <= s.size() ? from : std::string::npos;
-  auto lower = [](char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); };
-  char first = lower(needle[0]);
-  for (std::size_t i = from; i + needle.size() <= s.size(); ++i) {
-    if (lower(s[i]) != first) continue;
-    std::size_t k = 1;
-    while (k < needle.size() && lower(s[i + k]) == lower(needle[k])) ++k;
-    if (k == needle.size()) return i;
+std::size_t rfind_str(const std::string& s, const char* needle, std::size_t pos) {
+  const std::size_t m = std::strlen(needle);
+  if (m == 0 || m > s.size()) return std::string::npos;
+  const char* base = s.data();
+  std::size_t end = std::min(pos, s.size() - m) + 1;  // candidate starts lie in [0, end)
+  while (end > 0) {
+    const void* hit = memrchr(base, needle[0], end);
+    if (!hit) return std::string::npos;
+    std::size_t i = static_cast<std::size_t>(static_cast<const char*>(hit) - base);
+    if (std::memcmp(base + i, needle, m) == 0) return i;
+    end = i;
   }
   return std::string::npos;
 }

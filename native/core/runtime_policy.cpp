@@ -21,12 +21,6 @@ std::uint64_t sum_transient(const StageDemand& d) {
   return s;
 }
 
-std::uint64_t sum_reserved(const StageDemand& d) {
-  std::uint64_t s = 0;
-  for (const auto& t : d.reserved) s += t.second;
-  return s;
-}
-
 std::string ratio(double x) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f", x);
@@ -65,6 +59,9 @@ PolicyContext policy_context(const Runtime& rt) {
   c.reserve_bytes = rt.reserve_bytes ? rt.reserve_bytes
                                      : static_cast<std::uint64_t>(runtime_constant(
                                            rt.windows ? "comfy_reserve_bytes_windows" : "comfy_reserve_bytes_linux"));
+  // Windows reserves 100 MiB more on cards of 15 GiB and up (comfy/model_management.py).
+  if (!rt.reserve_bytes && rt.windows && rt.vram_bytes > 15 * GiB)
+    c.reserve_bytes += static_cast<std::uint64_t>(runtime_constant("comfy_reserve_bytes_windows_16gb_extra"));
   c.context_bytes = static_cast<std::uint64_t>(runtime_constant("cuda_context_bytes"));
   c.allocator_overhead = runtime_constant("allocator_overhead_fraction");
   c.allow_lowvram = rt.allow_lowvram;

@@ -32,7 +32,7 @@ const std::unordered_set<std::string> kNeutralTypes = {
     "LoadImage", "LoadImageOutput", "LoadImageMask", "LoadVideo", "ImageStitch", "ImageScale", "ImageScaleBy",
     "ImageScaleToTotalPixels", "VAEEncode", "SetLatentNoiseMask", "Reroute", "PrimitiveNode", "PrimitiveInt",
     "PrimitiveFloat", "PrimitiveString", "PrimitiveStringMultiline", "PrimitiveBoolean", "Note", "MarkdownNote",
-    "HeadroomPreflight", "HeadroomVRAMSnapshot", "HeadroomExplainOOM", "FluxKontextImageScale", "ReferenceLatent",
+    "HeadroomPreflight", "HeadroomVRAMSnapshot", "HeadroomExplainOOM", "HeadroomQueueGate", "FluxKontextImageScale", "ReferenceLatent",
     "SaveImage", "PreviewImage", "SaveVideo", "SaveAnimatedWEBP", "SaveAnimatedPNG", "SaveWEBM", "SaveLatent",
     "SaveImageWebsocket", "PreviewAny", "SaveAudio"};
 

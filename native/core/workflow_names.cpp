@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "core/catalog.hpp"
+
 namespace headroom::workflow {
 
 namespace {
@@ -92,7 +94,7 @@ std::string precision_from_name(const std::string& file) {
     static const std::pair<const char*, const char*> quants[] = {
         {"q8_0", "gguf-q8_0"}, {"q6_k", "gguf-q6_k"}, {"q5_k", "gguf-q5_k"}, {"q5_0", "gguf-q5_0"},
         {"q5_1", "gguf-q5_1"}, {"q4_k", "gguf-q4_k"}, {"q4_0", "gguf-q4_0"}, {"q4_1", "gguf-q4_1"},
-        {"q3_k", "gguf-q3_k"}, {"q2_k", "gguf-q2_k"}, {"bf16", "gguf-bf16"}, {"f16", "gguf-f16"}};
+        {"q3_k", "gguf-q3_k"}, {"q2_k", "gguf-q2_k"}, {"bf16", "bf16"}, {"f16", "fp16"}};
     for (const auto& [tag, canon] : quants)
       if (has(n, tag)) return canon;
     return "";
@@ -121,20 +123,41 @@ std::string family_of(const std::string& model) {
   return "";
 }
 
+bool role_matches(const ModelInfo& m, const std::string& role) {
+  switch (m.role) {
+    case Role::DiffusionModel: return role == "diffusion" || role == "checkpoint";
+    case Role::TextEncoder: return role == "text_encoder";
+    case Role::ClipVision: return role == "clip_vision";
+    case Role::Vae: return role == "vae";
+  }
+  return false;
+}
+
 NameGuess resolve_file(const std::string& file, const std::string& role) {
   NameGuess g;
   std::string n = squash(base_name(file));
   Guess m{nullptr, nullptr};
+  std::string from_catalog;
+  if (auto name = model_from_file_name(base_name(file))) {
+    const ModelInfo* info = find_model(*name);
+    if (info && role_matches(*info, role)) from_catalog = info->name;
+  }
   if (role == "diffusion" || role == "checkpoint") m = diffusion_from(n);
   else if (role == "text_encoder") m = text_encoder_from(n);
   else if (role == "vae") m = vae_from(n);
   else if (role == "clip_vision" && has(n, "clipvisionh")) m = {"clip-vision-h", nullptr};
-  if (m.model) {
+  // Our patterns carry the caveats (Fill, VACE); a pattern naming a model the catalog lacks is dropped.
+  if (m.model && find_model(m.model)) {
     g.model = m.model;
     g.notes.push_back("'" + file + "' taken for " + g.model + " from its file name");
     if (m.note) g.notes.push_back(m.note);
+  } else if (!from_catalog.empty()) {
+    g.model = from_catalog;
+    g.notes.push_back("'" + file + "' taken for " + g.model + " from its file name (catalog file patterns)");
   }
   g.precision = precision_from_name(file);
+  if (g.precision.empty())
+    if (auto p = precision_from_file_name(base_name(file))) g.precision = *p;
   if (!g.precision.empty())
     g.notes.push_back("precision " + g.precision + " of '" + file + "' taken from its file name");
   return g;

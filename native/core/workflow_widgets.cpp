@@ -18,7 +18,8 @@ const std::unordered_map<std::string, std::vector<std::string>>& table() {
   static const std::unordered_map<std::string, std::vector<std::string>> t = {
       // loaders
       {"UNETLoader", {"unet_name", "weight_dtype"}},
-      {"HeadroomLoadDiffusionModel", {"unet_name", "weight_dtype"}},
+      {"HeadroomLoadDiffusionModel", {"unet_name", "weight_dtype", "width", "height", "frames", "batch", "budget"}},
+      {"HeadroomPreflight", {"budget", "action"}},
       {"CheckpointLoaderSimple", {"ckpt_name"}},
       {"DualCLIPLoader", {"clip_name1", "clip_name2", "type", "device"}},
       {"TripleCLIPLoader", {"clip_name1", "clip_name2", "clip_name3"}},

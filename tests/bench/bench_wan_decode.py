@@ -10,7 +10,7 @@ Reports, each as time and error against the native full decode:
   comfy-tiles  ComfyUI-style spatial tiling at the same tile: tiles decoded independently over the
                whole clip, feathered linear blend over an overlap of tile/4 (the 3-D fallback's rule)
 and the peak resident memory of each native mode (a fresh process each, RSS above the state before
-the decode) next to the plan's prediction, plus an `auto` run under a budget of half the full plan.
+the decode) next to the plan's prediction, plus an `auto` run under a budget of the weights plus half the full plan's working memory.
 """
 import argparse
 import json
@@ -162,7 +162,8 @@ def main():
 
     print("\n# peak memory (fresh process each; RSS above the state before decode; weights are shared, "
           "not copied, in fp32 on the CPU so the plan's figure minus weights is the comparable one)")
-    budget = int(info_full["planned_peak_bytes"] * 0.5)
+    weights = decoder_weight_bytes(sd, 4)
+    budget = int(weights + (info_full["planned_peak_bytes"] - weights) * 0.5)
     for mode, b in (("full", 0), ("exact", 0), ("blend", 0), ("auto", budget)):
         m = measure_memory(args, mode, b)
         planned = m["planned_peak_bytes"] - m["weights_bytes"]

@@ -228,3 +228,45 @@ TEST_CASE("estimate takes well under a millisecond", "[estimate][speed]") {
   CHECK(sink > 0);
   CHECK(per_call_ms < 1.0);
 }
+
+TEST_CASE("ComfyUI loads partially when its own estimate leaves too little room", "[estimate][policy]") {
+  // Independent arithmetic from comfy/model_management.py (facts comfyui-internals §3.4/§3.5): on a
+  // 4090 (25,757,220,864 bytes) ComfyUI keeps max(0.8 GiB, est(batch 1) = 0.99 GiB) + 400 MiB free
+  // for Flux at 1024^2, which leaves less than the 23.8 GB of bf16 weights after the CUDA context.
+  const double card = 25757220864.0, context = 450.0 * MiB;
+  const double keep_free = 32768.0 * 2 * 0.01 * 3.1 * MiB + 400.0 * MiB;
+  const double weights = 2.0 * 11901408320.0;
+  REQUIRE(weights > card - context - keep_free);
+  json r = run({{"model", "flux1-dev"}, {"gpu", "4090"}});
+  CHECK(stage(r, "sample")["mode"] == "partial");
+  CHECK(r["verdict"] == "tight");
+  // In fp8 everything stays loaded, and the text encoders stay cached next to it.
+  json fp8 = run({{"model", "flux1-dev"}, {"precision", "fp8_e4m3fn"}, {"gpu", "4090"}});
+  CHECK(stage(fp8, "sample")["mode"] == "full");
+  CHECK(fp8["verdict"] == "fits");
+  CHECK_FALSE(stage(fp8, "sample")["cached"].empty());
+}
+
+TEST_CASE("Wan 2.2 A14B: the other expert stays cached only where both fit", "[estimate][policy]") {
+  json h200 = run({{"model", "wan2.2-t2v-a14b"}, {"precision", "fp8_scaled"}, {"gpu", "h200"}});
+  bool other = false;
+  for (const auto& c : stage(h200, "sample")["cached"]) other = other || c == "wan2.2-t2v-a14b (other expert)";
+  CHECK(other);
+  json small = run({{"model", "wan2.2-t2v-a14b"}, {"precision", "fp8_scaled"}, {"gpu", "4090"}});
+  for (const auto& c : stage(small, "sample")["cached"]) CHECK(c != "wan2.2-t2v-a14b (other expert)");
+  CHECK(stage(small, "sample")["resident"][0] == "wan2.2-t2v-a14b (one expert)");
+}
+
+TEST_CASE("fp8 weights are upcast where ComfyUI would, on cards without fp8 compute", "[estimate][policy]") {
+  // comfy/model_management.py unet_dtype: fp8 stays fp8 on compute capability >= 8.9, or when
+  // 16-bit weights exceed total*0.88 - (0.8 GiB + reserve). A100 80GB: 23.8 GB of bf16 fits -> bf16.
+  json a100 = run({{"model", "flux1-dev"}, {"precision", "fp8_e4m3fn"}, {"gpu", "a100"}});
+  CHECK(part(a100, "sample", "weights:flux1-dev") == 2ull * 11901408320ull);
+  // RTX 3090 24GB (Ampere): 25,769,803,776 * 0.88 - 1.19 GiB < 23.8 GB, so fp8 stays.
+  REQUIRE(25769803776.0 * 0.88 - (0.8 * GiB + 400.0 * MiB) < 2.0 * 11901408320.0);
+  json rtx3090 = run({{"model", "flux1-dev"}, {"precision", "fp8_e4m3fn"}, {"gpu", "3090"}});
+  CHECK(part(rtx3090, "sample", "weights:flux1-dev") == 11901408320ull);
+  // H100 computes in fp8: stays fp8.
+  json h100 = run({{"model", "flux1-dev"}, {"precision", "fp8_e4m3fn"}, {"gpu", "h100"}});
+  CHECK(part(h100, "sample", "weights:flux1-dev") == 11901408320ull);
+}

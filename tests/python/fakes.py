@@ -47,7 +47,7 @@ class FakeCore:
         self.changes = changes if changes is not None else [
             {"description": "weight_dtype fp8_e4m3fn", "edits": [{"node_id": "1", "widget": "weight_dtype",
                                                                  "to": "fp8_e4m3fn"}],
-             "peak_after_bytes": 11 * 2**30}]
+             "new_peak_bytes": 11 * 2**30}]
         self.presets = presets or [{"name": "fp8-weights", "title": "fp8 weights"}]
 
     def _result(self, req):

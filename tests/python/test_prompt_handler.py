@@ -113,3 +113,26 @@ def test_native_missing_never_blocks(env):
     data = request()
     assert prompt_handler.on_prompt(data) is data
     assert "not built" in sent[-1][1]["error"]
+
+
+def test_auto_fix_uses_the_fit_this_card_preset_for_planner_changes(env):
+    """The planner's changes name kinds (presets.json "changes"), not widgets; Headroom applies those a
+    preset can make through the catalog's preset whose target is the request's card."""
+    core, sent = env
+    core.changes = [{"kind": "decode_tiled", "widget": True, "description": "tiled decode", "new_peak_bytes": 11 * 2**30},
+                    {"kind": "gguf_q8", "widget": False, "description": "GGUF Q8 file"}]
+    core.presets = [{"name": "max quality"}, {"name": "fit this card", "target": "request"}]
+    settings.update({"queue_action": "auto-fix", "budget": "12"})
+    out = prompt_handler.on_prompt(request())
+    kind, req = core.calls[-1]
+    assert kind == "apply_preset" and req["preset"] == "fit this card" and req["vram_bytes"] == 12 * 2**30
+    assert out["extra_data"]["extra_pnginfo"]["headroom"]["fix"] == "preset fit this card"
+
+
+def test_auto_fix_without_widget_changes_leaves_prompt(env):
+    core, sent = env
+    core.changes = [{"kind": "gguf_q8", "widget": False, "description": "GGUF Q8 file"}]
+    settings.update({"queue_action": "auto-fix", "budget": "12"})
+    data = request()
+    assert prompt_handler.on_prompt(data)["prompt"] == PROMPT
+    assert "no fix Headroom can apply" in sent[-1][1]["fix_unavailable"]

@@ -147,6 +147,21 @@ test("OOM toast appears for a recorded error and its button applies the fix", as
   await page.close();
 });
 
+test("the OOM fix prefers the catalog's fit-this-card preset when it fits", async () => {
+  const { page } = await openPanel("/templates/flux_schnell.json");
+  const chosen = await page.evaluate(async () => {
+    const { suggestedFix } = await import("/extensions/headroom/headroom_oom.js");
+    const after = { "fit 24 GB": { peak_bytes: 5, verdict: "fits" }, "fit this card": { peak_bytes: 9, verdict: "tight" } };
+    const client = {
+      presets: async () => ({ presets: [{ name: "fit 24 GB" }, { name: "fit this card", target: "request" }] }),
+      applyPreset: async (wf, name) => ({ after: after[name], changes: [{ node_id: 1, widget: "w", to: 1 }] }),
+    };
+    return suggestedFix({ app: window.__comfy.app, client, result: { fixes: [] }, getBudget: () => "auto" });
+  });
+  assert.deepEqual(chosen, { preset: "fit this card", text: "fit this card" });
+  await page.close();
+});
+
 test("queue-time warning becomes a toast; settings are declared and mirrored to the server", async () => {
   const { page } = await openPanel("/templates/flux_schnell.json");
   await page.evaluate(() => window.__comfy.api.emit("headroom.preflight", {

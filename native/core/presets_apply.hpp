@@ -1,0 +1,29 @@
+#pragma once
+// Applying a named preset to a workflow: the planner picks the changes, this writes them back as
+// widget values (weight_dtype, VAE decode and tile size, CLIPLoader device, batch_size, length,
+// width/height) and nothing else, in the workflow's own format.
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/estimator.hpp"
+#include "core/workflow.hpp"
+
+namespace headroom {
+
+struct PresetResult {
+  nlohmann::json workflow;                          // rewritten copy
+  std::uint64_t before_peak = 0, after_peak = 0;
+  std::string before_verdict, after_verdict;
+  std::uint64_t target_bytes = 0;                   // the memory the preset aimed at (0 = none)
+  nlohmann::json changes = nlohmann::json::array(); // [{node_id, widget, from, to}]
+  std::vector<std::string> notes;
+};
+
+// `request_runtime` is the card of the request (gpu / vram_bytes); "fit N GB" presets use their own.
+// Throws InputError("preset") for an unknown preset, InputError("gpu") when "fit this card" has no card.
+PresetResult apply_preset(const nlohmann::json& workflow, const std::string& preset, const Runtime& request_runtime,
+                          const std::string& source = "workflow",
+                          const workflow::ParseOptions& options = {});
+
+}  // namespace headroom
