@@ -57,7 +57,7 @@ def apply_cheapest_fix(prompt: dict, plan: dict, budget_fields: dict):
     """(new prompt, applied changes, description). The input prompt is never modified.
 
     Widget edits or a preset named by a plan change are applied as given; otherwise, when the plan
-    has changes a preset can make (widget: true), the catalog's fit-this-card preset applies the
+    has changes a preset can make (applies_by_preset), the catalog's fit-this-card preset applies the
     cheapest of them, combined until the workflow fits."""
     fixed = copy.deepcopy(prompt)
     changes = [c for c in plan.get("changes") or [] if isinstance(c, dict)]
@@ -74,7 +74,7 @@ def apply_cheapest_fix(prompt: dict, plan: dict, budget_fields: dict):
                 "apply_preset", {"workflow": prompt, "preset": change["preset"], **budget_fields})
             if isinstance(result.get("workflow"), dict) and result.get("changes"):
                 return result["workflow"], result["changes"], f"preset {change['preset']}"
-    if any(c.get("widget") for c in changes) and budget_fields:
+    if any(c.get("applies_by_preset") or c.get("widget") for c in changes) and budget_fields:
         name = fit_preset_name()
         result = native_loader.call_json("apply_preset", {"workflow": prompt, "preset": name, **budget_fields})
         if isinstance(result.get("workflow"), dict) and result.get("changes"):

@@ -43,6 +43,8 @@ def _is_fp8(info: dict) -> bool:
 def choose_dtype(path, width, height, frames, batch, budget="auto"):
     """("default" | "fp8_e4m3fn", why). Raises NativeUnavailable / ValueError from the core."""
     info = _inspected(path)
+    if info.get("error"):  # the inspector reports unreadable or malformed files per path
+        raise ValueError(f"unet_name: {info['error']}")
     name = _model_name(info)
     if name is None:
         return "default", "auto: the file is not a model Headroom knows, so ComfyUI's default dtype is kept"
@@ -52,7 +54,8 @@ def choose_dtype(path, width, height, frames, batch, budget="auto"):
     if not fields:
         return "default", f"auto: no GPU budget ({budget_mod.describe(fields)}); kept 16-bit weights"
     job = {"model": name, "width": width, "height": height, "frames": frames, "batch": batch, **fields}
-    wide = native_loader.call_json("estimate", {**job, "precision": "bf16"})
+    stored = str(info.get("precision") or "")
+    wide = native_loader.call_json("estimate", {**job, "precision": stored if stored in ("bf16", "fp16", "fp32") else "bf16"})
     if not report_format.is_over_budget(wide, fields):
         return "default", (f"auto: 16-bit weights fit: peak {report_format.gib(wide.get('peak_bytes'))} within "
                            f"{budget_mod.describe(fields)} at {width}x{height}x{frames}, batch {batch}")

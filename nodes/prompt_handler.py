@@ -33,6 +33,7 @@ def _payload(plan: dict, fields: dict, action: str) -> dict:
     changes = plan.get("changes") or []
     return {
         "action": action,
+        "verdict": plan.get("verdict"),  # fits | tight (partial weight loading or little margin) | does not fit
         "over_budget": report_format.is_over_budget(plan, fields),
         "peak_bytes": plan.get("peak_bytes"),
         "peak_stage": plan.get("peak_stage"),

@@ -83,7 +83,13 @@ export function createHeadroomExtension(app, api) {
       toast(app, { severity: "warn", summary: "Headroom could not check this workflow", detail: detail.error, life: 6000 });
       return;
     }
-    if (!detail.over_budget && !detail.applied) return;
+    if (!detail.over_budget && !detail.applied) {
+      if (detail.verdict === "tight" && detail.action === "warn") {
+        toast(app, { severity: "info", summary: "Tight fit", life: 6000,
+          detail: `peak ${gib(detail.peak_bytes)} in ${detail.peak_stage} of ${gib(detail.budget_bytes)}: ComfyUI will stream part of the weights or run with little margin.${detail.fix ? ` Faster: ${detail.fix}` : ""}` });
+      }
+      return;
+    }
     const where = `peak ${gib(detail.peak_bytes)} in ${detail.peak_stage} over ${gib(detail.budget_bytes)}`;
     if (detail.applied) {
       toast(app, { severity: "info", summary: "Headroom applied a fix", life: 8000,

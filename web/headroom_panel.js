@@ -18,7 +18,7 @@ const CSS = `
 .headroom-stages{width:100%;border-collapse:collapse}
 .headroom-stages td{padding:2px 4px;white-space:nowrap}.headroom-stages td.bar{width:50%}.headroom-stages tr.peak td{font-weight:bold}
 .headroom-stage-bar{height:8px;background:#3a8d50;border-radius:2px}.headroom-stage-bar.over{background:#b04a4a}
-.headroom-verdict.over{color:#ff7b7b}.headroom-verdict.fits{color:#7bd88f}
+.headroom-verdict.over{color:#ff7b7b}.headroom-verdict.fits{color:#7bd88f}.headroom-verdict.tight{color:#e6c15a}
 .headroom-preset{display:flex;justify-content:space-between;align-items:center;gap:6px;margin:3px 0}
 .headroom-preset button,.headroom-undo{cursor:pointer}
 .headroom-error{color:#ff7b7b;white-space:pre-wrap}
@@ -87,9 +87,12 @@ export function renderStages(estimate, cardBytes) {
     row.append(el("td", "", stage.name), el("td", "", gib(stage.peak_bytes)), barCell);
     table.appendChild(row);
   }
-  const over = limit ? estimate.peak_bytes > limit : false;
-  const verdict = el("div", `headroom-verdict ${limit ? (over ? "over" : "fits") : ""}`,
-    limit ? `Peak ${gib(estimate.peak_bytes)} in ${estimate.peak_stage} — ${over ? "over" : "fits"} ${gib(limit)}`
+  // The core's verdict when it gave one: "fits", "tight" (partial weight loading or little margin) or
+  // "does not fit"; otherwise the peak against the card.
+  const word = estimate.verdict ?? (limit ? (estimate.peak_bytes > limit ? "over" : "fits") : "");
+  const over = /not|over/.test(word);
+  const verdict = el("div", `headroom-verdict ${word ? (over ? "over" : word === "tight" ? "tight" : "fits") : ""}`,
+    limit ? `Peak ${gib(estimate.peak_bytes)} in ${estimate.peak_stage} — ${word} (${gib(limit)})`
           : `Peak ${gib(estimate.peak_bytes)} in ${estimate.peak_stage}`);
   wrap.append(table, verdict);
   return wrap;

@@ -103,8 +103,8 @@ json apply_preset(const json& request) {
   return {{"workflow", r.workflow},
           {"preset", request["preset"]},
           {"target_bytes", r.target_bytes ? json(r.target_bytes) : json(nullptr)},
-          {"before", {{"peak_bytes", r.before_peak}, {"verdict", r.before_verdict}}},
-          {"after", {{"peak_bytes", r.after_peak}, {"verdict", r.after_verdict}}},
+          {"before", {{"peak_bytes", r.before_peak}, {"verdict", r.before_verdict}, {"full_load_bytes", r.before_need}}},
+          {"after", {{"peak_bytes", r.after_peak}, {"verdict", r.after_verdict}, {"full_load_bytes", r.after_need}}},
           {"changes", r.changes},
           {"notes", r.notes}};
 }

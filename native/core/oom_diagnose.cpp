@@ -64,9 +64,12 @@ void general_fixes(const Report& r, std::vector<Fix>& f) {
                  "layer (slower, but activations get the room)."});
     f.push_back({"smaller_shape", "Lower batch_size, resolution or frame count (memory grows with pixels x frames); "
                                   "upscale afterwards."});
+    // "fit this card" is the planner's cheapest set of changes for the current card (presets.json); the
+    // web toast offers the first fix that names a preset as a one-click button.
     f.push_back({"headroom_plan",
-                 "Run `headroom plan workflow.json --gpu YOUR_CARD` to see the peak per stage and the cheapest "
-                 "change that fits."});
+                 "Let Headroom apply the cheapest changes that fit this card (preset \"fit this card\"), or run "
+                 "`headroom plan workflow.json --gpu YOUR_CARD` to see the peak per stage.",
+                 "fit this card"});
     return;
   }
   if (r.origin == "llama.cpp") {
@@ -321,11 +324,15 @@ Diagnosis diagnose(Report& r) {
     d.text = "PyTorch holds " + b(*reserved_free) + " reserved but unallocated" +
              (have_req ? ", more than the " + b(req) + " requested," : std::string()) +
              " yet no single free block is large enough: the cache is fragmented.";
-    d.fixes.push_back({"expandable_segments",
-                       "Set " + alloc_conf_var(r) + "=expandable_segments:True before starting Python (Linux; "
-                       "not supported on Windows), so freed blocks can grow instead of fragmenting."});
-    d.fixes.push_back({"max_split_size",
-                       "Where expandable segments are unavailable: " + alloc_conf_var(r) + "=max_split_size_mb:512."});
+    Fix expandable{"expandable_segments",
+                   "Set " + alloc_conf_var(r) + "=expandable_segments:True before starting Python (Linux; not "
+                   "supported on Windows), so freed blocks can grow instead of fragmenting."};
+    Fix split{"max_split_size", "Set " + alloc_conf_var(r) + "=max_split_size_mb:512 so large cached blocks are "
+                                "not split for small tensors" +
+                                    std::string(r.extra.contains("windows") ? " (works on Windows)." : ".")};
+    if (r.extra.contains("windows")) std::swap(expandable, split);
+    d.fixes.push_back(expandable);
+    d.fixes.push_back(split);
     d.fixes.push_back({"empty_cache", "Free cached blocks between stages: torch.cuda.empty_cache() after large "
                                       "temporary tensors are dropped."});
     general_fixes(r, d.fixes);

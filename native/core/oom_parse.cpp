@@ -81,6 +81,10 @@ Report parse(const std::string& text) {
   if (contains(text, "DistributedDataParallel") || contains(text, "torch.distributed") || contains(text, "[rank") ||
       contains(text, "local_rank"))
     r.extra["distributed"] = true;
+  // Windows paths in the traceback: expandable segments are unavailable there.
+  if (contains(text, "\\site-packages\\") || contains(text, "C:\\") || contains(text, "python_embeded") ||
+      contains(text, "ComfyUI_windows_portable"))
+    r.extra["windows"] = true;
   for (auto& [k, v] : r.extra.items())
     if (v.is_string()) v = clean_utf8(v.get<std::string>());
   if (r.total_bytes && r.allocated_bytes && *r.allocated_bytes > *r.total_bytes && r.backend != "mps") {

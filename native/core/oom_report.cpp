@@ -37,7 +37,11 @@ nlohmann::json to_json(const Report& r) {
   if (r.recognised) {
     j["diagnosis"] = {{"id", r.diagnosis.id}, {"text", r.diagnosis.text}};
     nlohmann::json fixes = nlohmann::json::array();
-    for (const auto& f : r.diagnosis.fixes) fixes.push_back({{"id", f.id}, {"text", f.text}});
+    for (const auto& f : r.diagnosis.fixes) {
+      nlohmann::json fix = {{"id", f.id}, {"text", f.text}};
+      if (!f.preset.empty()) fix["preset"] = f.preset;
+      fixes.push_back(fix);
+    }
     j["fixes"] = fixes;
   } else {
     j["diagnosis"] = nullptr;

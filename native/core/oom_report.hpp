@@ -18,6 +18,7 @@ struct ProcessUse {
 struct Fix {
   std::string id;    // stable, e.g. "expandable_segments"
   std::string text;  // plain words, with the exact setting or flag to use
+  std::string preset;  // a presets.json name that applies this fix to a ComfyUI workflow ("" = none)
 };
 
 struct Diagnosis {

@@ -50,6 +50,12 @@ std::string gb(std::uint64_t bytes) { return format_bytes(bytes); }
 // with the lowest peak when none does.
 std::optional<Priced> first_fitting(const std::vector<Job>& candidates, const Runtime& rt) {
   std::optional<Priced> best;
+  // The strongest reduction first: when even it does not fit, the milder ones cannot (the peak grows
+  // with tile size and resolution), and one estimate settles it.
+  if (candidates.size() > 1) {
+    auto strongest = try_estimate(candidates.back(), rt);
+    if (strongest && !fits(*strongest)) return Priced{candidates.back(), *strongest};
+  }
   for (const auto& j : candidates) {
     auto e = try_estimate(j, rt);
     if (!e) continue;

@@ -112,6 +112,7 @@ PresetResult apply_preset(const json& wf, const std::string& name, const Runtime
   Estimate before = estimate(info.job, rt);
   out.before_peak = before.peak_bytes;
   out.before_verdict = before.verdict;
+  out.before_need = need_bytes(before);
 
   // 1. Fixed settings.
   Job job = info.job;
@@ -142,10 +143,20 @@ PresetResult apply_preset(const json& wf, const std::string& name, const Runtime
     po.order = preset->until_fits;
     po.smallest_gpu = false;
     Plan plan = make_plan(job, rt, po);
-    if (!plan.cumulative.empty()) job = plan.cumulative.back().job;
-    if (plan.verdict != "fits" && !plan.cumulative_fits)
+    if (plan.cumulative_fits) {
+      job = plan.cumulative.back().job;
+    } else if (plan.verdict != "fits") {
+      // Smaller batches, clips or images that still do not fit would cost the user content for
+      // nothing: keep only the changes made before the first of those.
+      for (const auto& step : plan.cumulative) {
+        if (step.kind == "batch" || step.kind == "frames" || step.kind == "resolution") break;
+        job = step.job;
+      }
       out.notes.push_back("the widget changes this preset may make are not enough to fit " +
-                          std::to_string(rt.vram_bytes) + " bytes; see `plan` for GGUF files and block swap");
+                          std::to_string(rt.vram_bytes) + " bytes, so batch, length and size were left as they "
+                          "are; ComfyUI will stream weights (slower); see `headroom plan` for GGUF files and "
+                          "block swap");
+    }
   }
 
   // 3. Write the job back as widget values.
@@ -184,6 +195,7 @@ PresetResult apply_preset(const json& wf, const std::string& name, const Runtime
   Estimate e = estimate(after.job, rt);
   out.after_peak = e.peak_bytes;
   out.after_verdict = e.verdict;
+  out.after_need = need_bytes(e);
   out.workflow = std::move(rw.workflow());
   out.changes = std::move(rw.changes());
   return out;

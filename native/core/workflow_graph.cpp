@@ -48,10 +48,11 @@ constexpr int kMaxSubgraphDepth = 8;  // nested subgraphs deeper than this are r
 constexpr int kSubgraphInput = -10;   // LiteGraph pseudo-node ids of a subgraph's input/output panels
 constexpr int kSubgraphOutput = -20;
 
-std::string id_text(const json& id, const std::string& source, const std::string& where) {
+// `where` is only rendered when the id is bad: error text is never built on the happy path.
+std::string id_text(const json& id, const std::string& source, const Pointer& where) {
   if (id.is_number_integer()) return std::to_string(id.get<long long>());
   if (id.is_string()) return id.get<std::string>();
-  throw FileFormatError(source, where + ": expected a node id (number or string), got " + id.dump());
+  throw FileFormatError(source, where.to_string() + ": expected a node id (number or string), got " + id.dump());
 }
 
 struct Link {
@@ -102,24 +103,25 @@ class Flattener {
     if (!ls.is_array()) throw FileFormatError(source_, (at / "links").to_string() + ": expected an array");
     for (std::size_t i = 0; i < ls.size(); ++i) {
       const json& l = ls[i];
-      std::string here = (at / "links" / i).to_string();
+      auto here_ptr = [&] { return at / "links" / i; };
+      auto here = [&] { return here_ptr().to_string(); };
       Link k;
       std::string id;
       if (l.is_array()) {  // top level: [id, origin_id, origin_slot, target_id, target_slot, type]
         if (l.size() < 5 || !l[2].is_number_integer() || !l[4].is_number_integer())
-          throw FileFormatError(source_, here + ": expected [id, origin_id, origin_slot, target_id, target_slot, type]");
-        id = id_text(l[0], source_, here);
-        k = {id_text(l[1], source_, here), l[2].get<int>(), id_text(l[3], source_, here), l[4].get<int>()};
+          throw FileFormatError(source_, here() + ": expected [id, origin_id, origin_slot, target_id, target_slot, type]");
+        id = id_text(l[0], source_, here_ptr());
+        k = {id_text(l[1], source_, here_ptr()), l[2].get<int>(), id_text(l[3], source_, here_ptr()), l[4].get<int>()};
       } else if (l.is_object()) {  // inside subgraphs: {id, origin_id, origin_slot, target_id, target_slot}
         for (const char* f : {"id", "origin_id", "origin_slot", "target_id", "target_slot"})
-          if (!l.contains(f)) throw FileFormatError(source_, here + ": link object without '" + f + "'");
+          if (!l.contains(f)) throw FileFormatError(source_, here() + ": link object without '" + f + "'");
         if (!l["origin_slot"].is_number_integer() || !l["target_slot"].is_number_integer())
-          throw FileFormatError(source_, here + ": link slots must be integers");
-        id = id_text(l["id"], source_, here);
-        k = {id_text(l["origin_id"], source_, here), l["origin_slot"].get<int>(),
-             id_text(l["target_id"], source_, here), l["target_slot"].get<int>()};
+          throw FileFormatError(source_, here() + ": link slots must be integers");
+        id = id_text(l["id"], source_, here_ptr());
+        k = {id_text(l["origin_id"], source_, here_ptr()), l["origin_slot"].get<int>(),
+             id_text(l["target_id"], source_, here_ptr()), l["target_slot"].get<int>()};
       } else {
-        throw FileFormatError(source_, here + ": expected a link array or object");
+        throw FileFormatError(source_, here() + ": expected a link array or object");
       }
       links[id] = k;
     }
@@ -150,7 +152,7 @@ class Flattener {
       Pointer np = at / "nodes" / i;
       if (!jn.is_object() || !jn.contains("id") || !jn.contains("type") || !jn["type"].is_string())
         throw FileFormatError(source_, np.to_string() + ": a node needs an 'id' and a string 'type'");
-      std::string raw_id = id_text(jn["id"], source_, np.to_string());
+      std::string raw_id = id_text(jn["id"], source_, np);
       std::string flat = prefix + raw_id;
       int mode = jn.contains("mode") && jn["mode"].is_number_integer() ? jn["mode"].get<int>() : 0;
       if (inherited_mode != 0) mode = inherited_mode;  // a muted/bypassed instance silences its inside
@@ -164,7 +166,7 @@ class Flattener {
           Input in;
           in.name = ji["name"].get<std::string>();
           if (ji.contains("link") && !ji["link"].is_null()) {
-            std::string lid = id_text(ji["link"], source_, np.to_string() + "/inputs");
+            std::string lid = id_text(ji["link"], source_, np / "inputs");
             auto it = links.find(lid);
             if (it != links.end()) {
               Binding b = origin_of(it->second, prefix, bindings);
@@ -318,7 +320,7 @@ Graph build_api(const json& wf, const Pointer& at, const std::string& source) {
         const json& v = ii.value();
         // A link is [upstream id (string), output slot]; anything else is a literal.
         if (v.is_array() && v.size() == 2 && (v[0].is_string() || v[0].is_number_integer()) && v[1].is_number_integer()) {
-          in.from_node = id_text(v[0], source, np.to_string());
+          in.from_node = id_text(v[0], source, np);
           in.from_slot = v[1].get<int>();
         } else {
           in.value = v;

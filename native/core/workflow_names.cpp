@@ -137,17 +137,19 @@ NameGuess resolve_file(const std::string& file, const std::string& role) {
   NameGuess g;
   std::string n = squash(base_name(file));
   Guess m{nullptr, nullptr};
-  std::string from_catalog;
-  if (auto name = model_from_file_name(base_name(file))) {
-    const ModelInfo* info = find_model(*name);
-    if (info && role_matches(*info, role)) from_catalog = info->name;
-  }
   if (role == "diffusion" || role == "checkpoint") m = diffusion_from(n);
   else if (role == "text_encoder") m = text_encoder_from(n);
   else if (role == "vae") m = vae_from(n);
   else if (role == "clip_vision" && has(n, "clipvisionh")) m = {"clip-vision-h", nullptr};
+  if (m.model && !find_model(m.model)) m = {nullptr, nullptr};
+  std::string from_catalog;  // asked only when our patterns do not know the name (catalog lookups scan)
+  if (!m.model)
+    if (auto name = model_from_file_name(base_name(file))) {
+      const ModelInfo* info = find_model(*name);
+      if (info && role_matches(*info, role)) from_catalog = info->name;
+    }
   // Our patterns carry the caveats (Fill, VACE); a pattern naming a model the catalog lacks is dropped.
-  if (m.model && find_model(m.model)) {
+  if (m.model) {
     g.model = m.model;
     g.notes.push_back("'" + file + "' taken for " + g.model + " from its file name");
     if (m.note) g.notes.push_back(m.note);

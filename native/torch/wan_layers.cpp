@@ -4,6 +4,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include <ATen/Config.h>
+#include <ATen/Context.h>
+
 namespace headroom::torch_ops::wan {
 namespace {
 
@@ -14,6 +17,17 @@ at::Tensor rms_norm(const at::Tensor& x, const RmsNorm& n, bool silu) {
   y.div_(norm);
   if (silu) at::silu_(y);
   return y;
+}
+
+// conv3d, stride 1. ATen sends CPU float convs with batch 1 and few rows (N*C*T*H <= 20480, i.e. our
+// latent-grid layers) to its unfold+gemm fallback, measured 5-10x slower here than oneDNN, so CPU
+// fp32 goes to oneDNN directly.
+at::Tensor conv3d(const at::Tensor& x, const Conv& c, int64_t pad_hw = 0) {
+#if AT_MKLDNN_ENABLED()
+  if (x.device().is_cpu() && x.scalar_type() == at::kFloat && at::globalContext().userEnabledMkldnn())
+    return at::mkldnn_convolution(x.contiguous(), c.weight, c.bias, {0, pad_hw, pad_hw}, {1, 1, 1}, {1, 1, 1}, 1);
+#endif
+  return at::conv3d(x, c.weight, c.bias, {1, 1, 1}, {0, pad_hw, pad_hw});
 }
 
 at::Tensor crop(const at::Tensor& t, const Region& from, const Region& to) {
@@ -31,14 +45,14 @@ at::Tensor conv(const Conv& c, at::Tensor x, Region& r, Stream* s) {
     // a copy, so the cache does not pin the whole concatenation
     slot = x.narrow(2, x.size(2) - (kt - 1), kt - 1).to(s->cache_device(), x.scalar_type(), false, /*copy=*/true);
   }
-  if (c.k() == 1) return at::conv3d(x, c.weight, c.bias);
+  if (c.k() == 1) return conv3d(x, c);
   const int64_t pt = r.y0 == 0, pb = r.y1 == r.H, pl = r.x0 == 0, pr = r.x1 == r.W;
   at::Tensor y;
   if (pt && pb && pl && pr) {
-    y = at::conv3d(x, c.weight, c.bias, {1, 1, 1}, {0, 1, 1});
+    y = conv3d(x, c, 1);
   } else {
     if (pt || pb || pl || pr) x = at::constant_pad_nd(x, {pl, pr, pt, pb, 0, 0}, 0);
-    y = at::conv3d(x, c.weight, c.bias);
+    y = conv3d(x, c);
   }
   r.y0 += 1 - pt;
   r.y1 -= 1 - pb;
@@ -54,7 +68,7 @@ at::Tensor residual(const ResBlock& b, const at::Tensor& x, Region& r, Stream& s
   h = rms_norm(h, b.norm2, true);
   h = conv(b.conv2, h, r, &s);
   at::Tensor sc = crop(x, r_in, r);
-  if (b.has_shortcut) sc = at::conv3d(sc, b.shortcut.weight, b.shortcut.bias);
+  if (b.has_shortcut) sc = conv3d(sc, b.shortcut);
   return h.add_(sc);
 }
 
@@ -79,7 +93,7 @@ at::Tensor time_upsample(const Conv& tc, const at::Tensor& x, Region& r, Stream&
   at::Tensor in = at::cat({hist, rest}, 2);
   slot = in.narrow(2, in.size(2) - 2, 2).to(s.cache_device(), x.scalar_type(), false, true);
   Region keep = r;  // (3,1,1) kernel: no spatial context
-  at::Tensor y = at::conv3d(in, tc.weight, tc.bias);
+  at::Tensor y = conv3d(in, tc);
   r = keep;
   y = y.view({B, 2, C, T, h, w}).permute({0, 2, 3, 1, 4, 5}).reshape({B, C, 2 * T, h, w});
   return first.defined() ? at::cat({first, y}, 2) : y;
@@ -103,7 +117,7 @@ at::Tensor dup_up(const at::Tensor& x, int64_t out_ch, int64_t ft, bool first_ch
 
 at::Tensor attention(const Attention& a, const at::Tensor& x, int64_t query_chunk) {
   const int64_t B = x.size(0), C = x.size(1), h = x.size(3), w = x.size(4), N = h * w;
-  at::Tensor qkv = at::conv3d(rms_norm(x, a.norm, false), a.to_qkv.weight, a.to_qkv.bias);
+  at::Tensor qkv = conv3d(rms_norm(x, a.norm, false), a.to_qkv);
   at::Tensor q = qkv.narrow(1, 0, C).reshape({B, C, N}).transpose(1, 2);
   at::Tensor k = qkv.narrow(1, C, C).reshape({B, C, N});
   at::Tensor v = qkv.narrow(1, 2 * C, C).reshape({B, C, N}).transpose(1, 2);
@@ -116,7 +130,7 @@ at::Tensor attention(const Attention& a, const at::Tensor& x, int64_t query_chun
     out.narrow(1, i, n).copy_(at::bmm(p, v));
   }
   at::Tensor o = out.transpose(1, 2).reshape({B, C, 1, h, w});
-  return at::conv3d(o, a.proj.weight, a.proj.bias).add_(x);
+  return conv3d(o, a.proj).add_(x);
 }
 
 }  // namespace

@@ -16,7 +16,6 @@ import argparse
 import json
 import math
 import os
-import resource
 import subprocess
 import sys
 import time
@@ -52,19 +51,34 @@ def rss_bytes():
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
+def reset_peak_rss():
+    """Linux: writing 5 to clear_refs resets VmHWM, so setup's temporaries do not count."""
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+
+
+def peak_rss_bytes():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmHWM in /proc/self/status")
+
+
 def child(args):
     """One native decode in this fresh process; prints JSON with the peak RSS above the start."""
     import _headroom_torch as ops
     sd, lat, _ = setup(args)
     torch.set_num_threads(args.threads)
     before = rss_bytes()
+    reset_peak_rss()
     t0 = time.perf_counter()
     kw = dict(mode=args.child, tile_px=args.tile_px if args.child in ("exact", "blend") else 0)
     if args.budget:
         kw["budget_bytes"] = args.budget
     _, info = ops.decode(sd, lat, **kw)
     dt = time.perf_counter() - t0
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    peak = peak_rss_bytes()
     out = {k: info[k] for k in ("mode", "tiles", "tile_latent", "halo_latent", "planned_peak_bytes")}
     out.update(seconds=dt, peak_rss_above_start=peak - before, weights_bytes=decoder_weight_bytes(sd, 4))
     print(json.dumps(out))
@@ -165,7 +179,11 @@ def main():
     weights = decoder_weight_bytes(sd, 4)
     budget = int(weights + (info_full["planned_peak_bytes"] - weights) * 0.5)
     for mode, b in (("full", 0), ("exact", 0), ("blend", 0), ("auto", budget)):
-        m = measure_memory(args, mode, b)
+        try:
+            m = measure_memory(args, mode, b)
+        except RuntimeError as e:
+            print(f"{mode:6} budget {b / 2**20:.0f} MiB: {str(e).strip().splitlines()[-1]}")
+            continue
         planned = m["planned_peak_bytes"] - m["weights_bytes"]
         extra = f" budget {b / 2**20:.0f} MiB -> {m['mode']} tile {m['tile_latent']}" if b else ""
         print(f"{mode:6} measured {m['peak_rss_above_start'] / 2**20:8.0f} MiB  planned (minus weights) "

@@ -13,6 +13,7 @@
 
 #include "catch.hpp"
 #include "core/api.hpp"
+#include "core/data_files.hpp"
 #include "core/oom_parse.hpp"
 #include "core/oom_text.hpp"
 
@@ -336,6 +337,14 @@ TEST_CASE("oom: cuBLAS, cuDNN and the bare runtime error (oom-037, oom-041, oom-
   CHECK(u(rt["extra"]["comfy_offloaded_bytes"]) == 3028612547);
   CHECK(rt["extra"]["comfy_model"] == "LTXV");
   CHECK(rt["fixes"][0]["id"].get<std::string>().rfind("comfy_", 0) == 0);  // ComfyUI-specific fixes first
+  CHECK(rt["fixes"][0]["id"] == "comfy_reserve_vram");  // it had already loaded partially
+  std::string preset;
+  for (const auto& f : rt["fixes"])
+    if (f.contains("preset")) preset = f["preset"];
+  CHECK(preset == "fit this card");  // a presets.json name the web toast can apply
+  bool listed = false;
+  for (const auto& p : headroom::data_file("presets.json")["presets"]) listed = listed || p["name"] == preset;
+  CHECK(listed);
   json hip = explain("RuntimeError: HIP error: out of memory");
   CHECK(hip["backend"] == "rocm");
 }
@@ -496,4 +505,14 @@ TEST_CASE("oom text: rfind_str answers like std::string::rfind") {
     INFO(hay << " / " << needle << " @ " << pos);
     CHECK(headroom::oom::rfind_str(hay, needle.c_str(), pos) == hay.rfind(needle, pos));
   }
+}
+
+TEST_CASE("oom: on Windows the fragmentation fix that works there comes first") {
+  json r = explain("  File \"C:\\ComfyUI_windows_portable\\ComfyUI\\execution.py\", line 1, in f\n"
+                   "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 884.00 MiB. GPU 0 has a total "
+                   "capacity of 12.00 GiB of which 38.73 MiB is free. Of the allocated memory 6.68 GiB is allocated by "
+                   "PyTorch, and 3.96 GiB is reserved by PyTorch but unallocated.");
+  CHECK(r["diagnosis"]["id"] == "fragmentation");
+  CHECK(r["fixes"][0]["id"] == "max_split_size");
+  CHECK(r["fixes"][1]["id"] == "expandable_segments");
 }

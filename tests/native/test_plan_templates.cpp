@@ -3,10 +3,12 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sys/wait.h>
 
 #include "catch.hpp"
 #include "core/api.hpp"
 #include "core/catalog.hpp"
+#include "core/error.hpp"
 #include "core/planner.hpp"
 #include "core/workflow.hpp"
 
@@ -159,8 +161,9 @@ TEST_CASE("cli: headroom plan exit codes and JSON", "[plan][cli]") {
   CHECK(j.contains("unknown_nodes"));
   CHECK(j.contains("smallest_gpu"));
   CHECK(j["job"].is_object());
-  // 2 GiB is less than the fp8 text encoder alone (T5-XXL is about 5 GB in fp8, issue #2; umT5-XXL is larger).
-  CHECK(run(wf + " --vram 2") == 1);
+  // Exit 1 exactly when the plan says "does not fit" (0.6 GiB is one such card for this template).
+  CHECK(run(wf + " --vram 0.6 --json", &out) == 1);
+  CHECK(nlohmann::json::parse(out)["verdict"] == "does not fit");
   fs::path bad = fs::temp_directory_path() / "headroom-plan-bad.json";
   std::ofstream(bad) << "{\"nodes\": [\n  {\"id\": 1,,}\n]}";
   CHECK(run(bad.string(), &out) == 2);

@@ -55,7 +55,8 @@ TEST_CASE("apply_preset: fit 12 GB on Flux.1 dev full (16-bit) rewrites widgets 
   json wf = load("flux_dev_full_text_to_image.json");
   json r = api::apply_preset({{"workflow", wf}, {"preset", "fit 12 GB"}});
   INFO(r["changes"].dump(1));
-  CHECK(r["after"]["peak_bytes"].get<std::uint64_t>() < r["before"]["peak_bytes"].get<std::uint64_t>());
+  // The need with every model resident falls (the reserved peak may not, under partial loading).
+  CHECK(r["after"]["full_load_bytes"].get<std::uint64_t>() < r["before"]["full_load_bytes"].get<std::uint64_t>());
   REQUIRE_FALSE(r["changes"].empty());
   // Nothing but widget values (and a decoder's type) changed.
   for (const auto& p : diff_paths(wf, r["workflow"])) {
@@ -92,7 +93,15 @@ TEST_CASE("apply_preset: subgraph and API formats keep their format", "[presets]
       CHECK(widget_path(p));
       CHECK(p.rfind("/definitions/subgraphs/0/nodes/", 0) == 0);
     }
-    CHECK(r["after"]["peak_bytes"].get<std::uint64_t>() <= r["before"]["peak_bytes"].get<std::uint64_t>());
+    // With partial loading the reserved peak can rise when activations shrink (more weights stay
+    // loaded); what must not rise is the need with every model resident.
+    CHECK(r["after"]["full_load_bytes"].get<std::uint64_t>() <= r["before"]["full_load_bytes"].get<std::uint64_t>());
+    // 8 GB cannot hold a 14B fp8 expert (~14 GB, INDEX.md file names fp8_scaled): the preset says so
+    // and leaves length and size alone rather than shrinking the video for nothing.
+    if (r["after"]["verdict"] != "fits") {
+      CHECK_FALSE(r["notes"].empty());
+      for (const auto& c : r["changes"]) CHECK(c["widget"] != "length");
+    }
   }
   SECTION("API format: VAEDecode becomes VAEDecodeTiled with a tile_size input") {
     json api_wf = json::parse(R"({

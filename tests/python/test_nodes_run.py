@@ -289,3 +289,10 @@ def test_explain_node_reads_the_last_failed_run_from_comfy_history(fake_core, mo
     out = node("HeadroomExplainOOM").explain("")
     assert fake_core.calls[-1] == ("explain", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1 GiB")
     assert "the model filled the card" in out["result"][0]
+
+
+def test_loader_auto_reports_unreadable_files(fake_core, monkeypatch):
+    from headroom_pack.nodes import loader
+    fake_core.inspect = lambda paths: '[{"path": "/m/x.safetensors", "error": "x.safetensors: header length 9e18 is larger than the file", "error_kind": "malformed"}]'
+    with pytest.raises(ValueError, match="header length"):
+        loader.choose_dtype("/m/x.safetensors", 1024, 1024, 1, 1, budget="16")

@@ -72,7 +72,7 @@ test("bar and stage table render from the routes", async () => {
   assert.match(other, /other processes: 1\.1 GiB/);
   const stages = await page.$$eval(".headroom-stages tr", (rows) => rows.map((r) => r.dataset.stage));
   assert.deepEqual(stages, ["text_encode", "sample", "decode"]);
-  assert.match(await page.textContent(".headroom-verdict"), /Peak 27\.3 GiB in decode — over/);
+  assert.match(await page.textContent(".headroom-verdict"), /Peak 27\.3 GiB in decode — does not fit \(21\.7 GiB\)/);
   // A websocket reading replaces the bar.
   await page.evaluate((s) => window.__comfy.api.emit("headroom.vram", { ...s, device: "pushed reading" }), SNAPSHOT);
   assert.equal(await page.textContent(".headroom-device"), "pushed reading");
@@ -171,6 +171,8 @@ test("queue-time warning becomes a toast; settings are declared and mirrored to 
   assert.equal(toasts.length, 1);
   assert.equal(toasts[0].severity, "warn");
   assert.match(toasts[0].detail, /peak 14\.0 GiB in sample over 11\.0 GiB\. Fix: weight_dtype fp8_e4m3fn/);
+  await page.evaluate(() => window.__comfy.api.emit("headroom.preflight", { action: "warn", verdict: "fits", over_budget: false }));
+  assert.equal((await page.evaluate(() => window.__comfy.toasts)).length, 1);  // a fit says nothing
   // A preflight that could not run is told once, not on every queue.
   for (let i = 0; i < 2; i++) await page.evaluate(() => window.__comfy.api.emit("headroom.preflight", { error: "plan: unsupported node X" }));
   assert.equal((await page.evaluate(() => window.__comfy.toasts)).length, 2);

@@ -45,6 +45,7 @@ export function estimateFor(workflow) {
     stages: [{ name: "text_encode", peak_bytes: 6.1 * GIB }, { name: "sample", peak_bytes: sample },
       { name: "decode", peak_bytes: over ? PEAKS.base : 19.8 * GIB }],
     budget_bytes: SNAPSHOT.free_bytes + SNAPSHOT.torch_allocated_bytes + SNAPSHOT.reserved_unallocated_bytes,
+    verdict: over ? "does not fit" : "fits",
   };
 }
 
