@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <unordered_map>
+#include <map>
 
 #include "core/catalog.hpp"
 #include "core/error.hpp"
@@ -29,22 +31,42 @@ std::optional<Estimate> try_estimate(const Job& job, const Runtime& rt) {
 
 bool fits(const Estimate& e) { return e.verdict == "fits"; }
 
+// Exact canonical-name lookups (the planner only sees canonical names; find_model's alias search
+// would normalise strings on every call).
+const ModelInfo* model_named(const std::string& name) {
+  static const std::unordered_map<std::string, const ModelInfo*> index = [] {
+    std::unordered_map<std::string, const ModelInfo*> i;
+    for (const auto& m : catalog_data().models) i[m.name] = &m;
+    return i;
+  }();
+  auto it = index.find(name);
+  return it != index.end() ? it->second : find_model(name);
+}
+
+const PrecisionInfo* precision_named(const std::string& name) {
+  static const std::unordered_map<std::string, const PrecisionInfo*> index = [] {
+    std::unordered_map<std::string, const PrecisionInfo*> i;
+    for (const auto& p : catalog_data().precisions) i[p.name] = &p;
+    return i;
+  }();
+  auto it = index.find(name);
+  return it != index.end() ? it->second : find_precision(name);
+}
+
 // Bits per weight of a component as it will load ("" = the catalog's default precision).
 double bits_of(const Component& c) {
   std::string p = c.precision;
   if (p.empty())
-    if (const ModelInfo* m = find_model(c.model)) p = m->default_precision;
-  const PrecisionInfo* info = find_precision(p);
+    if (const ModelInfo* m = model_named(c.model)) p = m->default_precision;
+  const PrecisionInfo* info = precision_named(p);
   return info ? info->bits_per_weight() : 16.0;
 }
 
 int blocks_of(const std::string& model) {
-  const ModelInfo* m = find_model(model);
+  const ModelInfo* m = model_named(model);
   if (!m || !m->data || !m->data->contains("arch")) return 0;
   return (*m->data)["arch"].value("blocks", 0);
 }
-
-std::string gb(std::uint64_t bytes) { return format_bytes(bytes); }
 
 // Tries candidate jobs in order (least reduction first) and keeps the first that fits, or the one
 // with the lowest peak when none does.
@@ -167,7 +189,7 @@ std::optional<PlanChange> plan_change(const std::string& kind, const Job& job, c
   } else if (kind == "weights_fp8" || kind.rfind("gguf_", 0) == 0) {
     if (!job.diffusion || job.diffusion->model.empty()) return std::nullopt;
     std::string target = kind == "weights_fp8" ? "fp8_e4m3fn" : spec->precision;
-    const PrecisionInfo* p = find_precision(target);
+    const PrecisionInfo* p = precision_named(target);
     if (!p || bits_of(*job.diffusion) <= p->bits_per_weight() + 0.01) return std::nullopt;
     Job j = job;
     j.diffusion->precision = target;
@@ -249,10 +271,12 @@ Plan make_plan(const Job& job, const Runtime& rt, const PlanOptions& options) {
     if (order.empty())
       for (const auto& c : data.changes) order.push_back(c.kind);
     auto allowed = [&](const std::string& k) { return !options.allowed || options.allowed->count(k); };
+    std::map<std::string, std::optional<PlanChange>> first;  // single changes, reused by the first greedy step
     for (const auto& spec : data.changes) {
       if (!allowed(spec.kind)) continue;
       auto c = plan_change(spec.kind, job, rt, need);
-      // Kept when it lowers the peak or lifts the verdict (partial loading avoided).
+      first[spec.kind] = c;
+      // Kept when it lowers the need or lifts the verdict (partial loading avoided).
       if (c && (c->saving_bytes > 0 || c->fits)) plan.changes.push_back(std::move(*c));
     }
     Job cur = job;
@@ -266,7 +290,8 @@ Plan make_plan(const Job& job, const Runtime& rt, const PlanOptions& options) {
       bool progress = false;
       for (const auto& kind : order) {
         if (!allowed(kind) || applied.count(kind)) continue;
-        auto c = plan_change(kind, cur, rt, cur_need);
+        auto cached = applied.empty() ? first.find(kind) : first.end();
+        auto c = cached != first.end() ? cached->second : plan_change(kind, cur, rt, cur_need);
         if (!c || (c->saving_bytes == 0 && !c->fits)) continue;
         cur = c->job;
         cur_need = c->new_need_bytes;

@@ -172,9 +172,15 @@ class Analyser {
       notes().push_back("could not read the header of " + *path + " (" + facts.error + "); estimated from its name");
       return;
     }
-    if (!facts.model.empty()) c.model = facts.model;
+    if (facts.model.empty()) {
+      // An unrecognised header's byte count may cover other tensors: keep the name-based guess.
+      notes().push_back("the header of " + *path + " matches no catalog model; estimated from its name");
+      return;
+    }
+    c.model = facts.model;
     if (!facts.precision.empty()) c.precision = facts.precision;
-    if (facts.gpu_bytes) c.weight_bytes = facts.gpu_bytes;
+    // A checkpoint's bytes include its text encoders and VAE, which are counted separately.
+    if (facts.gpu_bytes && role != "checkpoint") c.weight_bytes = facts.gpu_bytes;
     notes().push_back("'" + c.file + "': model, precision and size read from " + *path);
   }
 
@@ -276,13 +282,21 @@ class Analyser {
     ++latent_nodes_;
     auto w = ref(n, "width"), h = ref(n, "height"), b = ref(n, "batch_size");
     auto len = has_length(n.type) ? ref(n, "length") : std::nullopt;
-    auto wi = w ? integer(w->value) : std::nullopt, hi = h ? integer(h->value) : std::nullopt;
-    if (!wi || !hi) {
+    std::optional<long long> wi, hi;
+    if (w) wi = integer(w->value);
+    if (h) hi = integer(h->value);
+    if (!wi.has_value() || !hi.has_value() || *wi <= 0 || *hi <= 0) {
       notes().push_back(n.type + " #" + n.id + ": width/height are computed by other nodes; size unknown");
       return;
     }
     long long frames = len ? integer(len->value).value_or(1) : 1;
     long long batch = b ? integer(b->value).value_or(1) : 1;
+    // ComfyUI caps sizes at 16384 px and batches at 4096; beyond 2^20 the product below could overflow.
+    constexpr long long kSane = 1 << 20;
+    if (*wi > kSane || *hi > kSane || frames < 1 || frames > kSane || batch < 1 || batch > kSane) {
+      notes().push_back(n.type + " #" + n.id + ": width/height/length/batch_size out of range; ignored");
+      return;
+    }
     long long pixels = *wi * *hi * frames * batch;
     if (pixels <= best_pixels_) return;  // the largest latent sets the peak
     best_pixels_ = pixels;

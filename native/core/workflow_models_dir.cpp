@@ -68,7 +68,8 @@ HeaderFacts read_header_facts(const std::string& path) {
     };
     f.model = str("model");
     f.precision = str("precision");
-    for (const char* k : {"gpu_bytes", "load_bytes", "weight_bytes"})
+    // Weights as loaded; the estimator adds GGUF/fp8 dequantisation transients itself.
+    for (const char* k : {"weight_gpu_bytes", "gpu_bytes"})
       if (one.contains(k) && one[k].is_number_unsigned()) {
         f.gpu_bytes = one[k].get<std::uint64_t>();
         break;

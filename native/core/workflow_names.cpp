@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <unordered_set>
 
 #include "core/catalog.hpp"
 
@@ -123,6 +124,16 @@ std::string family_of(const std::string& model) {
   return "";
 }
 
+// Canonical names of the catalog, for exact checks without the alias search of find_model.
+bool in_catalog(const char* name) {
+  static const std::unordered_set<std::string> names = [] {
+    std::unordered_set<std::string> n;
+    for (const auto& m : catalog_data().models) n.insert(m.name);
+    return n;
+  }();
+  return names.count(name) > 0;
+}
+
 bool role_matches(const ModelInfo& m, const std::string& role) {
   switch (m.role) {
     case Role::DiffusionModel: return role == "diffusion" || role == "checkpoint";
@@ -141,7 +152,7 @@ NameGuess resolve_file(const std::string& file, const std::string& role) {
   else if (role == "text_encoder") m = text_encoder_from(n);
   else if (role == "vae") m = vae_from(n);
   else if (role == "clip_vision" && has(n, "clipvisionh")) m = {"clip-vision-h", nullptr};
-  if (m.model && !find_model(m.model)) m = {nullptr, nullptr};
+  if (m.model && !in_catalog(m.model)) m = {nullptr, nullptr};
   std::string from_catalog;  // asked only when our patterns do not know the name (catalog lookups scan)
   if (!m.model)
     if (auto name = model_from_file_name(base_name(file))) {

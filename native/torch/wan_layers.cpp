@@ -80,7 +80,7 @@ at::Tensor upsample2x(const at::Tensor& x, Region& r) {
 
 // Frame 0 of the clip passes through; every later frame becomes two through the causal time conv,
 // whose 2C output channels hold the first sub-frame in [0, C) and the second in [C, 2C).
-at::Tensor time_upsample(const Conv& tc, const at::Tensor& x, Region& r, Stream& s) {
+at::Tensor time_upsample(const Conv& tc, const at::Tensor& x, Stream& s) {
   at::Tensor& slot = s.slot();
   at::Tensor first, rest = x;
   if (s.first_chunk()) {
@@ -92,15 +92,13 @@ at::Tensor time_upsample(const Conv& tc, const at::Tensor& x, Region& r, Stream&
   at::Tensor hist = slot.defined() ? slot.to(x.device()) : at::zeros({B, C, 2, h, w}, x.options());
   at::Tensor in = at::cat({hist, rest}, 2);
   slot = in.narrow(2, in.size(2) - 2, 2).to(s.cache_device(), x.scalar_type(), false, true);
-  Region keep = r;  // (3,1,1) kernel: no spatial context
-  at::Tensor y = conv3d(in, tc);
-  r = keep;
+  at::Tensor y = conv3d(in, tc);  // (3,1,1): no spatial context, the region stays
   y = y.view({B, 2, C, T, h, w}).permute({0, 2, 3, 1, 4, 5}).reshape({B, C, 2 * T, h, w});
   return first.defined() ? at::cat({first, y}, 2) : y;
 }
 
 at::Tensor resample(const Resample& rs, at::Tensor x, Region& r, Stream& s) {
-  if (rs.temporal) x = time_upsample(rs.time_conv, x, r, s);
+  if (rs.temporal) x = time_upsample(rs.time_conv, x, s);
   x = upsample2x(x, r);
   return conv(rs.conv, x, r, nullptr);
 }

@@ -50,6 +50,7 @@ void plan_workflow(benchmark::State& state, const std::string& rel, std::uint64_
 }
 BENCHMARK_CAPTURE(plan_workflow, flux_dev_full_24GB, "flux_dev_full_text_to_image.json", k24GB);
 BENCHMARK_CAPTURE(plan_workflow, flux_dev_full_12GB, "flux_dev_full_text_to_image.json", k12GB);
+BENCHMARK_CAPTURE(plan_workflow, wan22_14B_t2v_24GB_fits, "video_wan2_2_14B_t2v.json", k24GB);
 BENCHMARK_CAPTURE(plan_workflow, wan22_14B_t2v_12GB, "video_wan2_2_14B_t2v.json", k12GB);
 BENCHMARK_CAPTURE(plan_workflow, wan22_i2v_subgraph_12GB, "latest/03_video_wan2_2_14B_i2v_subgraphed.json", k12GB);
 BENCHMARK_CAPTURE(plan_workflow, wan_vace_14B_12GB, "video_wan_vace_14B_t2v.json", k12GB);

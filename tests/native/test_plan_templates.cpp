@@ -171,3 +171,28 @@ TEST_CASE("cli: headroom plan exit codes and JSON", "[plan][cli]") {
   CHECK(run("/nonexistent/x.json") == 2);
   fs::remove(bad);
 }
+
+TEST_CASE("plan: the example workflows in workflows/ (README's main command) at 24 GB and 12 GB", "[plan][examples]") {
+  fs::path dir = fs::path(HEADROOM_SOURCE_DIR) / "workflows";
+  if (!fs::is_directory(dir)) {
+    WARN("skipped: " << dir << " is absent");
+    return;
+  }
+  int n = 0;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().extension() != ".json") continue;
+    ++n;
+    for (const char* gpu : {"4090", "3060"}) {
+      std::ifstream in(e.path());
+      api::json r = api::plan({{"workflow", api::json::parse(in)}, {"gpu", gpu}});
+      INFO(e.path().filename().string() << " on " << gpu);
+      CHECK(r["peak_bytes"].is_number());
+      CHECK(r["verdict"].is_string());
+      CHECK(r["verdict"] != "unknown");
+      // Issue #4: the examples use only ComfyUI core and Headroom nodes, with Headroom's decode.
+      CHECK(r["unknown_nodes"].empty());
+      CHECK(r["job"]["decode_mode"] == "headroom");
+    }
+  }
+  CHECK(n >= 5);  // issue #4 names five example workflows
+}

@@ -2,6 +2,10 @@
 #include "catch.hpp"
 #include "core/error.hpp"
 #include "core/workflow.hpp"
+#include "core/workflow_models_dir.hpp"
+
+#include <filesystem>
+#include <fstream>
 
 using namespace headroom;
 using namespace headroom::workflow;
@@ -127,4 +131,35 @@ TEST_CASE("malformed workflows get FileFormatError with the file and position", 
       "definitions": {"subgraphs": [{"id": "sg", "nodes": [{"id": 2, "type": "sg"}], "links": []}]}})");
     CHECK_THROWS_AS(analyse_workflow(wf, "loop.json"), FileFormatError);
   }
+}
+
+TEST_CASE("--models: files are looked up under the folder, never outside it", "[workflow][models_dir]") {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / "headroom-models-test";
+  fs::remove_all(dir);
+  fs::create_directories(dir / "diffusion_models" / "wan");
+  fs::create_directories(dir / "vae");
+  std::ofstream(dir / "diffusion_models" / "wan" / "wan2.1_t2v_1.3B_fp16.safetensors") << "not a safetensors file";
+  std::ofstream(dir / "vae" / "wan_2.1_vae.safetensors") << "x";
+  CHECK(find_model_file(dir.string(), "wan_2.1_vae.safetensors", "vae") == (dir / "vae" / "wan_2.1_vae.safetensors").string());
+  CHECK(find_model_file(dir.string(), "wan2.1_t2v_1.3B_fp16.safetensors", "diffusion").has_value());  // in a subfolder
+  CHECK_FALSE(find_model_file(dir.string(), "../etc/passwd", "vae").has_value());
+  CHECK_FALSE(find_model_file(dir.string(), "/etc/passwd", "vae").has_value());
+  CHECK_FALSE(find_model_file(dir.string(), "missing.safetensors", "vae").has_value());
+
+  // A header that cannot be read falls back to the name, with a note; the plan still works.
+  ParseOptions opt;
+  opt.models_dir = dir.string();
+  WorkflowInfo info = analyse_workflow(wan_t2v_api(), "wan_api.json", opt);
+  CHECK(info.job.diffusion->model == "wan2.1-t2v-1.3b");
+  CHECK_FALSE(info.job.diffusion->weight_bytes.has_value());
+  bool header_note = false, missing_note = false;
+  for (const auto& n : info.job.notes) {
+    header_note = header_note || n.find("wan2.1_t2v_1.3B_fp16.safetensors") != std::string::npos &&
+                                     n.find("estimated from its name") != std::string::npos;
+    missing_note = missing_note || n.find("umt5_xxl_fp8_e4m3fn_scaled.safetensors' not found") != std::string::npos;
+  }
+  CHECK(header_note);
+  CHECK(missing_note);
+  fs::remove_all(dir);
 }
