@@ -72,6 +72,23 @@ Role parse_role(const std::string& name, const std::string& role) {
   throw Error("models.json: model " + name + " has unknown role '" + role + "'");
 }
 
+// Every spelling of every item -> the first item it names, with the same first-wins order as a
+// linear scan over names and aliases. Raw spellings point where their normalised form points.
+template <typename T>
+std::unordered_map<std::string, std::size_t> build_keys(const std::vector<T>& items) {
+  std::unordered_map<std::string, std::size_t> keys;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    keys.emplace(normalise(items[i].name), i);
+    for (const auto& a : items[i].aliases) keys.emplace(normalise(a), i);
+  }
+  for (const auto& item : items) {
+    std::size_t at = keys.at(normalise(item.name));
+    keys.emplace(item.name, at);
+    for (const auto& a : item.aliases) keys.emplace(a, keys.at(normalise(a)));
+  }
+  return keys;
+}
+
 template <typename T>
 T field_or_throw(const json& j, const char* key, const std::string& where) {
   if (!j.contains(key)) throw Error(where + ": missing '" + key + "'");
@@ -136,6 +153,13 @@ Catalog load() {
   }
   if (!models.contains("runtime") || !models["runtime"].is_object()) throw Error("models.json: no 'runtime' object");
   c.runtime = &models["runtime"];
+  for (auto it = c.runtime->begin(); it != c.runtime->end(); ++it) {
+    const json& v = it.value();
+    if (v.is_number())
+      c.runtime_values.emplace(it.key(), v.get<double>());
+    else if (v.is_object() && v.contains("value") && v["value"].is_number())
+      c.runtime_values.emplace(it.key(), v["value"].get<double>());
+  }
   // Companions must exist so that estimate() never meets a dangling name.
   for (const auto& m : c.models) {
     std::vector<std::string> names = m.companion_text_encoders;
@@ -146,18 +170,19 @@ Catalog load() {
       if (!found) throw Error("models.json: " + m.name + " names companion '" + n + "' that is not in the catalog");
     }
   }
+  c.model_keys = build_keys(c.models);
+  c.precision_keys = build_keys(c.precisions);
+  c.gpu_keys = build_keys(c.gpus);
   return c;
 }
 
+// Name or alias equal to `text` after normalising both (canonical spellings hit without normalising).
 template <typename T>
-const T* exact_match(const std::vector<T>& items, const std::string& text) {
-  std::string key = normalise(text);
-  for (const auto& item : items) {
-    if (normalise(item.name) == key) return &item;
-    for (const auto& a : item.aliases)
-      if (normalise(a) == key) return &item;
-  }
-  return nullptr;
+const T* exact_match(const std::vector<T>& items, const std::unordered_map<std::string, std::size_t>& keys,
+                     const std::string& text) {
+  auto it = keys.find(text);
+  if (it == keys.end()) it = keys.find(normalise(text));
+  return it == keys.end() ? nullptr : &items[it->second];
 }
 
 // Letters and digits only, so that "rtx40" finds "RTX 4090 24GB".
@@ -258,8 +283,8 @@ const Catalog& catalog_data() {
 
 const ModelInfo* find_model(const std::string& text) {
   const auto& c = catalog_data();
-  if (const auto* m = exact_match(c.models, text)) return m;
-  if (auto name = model_from_file_name(text)) return exact_match(c.models, *name);
+  if (const auto* m = exact_match(c.models, c.model_keys, text)) return m;
+  if (auto name = model_from_file_name(text)) return exact_match(c.models, c.model_keys, *name);
   auto subs = substring_matches(c.models, text);
   if (subs.size() == 1) return subs[0];
   return nullptr;
@@ -267,6 +292,7 @@ const ModelInfo* find_model(const std::string& text) {
 
 const ModelInfo& resolve_model(const std::string& text, const std::string& field) {
   const auto& c = catalog_data();
+  if (auto it = c.model_keys.find(text); it != c.model_keys.end()) return c.models[it->second];
   if (normalise(text).empty()) throw InputError(field, "is empty; expected a model name such as flux1-dev (see `headroom models`)");
   if (const auto* m = find_model(text)) return *m;
   auto subs = substring_matches(c.models, text);
@@ -278,10 +304,10 @@ const ModelInfo& resolve_model(const std::string& text, const std::string& field
 
 const PrecisionInfo* find_precision(const std::string& text) {
   const auto& c = catalog_data();
-  if (const auto* p = exact_match(c.precisions, text)) return p;
+  if (const auto* p = exact_match(c.precisions, c.precision_keys, text)) return p;
   // "gguf-Q4_K_M" and "Q8_0" spelt with a gguf prefix or none.
   std::string key = normalise(text);
-  if (key.rfind("gguf-", 0) == 0) return exact_match(c.precisions, key.substr(5));
+  if (key.rfind("gguf-", 0) == 0) return exact_match(c.precisions, c.precision_keys, key.substr(5));
   return nullptr;
 }
 
@@ -300,8 +326,9 @@ const PrecisionInfo* precision_by_ggml_type(int ggml_type) {
 
 const GpuInfo& resolve_gpu(const std::string& text, const std::string& field) {
   const auto& c = catalog_data();
+  if (auto it = c.gpu_keys.find(text); it != c.gpu_keys.end()) return c.gpus[it->second];
   if (normalise(text).empty()) throw InputError(field, "is empty; expected a GPU name such as 4090 or H100");
-  if (const auto* g = exact_match(c.gpus, text)) return *g;
+  if (const auto* g = exact_match(c.gpus, c.gpu_keys, text)) return *g;
   auto subs = substring_matches(c.gpus, text);
   if (subs.size() == 1) return *subs[0];
   if (subs.size() > 1)
@@ -373,13 +400,11 @@ std::uint64_t weight_bytes(const ModelInfo& model, const PrecisionInfo& precisio
   return precision.bytes_for(model.params);
 }
 
-double runtime_constant(const std::string& key) {
-  const json& r = *catalog_data().runtime;
-  if (!r.contains(key)) throw Error("models.json runtime: missing '" + key + "'");
-  const json& v = r[key];
-  if (v.is_number()) return v.get<double>();
-  if (v.is_object() && v.contains("value") && v["value"].is_number()) return v["value"].get<double>();
-  throw Error("models.json runtime: '" + key + "' has no numeric value");
+double runtime_constant(std::string_view key) {
+  const Catalog& c = catalog_data();
+  if (auto it = c.runtime_values.find(key); it != c.runtime_values.end()) return it->second;
+  if (!c.runtime->contains(key)) throw Error("models.json runtime: missing '" + std::string(key) + "'");
+  throw Error("models.json runtime: '" + std::string(key) + "' has no numeric value");
 }
 
 int dtype_bytes(const std::string& dtype) {

@@ -4,7 +4,10 @@
 // InputError(field) listing the candidates when a name is unknown or ambiguous.
 #include <cstdint>
 #include <optional>
+#include <map>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -60,6 +63,12 @@ struct Catalog {
   std::vector<PrecisionInfo> precisions;
   std::vector<GpuInfo> gpus;
   const nlohmann::json* runtime = nullptr;  // models.json "runtime": constants with sources
+  // Lookup indexes built once with the catalog, because the planner resolves the same names
+  // hundreds of times per plan: each spelling (name or alias, as written and normalised) -> the
+  // position of the first item that claims it, so lookups cost one hash instead of normalising
+  // every alias of every entry.
+  std::unordered_map<std::string, std::size_t> model_keys, precision_keys, gpu_keys;
+  std::map<std::string, double, std::less<>> runtime_values;  // numeric "runtime" constants
 };
 
 // Parsed and validated once (thread-safe); throws Error if the data files are malformed.
@@ -88,7 +97,7 @@ void check_precision_for_role(const ModelInfo& model, const PrecisionInfo& preci
 std::uint64_t weight_bytes(const ModelInfo& model, const PrecisionInfo& precision);
 
 // A numeric constant of models.json "runtime" (throws Error when missing).
-double runtime_constant(const std::string& key);
+double runtime_constant(std::string_view key);
 
 // Bytes per element of a compute dtype name ("fp32" 4, "bf16"/"fp16" 2).
 int dtype_bytes(const std::string& dtype);
