@@ -25,6 +25,12 @@ json catalog();
 //   width, height (px, 16..16384), frames (1..10001), batch (1..1024), cfg (0..100; != 1 may batch
 //   cond+uncond), reference_images (Kontext, 0..16); defaults come from the model's catalog entry
 //   gpu (name or unambiguous part: "4090") | vram_bytes (integer) | vram (number of GiB or "24GB")
+//   free_bytes (integer, optional, also with gpu/vram_bytes/vram): memory free for this run as ComfyUI
+//                           counts it (mem_get_info().free + reserved - active). When given, verdicts are
+//                           against it: no CUDA context is added (it is already outside free memory),
+//                           ComfyUI's reserve is still kept out of it; gpu/vram_bytes then only name the
+//                           card's total (fp8 upcast rule, Windows reserve). Output adds free_bytes and
+//                           budget_bytes = free_bytes; vram_bytes is the card's total when given
 //   decode_mode full|tiled|headroom, decode_tile_px (0 = choose, else >= 64)
 //   blocks_swapped, text_encoder_on_cpu (bool), lora_bytes, windows (bool: 600 MiB reserve),
 //   reserve_bytes (ComfyUI --reserve-vram), allow_lowvram (bool, default true), fp8_compute (bool;
@@ -34,11 +40,15 @@ json catalog();
 // job, and with a card: vram_bytes, budget_bytes, verdict ("fits" | "tight" | "does not fit"), gpu?
 json estimate(const json& request);
 
-// {workflow: <UI or API format JSON>, gpu? | vram_bytes?, models_dir?}
-// Returns estimate's shape plus {verdict, changes, unknown_nodes, smallest_gpu}.
+// {workflow: <UI or API format JSON>, gpu? | vram_bytes? | vram?, free_bytes?, models_dir?}
+// Returns estimate's shape plus {verdict, changes, unknown_nodes, smallest_gpu}. free_bytes as in
+// estimate (smallest_gpu still sizes whole, empty catalog cards). A change's applies_by_preset is true
+// only where the "fit this card" preset would make it for this workflow and card.
 json plan(const json& request);
 
-// {workflow, preset, gpu? | vram_bytes?} -> {workflow: rewritten, before:{peak_bytes}, after:{peak_bytes}, changes}
+// {workflow, preset, gpu? | vram_bytes? | vram?, free_bytes?} -> {workflow: rewritten, before:{peak_bytes},
+// after:{peak_bytes}, changes}. free_bytes sizes "fit this card" to the free memory (as in estimate);
+// "fit N GB" presets size for a whole, empty N GB card and ignore it.
 json apply_preset(const json& request);
 
 // Headers of .safetensors / .gguf files; one object per path.

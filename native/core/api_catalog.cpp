@@ -16,7 +16,7 @@ namespace {
 const std::set<std::string>& known_fields() {
   static const std::set<std::string> k = {
       "model", "precision", "text_encoder_precision", "vae_precision", "clip_vision_precision",
-      "width", "height", "frames", "batch", "cfg", "reference_images", "gpu", "vram_bytes", "vram",
+      "width", "height", "frames", "batch", "cfg", "reference_images", "gpu", "vram_bytes", "vram", "free_bytes",
       "decode_mode", "decode_tile_px", "blocks_swapped", "text_encoder_on_cpu", "lora_bytes",
       "windows", "reserve_bytes", "allow_lowvram", "fp8_compute"};
   return k;
@@ -220,6 +220,11 @@ json estimate(const json& request) {
                                                 : static_cast<std::uint64_t>(get_number(request, "vram") * GiB);
     if (rt.vram_bytes < 256 * MiB) throw InputError("vram", "a card smaller than 256 MiB cannot run ComfyUI");
   }
+  if (request.contains("free_bytes")) {
+    rt.free_bytes = static_cast<std::uint64_t>(get_int(request, "free_bytes", 1, 1ll << 50));
+    if (rt.vram_bytes && rt.free_bytes > rt.vram_bytes)
+      throw InputError("free_bytes", "is more than the card's memory (" + std::to_string(rt.vram_bytes) + " bytes)");
+  }
   if (request.contains("windows")) rt.windows = get_bool(request, "windows");
   if (request.contains("reserve_bytes")) rt.reserve_bytes = static_cast<std::uint64_t>(get_int(request, "reserve_bytes", 0, 1ll << 40));
   if (request.contains("allow_lowvram")) rt.allow_lowvram = get_bool(request, "allow_lowvram");
@@ -229,7 +234,13 @@ json estimate(const json& request) {
   json out = est.to_json();
   out["job"] = job_to_json(job);
   if (!gpu_json.is_null()) out["gpu"] = gpu_json;
-  if (rt.vram_bytes) out["budget_bytes"] = rt.vram_bytes;
+  if (rt.free_bytes) {
+    out["budget_bytes"] = rt.free_bytes;
+    out["free_bytes"] = rt.free_bytes;
+    if (rt.vram_bytes) out["vram_bytes"] = rt.vram_bytes;  // the card's total; the verdict is against free
+  } else if (rt.vram_bytes) {
+    out["budget_bytes"] = rt.vram_bytes;
+  }
   return out;
 }
 

@@ -30,7 +30,9 @@ Runtime runtime_of(const json& request) {
   if (given > 1) throw InputError("gpu", "give only one of gpu, vram_bytes and vram");
   if (request.contains("gpu")) {
     if (!request["gpu"].is_string()) throw InputError("gpu", "expected a card name such as \"4090\"");
-    rt.vram_bytes = resolve_gpu(request["gpu"].get<std::string>(), "gpu").memory_bytes;
+    const GpuInfo& g = resolve_gpu(request["gpu"].get<std::string>(), "gpu");
+    rt.vram_bytes = g.memory_bytes;
+    if (g.fp8_compute) rt.fp8_compute = *g.fp8_compute ? 1 : 0;  // as api::estimate does
   } else if (request.contains("vram_bytes")) {
     if (!request["vram_bytes"].is_number_unsigned() || request["vram_bytes"].get<std::uint64_t>() == 0)
       throw InputError("vram_bytes", "expected a positive integer number of bytes");
@@ -39,7 +41,20 @@ Runtime runtime_of(const json& request) {
     if (!request["vram"].is_string()) throw InputError("vram", "expected a size such as \"12GB\" or \"11.5GiB\"");
     rt.vram_bytes = parse_size(request["vram"].get<std::string>(), "vram");
   }
+  if (request.contains("free_bytes")) {
+    if (!request["free_bytes"].is_number_unsigned() || request["free_bytes"].get<std::uint64_t>() == 0)
+      throw InputError("free_bytes", "expected a positive integer number of bytes (free VRAM as ComfyUI counts it)");
+    rt.free_bytes = request["free_bytes"].get<std::uint64_t>();
+    if (rt.vram_bytes && rt.free_bytes > rt.vram_bytes)
+      throw InputError("free_bytes", "is more than the card's memory (" + std::to_string(rt.vram_bytes) + " bytes)");
+  }
   return rt;
+}
+
+// The memory verdicts are against: the free memory when given, else the card.
+json budget_json(const Runtime& rt) {
+  if (rt.free_bytes) return rt.free_bytes;
+  return rt.vram_bytes ? json(rt.vram_bytes) : json(nullptr);
 }
 
 workflow::ParseOptions options_of(const json& request) {
@@ -64,13 +79,14 @@ const json& workflow_of(const json& request, json& parsed) {
 }  // namespace
 
 json plan(const json& request) {
-  check_keys(request, {"workflow", "gpu", "vram_bytes", "vram", "models_dir", "source"}, "plan");
+  check_keys(request, {"workflow", "gpu", "vram_bytes", "vram", "free_bytes", "models_dir", "source"}, "plan");
   json parsed;
   const json& wf = workflow_of(request, parsed);
   std::string source = request.value("source", "workflow");
   Runtime rt = runtime_of(request);
   workflow::WorkflowInfo info = workflow::analyse_workflow(wf, source, options_of(request));
-  json unknown = info.to_json()["unknown_nodes"];
+  json info_json = info.to_json();
+  json unknown = info_json["unknown_nodes"];
   if (!info.job.diffusion || info.job.diffusion->model.empty()) {
     // Not fatal for a workflow we cannot size (SDXL, a custom model): say why, list what was found.
     std::string why = info.job.diffusion ? "diffusion model '" + info.job.diffusion->file +
@@ -78,14 +94,18 @@ json plan(const json& request) {
                                          : "no diffusion model loader runs in this workflow";
     return {{"verdict", "unknown"},   {"reason", why},  {"peak_bytes", nullptr}, {"stages", json::array()},
             {"changes", json::array()}, {"unknown_nodes", unknown}, {"smallest_gpu", nullptr},
-            {"workflow", info.to_json()}, {"budget_bytes", rt.vram_bytes ? json(rt.vram_bytes) : json(nullptr)}};
+            {"workflow", std::move(info_json)}, {"budget_bytes", budget_json(rt)}};
   }
   Plan p = make_plan(info.job, rt);
   json out = p.to_json();
   out["unknown_nodes"] = unknown;
   out["job"] = job_to_json(info.job);
-  out["workflow"] = info.to_json();
-  out["budget_bytes"] = rt.vram_bytes ? json(rt.vram_bytes) : json(nullptr);
+  out["workflow"] = std::move(info_json);
+  out["budget_bytes"] = budget_json(rt);
+  if (rt.free_bytes) {
+    out["free_bytes"] = rt.free_bytes;
+    if (rt.vram_bytes) out["vram_bytes"] = rt.vram_bytes;
+  }
   if (!out.contains("notes") || !out["notes"].is_array()) out["notes"] = json::array();
   for (const auto& n : info.job.notes)  // the estimator may already carry the job's notes
     if (std::find(out["notes"].begin(), out["notes"].end(), json(n)) == out["notes"].end()) out["notes"].push_back(n);
@@ -93,7 +113,8 @@ json plan(const json& request) {
 }
 
 json apply_preset(const json& request) {
-  check_keys(request, {"workflow", "preset", "gpu", "vram_bytes", "vram", "models_dir", "source"}, "apply_preset");
+  check_keys(request, {"workflow", "preset", "gpu", "vram_bytes", "vram", "free_bytes", "models_dir", "source"},
+             "apply_preset");
   if (!request.contains("preset") || !request["preset"].is_string())
     throw InputError("preset", "missing: give a preset name such as \"fit 12 GB\"");
   json parsed;

@@ -20,6 +20,9 @@ constexpr double kAllocatorMargin = 1.10;
 constexpr std::uint64_t kFixedBytes = 64ull << 20;
 // fp32 attention-score block the decoder allows itself (kl_decoder.hpp attn_chunk_bytes).
 constexpr double kAttnChunkBytes = 256.0 * 1024 * 1024;
+// Convolution workspace: about one copy of the conv's input (CPU, oneDNN reorder; fitted to the
+// measured peak RSS of a 512^2 fp32 Flux-architecture full decode, tests/bench/bench_kl_decode.py,
+// 2026-11-29: 1139 MB measured vs 1023 MB without this term). Counted in the per-layer terms below.
 // Below this tile edge (latent px) keeping activations on the device costs more in per-tile overhead
 // than parking them in CPU memory with bigger tiles.
 constexpr int kMinUnparkedTile = 16;
@@ -101,11 +104,12 @@ double full_activation_elems(const Arch& a, double B, double h, double w, double
     const double S = B * h * w * s * s;
     double e = 0;
     switch (k) {
-      case 'i': e = (ci + co) * S; break;
-      case 'r': e = std::max(2 * ci + co, ci + 3 * co) * S; break;   // x, norm1(x), conv1 | x, h, norm2(h), conv2
+      // Every conv also holds about one copy of its input as workspace (kConvWorkspace).
+      case 'i': e = (2 * ci + co) * S; break;
+      case 'r': e = std::max(3 * ci + co, ci + 4 * co) * S; break;   // x, norm1(x), conv1 | x, h, norm2(h), conv2
       case 'a': e = attention_elems(ci, h * w, B, d); break;
-      case 'u': e = (ci + 8 * ci) * S; break;                        // x, x upsampled (4S), conv out (4S)
-      case 'o': e = std::max(2 * ci * S + co * S, co * S * (1 + 3 * 4 / d)); break;  // x, norm, out | out, fp32 IMAGE copies
+      case 'u': e = (ci + 8 * ci + 4 * co) * S; break;               // x, x upsampled (4S), conv out (4S)
+      case 'o': e = std::max(3 * ci * S + co * S, co * S * (1 + 3 * 4 / d)); break;  // x, norm, out | out, fp32 IMAGE copies
     }
     peak = std::max(peak, e);
   });
@@ -121,12 +125,12 @@ std::pair<double, double> exact_elems(const Arch& a, double B, double h, double 
     const double halo = B * (ty + 2) * (tx + 2), own = B * ty * tx;
     double st = 0, wk = 0;
     switch (k) {
-      case 'i': st = (ci + co) * S; wk = ci * halo + co * halo; break;
+      case 'i': st = (ci + co) * S; wk = 2 * ci * halo + co * halo; break;
       case 'r':
         st = std::max(ci * S + co * S, ci * S + 2 * co * S);  // in + out | x (residual) + h + out
         // input slice copy, its normed copy, conv out (with its 1-px ring), residual slice, shortcut out.
         // (CPU bf16 adds one fp32 copy of the slice inside the norm; CUDA uses the fused kernel.)
-        wk = std::max(2 * ci * halo + co * halo, ci * halo + co * halo + ci * own + co * own);
+        wk = std::max(3 * ci * halo + co * halo, ci * halo + co * halo + ci * own + co * own);
         break;
       case 'a': {
         // keys + values of every position; per band of min(T, h) rows: x, normed, q, output, proj
@@ -136,8 +140,8 @@ std::pair<double, double> exact_elems(const Arch& a, double B, double h, double 
         wk = 2 * B * ci * N + 5 * ci * band + band * N * (2 + 4 / d);
         break;
       }
-      case 'u': st = ci * S + 4 * ci * S; wk = ci * B * (ty / 2 + 2) * (tx / 2 + 2) + ci * halo + co * halo; break;
-      case 'o': st = ci * S + co * S; wk = 2 * ci * halo + co * halo; break;
+      case 'u': st = ci * S + 4 * ci * S; wk = ci * B * (ty / 2 + 2) * (tx / 2 + 2) + 2 * ci * halo + co * halo; break;
+      case 'o': st = ci * S + co * S; wk = 3 * ci * halo + co * halo; break;
     }
     stored = std::max(stored, st);
     work = std::max(work, wk);

@@ -21,6 +21,14 @@ struct Runtime {
   // >= 8.9). -1 unknown, 0 no, 1 yes. Without it ComfyUI upcasts fp8 diffusion weights to 16 bit
   // when 16 bit fits (comfy/model_management.py unet_dtype).
   int fp8_compute = -1;
+  // Added by core polish (additive): memory free for this run as ComfyUI counts it
+  // (torch.cuda.mem_get_info().free + reserved - active, comfy/model_management.get_free_memory).
+  // 0 = not given. When given it is the usable memory: the CUDA context and other processes are
+  // already outside it (no context is added again), ComfyUI's reserve is still kept out of it, and
+  // verdicts are against it. vram_bytes, when also given, is then only the card's total (ComfyUI's
+  // fp8 upcast rule and the Windows reserve depend on the total).
+  std::uint64_t free_bytes = 0;
+  bool has_card() const { return vram_bytes != 0 || free_bytes != 0; }
 };
 
 struct Stage {
@@ -44,7 +52,8 @@ struct Estimate {
   std::string peak_stage;
   std::vector<std::string> notes;
   // Added by the estimator work (additive):
-  std::uint64_t vram_bytes = 0;            // the card (0 = none given; no policy, no verdict)
+  std::uint64_t vram_bytes = 0;            // the card (0 = none given; no policy, no verdict); with
+                                           // Runtime::free_bytes, the free memory the verdict is against
   std::string verdict;                     // "fits" | "tight" | "does not fit"; "" without a card
   std::uint64_t full_load_peak_bytes = 0;  // peak with every stage's models fully resident (no lowvram):
                                            // the smallest card that runs it unchanged

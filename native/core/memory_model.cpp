@@ -58,7 +58,10 @@ void check_range(const std::string& field, long long value, long long lo, long l
 // (models.json "activation": {"phases": [...]} or one {hidden_multiple, ffn_multiple}).
 double elems_per_token(const ModelInfo& m) {
   const json& arch = section(m, "arch");
-  const json act = m.data->contains("activation") ? (*m.data)["activation"] : arch.value("activation", json::object());
+  static const json none = json::object();
+  const json& act = m.data->contains("activation") ? (*m.data)["activation"]
+                    : arch.contains("activation")  ? arch["activation"]
+                                                   : none;
   const double d = need(m, arch, "hidden"), f = need(m, arch, "ffn");
   auto phase = [&](const json& p) { return need(m, p, "hidden_multiple") * d + need(m, p, "ffn_multiple") * f; };
   if (!act.contains("phases") || !act["phases"].is_array()) return phase(act);

@@ -266,7 +266,7 @@ Plan make_plan(const Job& job, const Runtime& rt, const PlanOptions& options) {
   const std::uint64_t need = need_bytes(plan.estimate);
   const PresetData& data = preset_data();
 
-  if (rt.vram_bytes > 0 && plan.verdict != "fits") {
+  if (rt.has_card() && plan.verdict != "fits") {
     std::vector<std::string> order = options.order;
     if (order.empty())
       for (const auto& c : data.changes) order.push_back(c.kind);
@@ -316,6 +316,8 @@ Plan make_plan(const Job& job, const Runtime& rt, const PlanOptions& options) {
       if (g->memory_bytes < plan.estimate.full_load_peak_bytes) continue;
       Runtime r = rt;
       r.vram_bytes = g->memory_bytes;
+      r.free_bytes = 0;  // a whole other card, not this one's free memory
+      r.fp8_compute = g->fp8_compute ? (*g->fp8_compute ? 1 : 0) : -1;
       auto e = try_estimate(job, r);
       if (e && fits(*e)) {
         plan.smallest_gpu = SmallestGpu{g->name, g->memory_bytes, g->price_eur_per_hour, e->peak_bytes};

@@ -19,13 +19,27 @@ using nlohmann::json;
 using workflow::WidgetRef;
 using workflow::WorkflowInfo;
 
-std::uint64_t target_bytes_for(const PresetSpec& p, const Runtime& request) {
+std::uint64_t target_bytes_for(const PresetSpec& p);
+
+// The runtime a preset sizes for: the request's card (and its free memory) for "fit this card", or
+// the smallest catalog card of the preset's size, whole and empty, for "fit N GB".
+Runtime target_runtime_for(const PresetSpec& p, const Runtime& request) {
+  Runtime rt = request;
   if (p.target_request) {
-    if (request.vram_bytes == 0)
-      throw InputError("gpu", "preset '" + p.name + "' needs the card: give gpu (a name from gpus.json) or vram_bytes");
-    return request.vram_bytes;
+    if (!request.has_card())
+      throw InputError("gpu", "preset '" + p.name +
+                                  "' needs the card: give gpu (a name from gpus.json), vram_bytes or free_bytes");
+    return rt;
   }
-  if (!p.target_memory_gb) return request.vram_bytes;
+  if (!p.target_memory_gb) return rt;
+  rt.free_bytes = 0;  // another card than the one whose free memory was measured
+  rt.vram_bytes = target_bytes_for(p);
+  return rt;
+}
+
+std::uint64_t usable_bytes(const Runtime& rt) { return rt.free_bytes ? rt.free_bytes : rt.vram_bytes; }
+
+std::uint64_t target_bytes_for(const PresetSpec& p) {
   // "fit 24 GB" = the smallest card sold as 24 GB (what the driver reports is a little less than 24 GiB).
   std::uint64_t best = 0;
   for (const auto& g : catalog_data().gpus)
@@ -106,9 +120,8 @@ PresetResult apply_preset(const json& wf, const std::string& name, const Runtime
     throw InputError("workflow", "no catalog diffusion model runs in this workflow, so no preset can be sized for it");
 
   PresetResult out;
-  Runtime rt = request_runtime;
-  rt.vram_bytes = target_bytes_for(*preset, request_runtime);
-  out.target_bytes = rt.vram_bytes;
+  const Runtime rt = target_runtime_for(*preset, request_runtime);
+  out.target_bytes = usable_bytes(rt);
   Estimate before = estimate(info.job, rt);
   out.before_peak = before.peak_bytes;
   out.before_verdict = before.verdict;
@@ -133,7 +146,7 @@ PresetResult apply_preset(const json& wf, const std::string& name, const Runtime
   if (device == "default") job.text_encoder_on_cpu = false;
 
   // 2. Planner changes in the preset's order until it fits.
-  if (!preset->until_fits.empty() && rt.vram_bytes > 0) {
+  if (!preset->until_fits.empty() && rt.has_card()) {
     PlanOptions po;
     std::set<std::string> ok = widget_kinds(info);
     std::set<std::string> allowed;
@@ -153,7 +166,7 @@ PresetResult apply_preset(const json& wf, const std::string& name, const Runtime
         job = step.job;
       }
       out.notes.push_back("the widget changes this preset may make are not enough to fit " +
-                          std::to_string(rt.vram_bytes) + " bytes, so batch, length and size were left as they "
+                          std::to_string(usable_bytes(rt)) + " bytes, so batch, length and size were left as they "
                           "are; ComfyUI will stream weights (slower); see `headroom plan` for GGUF files and "
                           "block swap");
     }

@@ -55,17 +55,29 @@ Stage full_stage(const StageDemand& d, const PolicyContext& c) {
 
 PolicyContext policy_context(const Runtime& rt) {
   PolicyContext c;
-  c.vram_bytes = rt.vram_bytes;
+  const std::uint64_t context = static_cast<std::uint64_t>(runtime_constant("cuda_context_bytes"));
   c.reserve_bytes = rt.reserve_bytes ? rt.reserve_bytes
                                      : static_cast<std::uint64_t>(runtime_constant(
                                            rt.windows ? "comfy_reserve_bytes_windows" : "comfy_reserve_bytes_linux"));
   // Windows reserves 100 MiB more on cards of 15 GiB and up (comfy/model_management.py).
-  if (!rt.reserve_bytes && rt.windows && rt.vram_bytes > 15 * GiB)
+  if (!rt.reserve_bytes && rt.windows && runtime_total_bytes(rt) > 15 * GiB)
     c.reserve_bytes += static_cast<std::uint64_t>(runtime_constant("comfy_reserve_bytes_windows_16gb_extra"));
-  c.context_bytes = static_cast<std::uint64_t>(runtime_constant("cuda_context_bytes"));
+  if (rt.free_bytes) {
+    // Free memory as ComfyUI measures it: the context (and other processes) are already outside it.
+    c.vram_bytes = rt.free_bytes;
+    c.context_bytes = 0;
+  } else {
+    c.vram_bytes = rt.vram_bytes;
+    c.context_bytes = context;
+  }
   c.allocator_overhead = runtime_constant("allocator_overhead_fraction");
   c.allow_lowvram = rt.allow_lowvram;
   return c;
+}
+
+std::uint64_t runtime_total_bytes(const Runtime& rt) {
+  if (rt.vram_bytes || !rt.free_bytes) return rt.vram_bytes;
+  return rt.free_bytes + static_cast<std::uint64_t>(runtime_constant("cuda_context_bytes"));
 }
 
 double forward_seconds(const StageDemand& d) { return d.flops_per_pass / runtime_constant("gpu_flops_per_s"); }

@@ -20,6 +20,10 @@ struct PolicyContext {
 
 PolicyContext policy_context(const Runtime& runtime);
 
+// The card's total memory: vram_bytes, or with only free_bytes given, free + the CUDA context
+// (a lower bound: other processes' memory is unknown).
+std::uint64_t runtime_total_bytes(const Runtime& runtime);
+
 // The stage as it runs on the card. `demand.fallback` (VAE decode) is used when the full decode
 // does not fit, as ComfyUI retries tiled after the OOM.
 Stage fit_stage(const StageDemand& demand, const PolicyContext& context);

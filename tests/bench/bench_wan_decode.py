@@ -148,31 +148,31 @@ def main():
     sd, lat, scale = setup(args)
     frames = 4 * args.latent_frames - 3
     print(f"# {args.family}, random weights, fp32 CPU ({torch.get_num_threads()} threads), "
-          f"{frames} frames at {args.height}x{args.width}, latent {tuple(lat.shape)}, tile {args.tile_px} px")
-    rows = []
+          f"{frames} frames at {args.height}x{args.width}, latent {tuple(lat.shape)}, tile {args.tile_px} px", flush=True)
+    print(f"{'mode':12} {'seconds':>8} {'x full':>7} {'PSNR dB':>8} {'max err':>9}  tiles", flush=True)
     t_full, (full, info_full) = timed(lambda: ops.decode(sd, lat, mode="full"), args.runs)
-    rows.append(("full", t_full, float("inf"), 0.0, info_full))
+
+    def row(name, t, img, info=None):
+        ps, err = psnr(img, full), (img - full).abs().max().item()
+        tiles = (info or {}).get("tiles", "")
+        print(f"{name:12} {t:8.2f} {t / t_full:7.2f} {ps:8.1f} {err:9.2e}  {tiles}", flush=True)
+
+    row("full", t_full, full, info_full)
     for mode in ("exact", "blend"):
         t, (img, info) = timed(lambda: ops.decode(sd, lat, mode=mode, tile_px=args.tile_px), args.runs)
-        rows.append((mode, t, psnr(img, full), (img - full).abs().max().item(), info))
+        row(mode, t, img, info)
     tile_lat = args.tile_px // scale
     t, raw = timed(lambda: ref.comfy_style_tiled(sd, lat, tile_lat, max(1, tile_lat // 4), scale), 1)
-    img = ref.to_image(raw)
-    rows.append(("comfy-tiles", t, psnr(img, full), (img - full).abs().max().item(), {}))
+    row("comfy-tiles", t, ref.to_image(raw))
     if not args.skip_reference:
         with torch.no_grad():
             t, raw = timed(lambda: ref.decode_video(sd, lat), 1)
-        img = ref.to_image(raw)
-        rows.append(("reference", t, psnr(img, full), (img - full).abs().max().item(), {}))
+        row("reference", t, ref.to_image(raw))
     model = comfyui_decoder(args, sd)
     if model is not None:
         with torch.no_grad():
             t, raw = timed(lambda: model.decode(lat).float(), 1)
-        img = ref.to_image(raw)
-        rows.append(("comfyui", t, psnr(img, full), (img - full).abs().max().item(), {}))
-    print(f"{'mode':12} {'seconds':>8} {'x full':>7} {'PSNR dB':>8} {'max err':>9}  tiles")
-    for name, t, ps, err, info in rows:
-        print(f"{name:12} {t:8.2f} {t / t_full:7.2f} {ps:8.1f} {err:9.2e}  {info.get('tiles', '')}")
+        row("comfyui", t, ref.to_image(raw))
 
     print("\n# peak memory (fresh process each; RSS above the state before decode; weights are shared, "
           "not copied, in fp32 on the CPU so the plan's figure minus weights is the comparable one)")
@@ -187,7 +187,7 @@ def main():
         planned = m["planned_peak_bytes"] - m["weights_bytes"]
         extra = f" budget {b / 2**20:.0f} MiB -> {m['mode']} tile {m['tile_latent']}" if b else ""
         print(f"{mode:6} measured {m['peak_rss_above_start'] / 2**20:8.0f} MiB  planned (minus weights) "
-              f"{planned / 2**20:8.0f} MiB  ratio {m['peak_rss_above_start'] / max(planned, 1):.2f}{extra}")
+              f"{planned / 2**20:8.0f} MiB  ratio {m['peak_rss_above_start'] / max(planned, 1):.2f}{extra}", flush=True)
 
 
 if __name__ == "__main__":

@@ -162,14 +162,15 @@ def test_plan_tiles_shrink_with_the_budget_and_stay_under_it():
     shape = [1, 16, 128, 128]  # Flux 1024^2
     full = ht.plan("kl", shape, mode="auto", budget_bytes=0, dtype_bytes=2)
     assert full["mode"] == "full"
-    prev = None
-    for frac in (0.9, 0.5, 0.25):
+    plans = {}
+    for frac in (0.9, 0.5, 0.25, 0.2):
         b = int(full["full_peak_bytes"] * frac)
-        p = ht.plan("kl", shape, mode="auto", budget_bytes=b, dtype_bytes=2)
+        p = plans[frac] = ht.plan("kl", shape, mode="auto", budget_bytes=b, dtype_bytes=2)
         assert p["mode"] == "exact" and p["peak_bytes"] <= b
-        if prev:
-            assert p["tile_latent"] <= prev["tile_latent"]
-        prev = p
+    # Whole-image activations no longer fit next to the tiles at a quarter: they go to CPU memory,
+    # and with parking fixed a smaller budget means a smaller tile.
+    assert plans[0.25]["park_on_cpu"] and plans[0.2]["park_on_cpu"]
+    assert plans[0.2]["tile_latent"] < plans[0.25]["tile_latent"]
     with pytest.raises(ValueError, match="budget"):
         ht.plan("kl", shape, mode="auto", budget_bytes=10 << 20, dtype_bytes=2)
 
@@ -273,13 +274,14 @@ def test_decode_blend_video_time_formula():
 
 def test_decode_blend_of_the_reference_module(flux_like):
     model, _ = flux_like
-    z = torch.randn(1, 16, 16, 16)
+    z = torch.randn(1, 16, 16, 16, generator=torch.Generator().manual_seed(9))
     with torch.no_grad():
         out = ht.decode_blend(model, z, 8, 2, (4, 4))
         full = model(z)
     assert out.shape == full.shape
     # Per-tile GroupNorm statistics: close but not equal (this is what exact mode removes).
-    assert 1e-4 < maxerr(out, full) < 1.0
+    span = (full.max() - full.min()).item()
+    assert 1e-4 * span < maxerr(out, full) < 0.5 * span
 
 
 # ---------------------------------------------------------------- CLI
