@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fuzzes the model-header parsers with libFuzzer (clang, ASan + UBSan).
+# Fuzzes the model-header parsers and the OOM-message parser with libFuzzer (clang, ASan + UBSan).
 # usage: scripts/fuzz.sh [SECONDS]   (default 600 = ten minutes per parser, one parser after the other)
 # Builds build-fuzz/, writes a seed corpus of valid files to build-fuzz/seeds/<target>, keeps the
 # growing corpus in build-fuzz/corpus/<target> and any crash in build-fuzz/crashes/<target>/.
@@ -16,7 +16,7 @@ if [ -z "$CLANGXX" ]; then echo "fuzz.sh: clang++ not found (apt-get install cla
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_COMPILER="$CLANGXX" -DCMAKE_C_COMPILER="$CLANGC" \
   -DHEADROOM_FUZZ=ON -DHEADROOM_TESTS=OFF -DHEADROOM_PYTHON=OFF -DHEADROOM_TORCH=OFF -DHEADROOM_CUDA=OFF >/dev/null
-cmake --build "$BUILD" -j2 --target fuzz_safetensors fuzz_gguf
+cmake --build "$BUILD" -j2 --target fuzz_safetensors fuzz_gguf fuzz_oom
 
 # Seeds: small valid files exercising every dtype, GGUF value type, array, alignment and version.
 /usr/bin/python3 - "$BUILD" <<'PY'
@@ -68,6 +68,17 @@ put("fuzz_gguf", "v3_types", gguf(3, kvs, [(f"blk.{i}.weight", [256, 2], t, 2 * 
 put("fuzz_gguf", "v2", gguf(2, kvs[:3], [("img_in.weight", [32, 4], 8, 4 * 34), ("img_in.bias", [4], 0, 16)]))
 put("fuzz_gguf", "align64", gguf(3, [("general.alignment", 4, struct.pack("<I", 64))], [("a", [32], 8, 34), ("b", [32], 8, 34)], alignment=64))
 put("fuzz_gguf", "empty", gguf(3))
+# OOM messages: the real ones collected in shared/facts when that folder is beside the clone.
+facts = os.path.join(os.path.dirname(os.path.abspath(out)), "..", "shared", "facts", "oom-examples.json")
+if os.path.exists(facts):
+    for i, rec in enumerate(json.load(open(facts))):
+        text = rec.get("text") or ""
+        if text: put("fuzz_oom", "real%03d" % i, text.encode())
+put("fuzz_oom", "pytorch", b"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total "
+    b"capacity of 23.65 GiB of which 5.06 MiB is free. Process 12345 has 23.63 GiB memory in use. Of the allocated "
+    b"memory 22.90 GiB is allocated by PyTorch, and 280.90 MiB is reserved by PyTorch but unallocated.")
+put("fuzz_oom", "legacy", b"RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 23.65 GiB total capacity; "
+    b"21.66 GiB already allocated; 12.25 MiB free; 22.11 GiB reserved in total by PyTorch)")
 for target, words in (("fuzz_safetensors", ['"dtype"','"shape"','"data_offsets"','"__metadata__"','"BF16"','"F16"','"F32"',
                        '"F8_E4M3"','"F8_E5M2"','"U8"','"scaled_fp8"','".scale_weight"','"model.diffusion_model."',
                        '"first_stage_model."','"text_encoders."','"lora_up"','"{"','"}"','"["','"]"','":"','","']),
@@ -78,12 +89,14 @@ for target, words in (("fuzz_safetensors", ['"dtype"','"shape"','"data_offsets"'
 PY
 
 status=0
-for target in fuzz_safetensors fuzz_gguf; do
+for target in fuzz_safetensors fuzz_gguf fuzz_oom; do
   mkdir -p "$BUILD/corpus/$target" "$BUILD/crashes/$target"
   echo "== $target: ${SECONDS_PER_TARGET}s"
   # -malloc_limit_mb makes any oversized allocation a reported bug; -max_len keeps inputs header-sized.
+  dict=()
+  [ -f "$BUILD/$target.dict" ] && dict=(-dict="$BUILD/$target.dict")
   if ! nice -n 10 "$BUILD/$target" "$BUILD/corpus/$target" "$BUILD/seeds/$target" \
-      -dict="$BUILD/$target.dict" -max_total_time="$SECONDS_PER_TARGET" -max_len=8192 \
+      "${dict[@]}" -max_total_time="$SECONDS_PER_TARGET" -max_len=8192 \
       -malloc_limit_mb=256 -rss_limit_mb=1024 -timeout=10 -print_final_stats=1 \
       -artifact_prefix="$BUILD/crashes/$target/" 2>"$BUILD/$target.log"; then
     echo "!! $target found a crash: see $BUILD/crashes/$target/ and $BUILD/$target.log" >&2

@@ -6,6 +6,7 @@
 #include "core/catalog.hpp"
 #include "core/error.hpp"
 #include "core/planner.hpp"
+#include "core/presets.hpp"
 #include "core/presets_apply.hpp"
 #include "core/units.hpp"
 #include "core/workflow.hpp"
@@ -13,6 +14,9 @@
 namespace headroom::api {
 
 namespace {
+
+// The preset that sizes a workflow for the request's own card (presets.json).
+constexpr const char* kCardPreset = "fit this card";
 
 void check_keys(const json& request, const std::set<std::string>& known, const std::string& what) {
   if (!request.is_object()) throw InputError(what, "expected a JSON object");
@@ -97,6 +101,15 @@ json plan(const json& request) {
             {"workflow", std::move(info_json)}, {"budget_bytes", budget_json(rt)}};
   }
   Plan p = make_plan(info.job, rt);
+  if (!p.changes.empty() && preset_data().preset(kCardPreset)) {
+    // Only what the preset would really do counts as applied by it (the panel offers it as one click).
+    const std::vector<std::string> kinds = preset_change_kinds(kCardPreset, info, rt);
+    auto mark = [&](PlanChange& c) {
+      c.by_preset = c.widget && std::find(kinds.begin(), kinds.end(), c.kind) != kinds.end();
+    };
+    for (auto& c : p.changes) mark(c);
+    for (auto& c : p.cumulative) mark(c);
+  }
   json out = p.to_json();
   out["unknown_nodes"] = unknown;
   out["job"] = job_to_json(info.job);

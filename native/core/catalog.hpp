@@ -4,7 +4,6 @@
 // InputError(field) listing the candidates when a name is unknown or ambiguous.
 #include <cstdint>
 #include <optional>
-#include <map>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -68,7 +67,8 @@ struct Catalog {
   // position of the first item that claims it, so lookups cost one hash instead of normalising
   // every alias of every entry.
   std::unordered_map<std::string, std::size_t> model_keys, precision_keys, gpu_keys;
-  std::map<std::string, double, std::less<>> runtime_values;  // numeric "runtime" constants
+  // Numeric "runtime" constants; the keys view the strings of models.json's parsed JSON (static).
+  std::unordered_map<std::string_view, double> runtime_values;
 };
 
 // Parsed and validated once (thread-safe); throws Error if the data files are malformed.

@@ -18,8 +18,11 @@
 namespace headroom {
 namespace {
 
-// Allocator rounding and fragmentation on top of the counted tensors (same margin as the KL plan).
-constexpr double kAllocatorMargin = 1.10;
+// Allocator rounding, fragmentation and backend conv buffers on top of the counted tensors. Measured:
+// CPU fp32 peak RSS was 1.13x (full) and 1.14x (exact) of (counted tensors x 1.10 + kFixedBytes) for
+// the Wan 2.1 architecture at 128x160 x 17 frames (tests/bench/bench_wan_decode.py, 2026-11-29), i.e.
+// about 1.25x the counted tensors; 1.3 keeps a little room. Uncalibrated on CUDA.
+constexpr double kAllocatorMargin = 1.30;
 // Convolution workspaces, small tensors, the runtime's share (uncalibrated allowance, as for KL).
 constexpr double kFixedBytes = 64.0 * 1024 * 1024;
 

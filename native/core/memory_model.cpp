@@ -12,21 +12,28 @@ namespace {
 
 using nlohmann::json;
 
+// One lookup, no key copy (these run hundreds of times per plan).
+const json* child(const json& j, const char* key) {
+  if (!j.is_object()) return nullptr;
+  auto it = j.find(key);
+  return it == j.end() ? nullptr : &*it;
+}
+
 double num(const json& j, const char* key, double fallback) {
-  if (j.contains(key) && j[key].is_number()) return j[key].get<double>();
-  return fallback;
+  const json* v = child(j, key);
+  return v && v->is_number() ? v->get<double>() : fallback;
 }
 
 // A figure the memory model cannot do without: missing data is a broken models.json, not a guess.
 double need(const ModelInfo& m, const json& j, const char* key) {
-  if (j.contains(key) && j[key].is_number()) return j[key].get<double>();
+  if (const json* v = child(j, key); v && v->is_number()) return v->get<double>();
   throw Error("models.json: " + m.name + " lacks the number '" + key + "' that the memory model needs");
 }
 
 const json& section(const ModelInfo& m, const char* key) {
   static const json empty = json::object();
-  const json& d = *m.data;
-  return d.contains(key) && d[key].is_object() ? d[key] : empty;
+  const json* v = child(*m.data, key);
+  return v && v->is_object() ? *v : empty;
 }
 
 std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
@@ -59,14 +66,15 @@ void check_range(const std::string& field, long long value, long long lo, long l
 double elems_per_token(const ModelInfo& m) {
   const json& arch = section(m, "arch");
   static const json none = json::object();
-  const json& act = m.data->contains("activation") ? (*m.data)["activation"]
-                    : arch.contains("activation")  ? arch["activation"]
-                                                   : none;
+  const json* own = child(*m.data, "activation");
+  const json* in_arch = child(arch, "activation");
+  const json& act = own ? *own : in_arch ? *in_arch : none;
   const double d = need(m, arch, "hidden"), f = need(m, arch, "ffn");
   auto phase = [&](const json& p) { return need(m, p, "hidden_multiple") * d + need(m, p, "ffn_multiple") * f; };
-  if (!act.contains("phases") || !act["phases"].is_array()) return phase(act);
+  const json* phases = child(act, "phases");
+  if (!phases || !phases->is_array()) return phase(act);
   double best = 0;
-  for (const auto& p : act["phases"]) best = std::max(best, phase(p));
+  for (const auto& p : *phases) best = std::max(best, phase(p));
   return best;
 }
 
@@ -80,15 +88,13 @@ std::uint64_t dequant_transient(const ResolvedComponent& c, int compute_bytes, b
 
 int vae_stride_spatial(const ModelInfo& vae) {
   const json& arch = section(vae, "arch");
-  if (arch.contains("stride") && arch["stride"].is_array() && arch["stride"].size() == 3)
-    return arch["stride"][2].get<int>();
+  if (const json* st = child(arch, "stride"); st && st->is_array() && st->size() == 3) return (*st)[2].get<int>();
   return 8;
 }
 
 int vae_stride_temporal(const ModelInfo& vae) {
   const json& arch = section(vae, "arch");
-  if (arch.contains("stride") && arch["stride"].is_array() && arch["stride"].size() == 3)
-    return arch["stride"][0].get<int>();
+  if (const json* st = child(arch, "stride"); st && st->is_array() && st->size() == 3) return (*st)[0].get<int>();
   return 1;
 }
 

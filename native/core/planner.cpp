@@ -30,6 +30,7 @@ std::optional<Estimate> try_estimate(const Job& job, const Runtime& rt) {
 }
 
 bool fits(const Estimate& e) { return e.verdict == "fits"; }
+bool runs(const Estimate& e) { return e.verdict != "does not fit"; }
 
 // Exact canonical-name lookups (the planner only sees canonical names; find_model's alias search
 // would normalise strings on every call).
@@ -96,13 +97,17 @@ std::optional<Priced> largest_fitting(int lo, int hi, int step, const Runtime& r
   auto at = [&](int k) { return lo + k * step; };
   auto low = try_estimate(make(at(0)), rt);
   if (!low) return std::nullopt;
-  if (!fits(*low)) return Priced{make(at(0)), *low};  // even the strongest reduction is not enough
+  // When even the strongest reduction does not fit but lets the job run (partial loading), the
+  // least reduction that still runs: cutting further would cost content without making it fit.
+  const bool want_fit = fits(*low);
+  if (!want_fit && !runs(*low)) return Priced{make(at(0)), *low};
+  auto ok = [&](const Estimate& e) { return want_fit ? fits(e) : runs(e); };
   int good = 0, bad = n + 1;
   std::optional<Estimate> good_est = low;
   while (bad - good > 1) {
     int mid = (good + bad) / 2;
     auto e = try_estimate(make(at(mid)), rt);
-    if (e && fits(*e)) {
+    if (e && ok(*e)) {
       good = mid;
       good_est = e;
     } else {
@@ -332,7 +337,7 @@ nlohmann::json PlanChange::to_json() const {
   return {{"kind", kind},       {"cost", cost},   {"description", description},
           {"saving_bytes", saving_bytes}, {"new_peak_bytes", new_peak_bytes},
           {"new_full_load_bytes", new_need_bytes}, {"fits", fits},
-          {"verdict", verdict}, {"applies_by_preset", widget}};
+          {"verdict", verdict}, {"applies_by_preset", by_preset.value_or(widget)}};
 }
 
 nlohmann::json SmallestGpu::to_json() const {

@@ -28,6 +28,9 @@ struct PlanChange {
                                      // loading (lowvram) hides it in the reserved peak
   std::string verdict;       // estimate's verdict of the changed job
   bool fits = false;         // verdict "fits" (no partial loading, inside the margin)
+  // Whether a named preset would make this change for this workflow and card (set by api::plan from
+  // the "fit this card" preset); unset = `widget`.
+  std::optional<bool> by_preset;
   nlohmann::json to_json() const;
 };
 

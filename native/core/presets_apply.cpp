@@ -104,7 +104,94 @@ std::set<std::string> widget_kinds(const WorkflowInfo& info) {
   return k;
 }
 
+Job preset_job(const PresetSpec& preset_spec, const WorkflowInfo& info, const Runtime& rt,
+               std::uint64_t before_need, std::vector<std::string>* kinds, std::vector<std::string>* notes) {
+  const PresetSpec* preset = &preset_spec;
+  // 1. Fixed settings.
+  Job job = info.job;
+  const json& set = preset->set;
+  std::string dtype = set.value("weight_dtype", "");
+  std::string decode = set.value("decode", "");
+  std::string device = set.value("text_encoder_device", "");
+  if (!dtype.empty() && job.diffusion && !info.weight_dtype.empty()) {
+    std::string forced = workflow::precision_from_weight_dtype(dtype);
+    std::string file_precision = workflow::precision_from_name(job.diffusion->file);
+    if (file_precision != "fp8_scaled") job.diffusion->precision = forced.empty() ? file_precision : forced;
+  }
+  if (decode == "full") job.decode_mode = DecodeMode::Full;
+  if (decode == "tiled" && job.decode_mode == DecodeMode::Full && !info.decoders.empty()) {
+    if (auto c = plan_change("decode_tiled", job, rt, before_need)) {
+      job = c->job;
+      kinds->push_back("decode_tiled");
+    }
+  }
+  if (device == "cpu" && !info.text_encoder_device.empty() && !job.text_encoder_on_cpu) {
+    job.text_encoder_on_cpu = true;
+    kinds->push_back("text_encoder_cpu");
+  }
+  if (device == "default") job.text_encoder_on_cpu = false;
+
+  // 2. Planner changes in the preset's order until it fits.
+  if (!preset->until_fits.empty() && rt.has_card()) {
+    PlanOptions po;
+    std::set<std::string> ok = widget_kinds(info);
+    std::set<std::string> allowed;
+    for (const auto& k : preset->until_fits)
+      if (ok.count(k)) allowed.insert(k);
+    po.allowed = allowed;
+    po.order = preset->until_fits;
+    po.smallest_gpu = false;
+    Plan plan = make_plan(job, rt, po);
+    auto take = [&](const PlanChange& step) {
+      job = step.job;
+      kinds->push_back(step.kind);
+    };
+    if (plan.cumulative_fits) {
+      for (const auto& step : plan.cumulative) take(step);
+    } else if (plan.verdict != "fits") {
+      // Smaller batches, clips or images that still do not fit would cost the user content for
+      // nothing, unless the run would otherwise fail: then the cuts go as far as is needed to make it
+      // run at all (verdict "tight": with weights streamed), as `headroom plan` shows them.
+      std::string verdict = plan.verdict;
+      bool cut = false;
+      for (const auto& step : plan.cumulative) {
+        const bool content = step.kind == "batch" || step.kind == "frames" || step.kind == "resolution";
+        if (content && verdict != "does not fit") break;
+        take(step);
+        verdict = step.verdict;
+        cut = cut || content;
+      }
+      if (verdict == "does not fit")
+        notes->push_back("even the widget changes this preset may make do not fit " + std::to_string(usable_bytes(rt)) +
+                         " bytes, so batch, length and size were left as they are; see `headroom plan` for GGUF "
+                         "files and block swap");
+      else if (cut)
+        notes->push_back("the run does not fit " + std::to_string(usable_bytes(rt)) +
+                         " bytes as it is, so batch, length or size were reduced until it runs; ComfyUI will "
+                         "stream weights (slower); see `headroom plan` for GGUF files and block swap");
+      else
+        notes->push_back("the widget changes this preset may make are not enough to fit " +
+                         std::to_string(usable_bytes(rt)) + " bytes, so batch, length and size were left as they "
+                         "are; ComfyUI will stream weights (slower); see `headroom plan` for GGUF files and "
+                         "block swap");
+    }
+  }
+
+  return job;
+}
+
 }  // namespace
+
+std::vector<std::string> preset_change_kinds(const std::string& name, const WorkflowInfo& info,
+                                             const Runtime& request_runtime) {
+  const PresetSpec* preset = preset_data().preset(name);
+  if (!preset) throw InputError("preset", "unknown preset '" + name + "'");
+  if (!info.job.diffusion || info.job.diffusion->model.empty()) return {};
+  const Runtime rt = target_runtime_for(*preset, request_runtime);
+  std::vector<std::string> kinds, notes;
+  preset_job(*preset, info, rt, need_bytes(estimate(info.job, rt)), &kinds, &notes);
+  return kinds;
+}
 
 PresetResult apply_preset(const json& wf, const std::string& name, const Runtime& request_runtime,
                           const std::string& source, const workflow::ParseOptions& options) {
@@ -127,50 +214,8 @@ PresetResult apply_preset(const json& wf, const std::string& name, const Runtime
   out.before_verdict = before.verdict;
   out.before_need = need_bytes(before);
 
-  // 1. Fixed settings.
-  Job job = info.job;
-  const json& set = preset->set;
-  std::string dtype = set.value("weight_dtype", "");
-  std::string decode = set.value("decode", "");
-  std::string device = set.value("text_encoder_device", "");
-  if (!dtype.empty() && job.diffusion && !info.weight_dtype.empty()) {
-    std::string forced = workflow::precision_from_weight_dtype(dtype);
-    std::string file_precision = workflow::precision_from_name(job.diffusion->file);
-    if (file_precision != "fp8_scaled") job.diffusion->precision = forced.empty() ? file_precision : forced;
-  }
-  if (decode == "full") job.decode_mode = DecodeMode::Full;
-  if (decode == "tiled" && job.decode_mode == DecodeMode::Full && !info.decoders.empty()) {
-    if (auto c = plan_change("decode_tiled", job, rt, need_bytes(before))) job = c->job;
-  }
-  if (device == "cpu" && !info.text_encoder_device.empty()) job.text_encoder_on_cpu = true;
-  if (device == "default") job.text_encoder_on_cpu = false;
-
-  // 2. Planner changes in the preset's order until it fits.
-  if (!preset->until_fits.empty() && rt.has_card()) {
-    PlanOptions po;
-    std::set<std::string> ok = widget_kinds(info);
-    std::set<std::string> allowed;
-    for (const auto& k : preset->until_fits)
-      if (ok.count(k)) allowed.insert(k);
-    po.allowed = allowed;
-    po.order = preset->until_fits;
-    po.smallest_gpu = false;
-    Plan plan = make_plan(job, rt, po);
-    if (plan.cumulative_fits) {
-      job = plan.cumulative.back().job;
-    } else if (plan.verdict != "fits") {
-      // Smaller batches, clips or images that still do not fit would cost the user content for
-      // nothing: keep only the changes made before the first of those.
-      for (const auto& step : plan.cumulative) {
-        if (step.kind == "batch" || step.kind == "frames" || step.kind == "resolution") break;
-        job = step.job;
-      }
-      out.notes.push_back("the widget changes this preset may make are not enough to fit " +
-                          std::to_string(usable_bytes(rt)) + " bytes, so batch, length and size were left as they "
-                          "are; ComfyUI will stream weights (slower); see `headroom plan` for GGUF files and "
-                          "block swap");
-    }
-  }
+  std::vector<std::string> kinds;
+  Job job = preset_job(*preset, info, rt, need_bytes(before), &kinds, &out.notes);
 
   // 3. Write the job back as widget values.
   Rewriter rw(wf);

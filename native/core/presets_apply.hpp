@@ -27,4 +27,9 @@ PresetResult apply_preset(const nlohmann::json& workflow, const std::string& pre
                           const std::string& source = "workflow",
                           const workflow::ParseOptions& options = {});
 
+// The planner change kinds (presets.json "changes") that preset `name` would make to this workflow on
+// this card, in order; what api::plan reports as applies_by_preset for "fit this card".
+std::vector<std::string> preset_change_kinds(const std::string& name, const workflow::WorkflowInfo& info,
+                                             const Runtime& request_runtime);
+
 }  // namespace headroom
