@@ -103,7 +103,7 @@ json plan(const json& request) {
   Plan p = make_plan(info.job, rt);
   if (!p.changes.empty() && preset_data().preset(kCardPreset)) {
     // Only what the preset would really do counts as applied by it (the panel offers it as one click).
-    const std::vector<std::string> kinds = preset_change_kinds(kCardPreset, info, rt);
+    const std::vector<std::string> kinds = preset_change_kinds(kCardPreset, info, rt, &p);
     auto mark = [&](PlanChange& c) {
       c.by_preset = c.widget && std::find(kinds.begin(), kinds.end(), c.kind) != kinds.end();
     };

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <unordered_map>
 
 #include "core/decode_plan.hpp"
 #include "core/error.hpp"
@@ -12,11 +13,23 @@ namespace {
 
 using nlohmann::json;
 
-// One lookup, no key copy (these run hundreds of times per plan).
+struct PairHash {
+  std::size_t operator()(const std::pair<const void*, const void*>& p) const {
+    return std::hash<const void*>()(p.first) * 31 ^ std::hash<const void*>()(p.second);
+  }
+};
+
+// A member of a catalog object. Every caller here passes a section of models.json (parsed once and
+// never freed) and a string literal, so (object, key literal) -> member is memoised: a plan runs
+// the memory model hundreds of times and the std::map string compares dominated its profile.
 const json* child(const json& j, const char* key) {
-  if (!j.is_object()) return nullptr;
-  auto it = j.find(key);
-  return it == j.end() ? nullptr : &*it;
+  thread_local std::unordered_map<std::pair<const void*, const void*>, const json*, PairHash> memo;
+  auto [slot, fresh] = memo.try_emplace({&j, key}, nullptr);
+  if (fresh && j.is_object()) {
+    auto it = j.find(key);
+    slot->second = it == j.end() ? nullptr : &*it;
+  }
+  return slot->second;
 }
 
 double num(const json& j, const char* key, double fallback) {

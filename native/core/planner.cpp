@@ -77,13 +77,20 @@ std::optional<Priced> first_fitting(const std::vector<Job>& candidates, const Ru
   // with tile size and resolution), and one estimate settles it.
   if (candidates.size() > 1) {
     auto strongest = try_estimate(candidates.back(), rt);
-    if (strongest && !fits(*strongest)) return Priced{candidates.back(), *strongest};
+    if (strongest && !fits(*strongest)) {
+      // None fits; if the strongest at least runs (partial loading), the mildest one that runs, as
+      // largest_fitting does: reducing more would cost quality without making it fit.
+      if (!runs(*strongest)) return Priced{candidates.back(), std::move(*strongest)};
+      for (std::size_t i = 0; i + 1 < candidates.size(); ++i)
+        if (auto e = try_estimate(candidates[i], rt); e && runs(*e)) return Priced{candidates[i], std::move(*e)};
+      return Priced{candidates.back(), std::move(*strongest)};
+    }
   }
   for (const auto& j : candidates) {
     auto e = try_estimate(j, rt);
     if (!e) continue;
-    if (fits(*e)) return Priced{j, *e};
-    if (!best || e->peak_bytes < best->est.peak_bytes) best = Priced{j, *e};
+    if (fits(*e)) return Priced{j, std::move(*e)};
+    if (!best || e->peak_bytes < best->est.peak_bytes) best = Priced{j, std::move(*e)};
   }
   return best;
 }
@@ -109,12 +116,12 @@ std::optional<Priced> largest_fitting(int lo, int hi, int step, const Runtime& r
     auto e = try_estimate(make(at(mid)), rt);
     if (e && ok(*e)) {
       good = mid;
-      good_est = e;
+      good_est = std::move(e);
     } else {
       bad = mid;
     }
   }
-  return Priced{make(at(good)), *good_est};
+  return Priced{make(at(good)), std::move(*good_est)};
 }
 
 // Smallest number of swapped blocks that fits (more blocks = less memory, slower).
@@ -266,7 +273,7 @@ std::optional<PlanChange> plan_change(const std::string& kind, const Job& job, c
 
 Plan make_plan(const Job& job, const Runtime& rt, const PlanOptions& options) {
   Plan plan;
-  plan.estimate = estimate(job, rt);
+  plan.estimate = options.reuse ? options.reuse->estimate : estimate(job, rt);
   plan.verdict = plan.estimate.verdict;
   const std::uint64_t need = need_bytes(plan.estimate);
   const PresetData& data = preset_data();
@@ -276,10 +283,15 @@ Plan make_plan(const Job& job, const Runtime& rt, const PlanOptions& options) {
     if (order.empty())
       for (const auto& c : data.changes) order.push_back(c.kind);
     auto allowed = [&](const std::string& k) { return !options.allowed || options.allowed->count(k); };
-    std::map<std::string, std::optional<PlanChange>> first;  // single changes, reused by the first greedy step
+    std::map<std::string, std::optional<PlanChange>>& first = plan.singles;  // reused by the first greedy step
     for (const auto& spec : data.changes) {
       if (!allowed(spec.kind)) continue;
-      auto c = plan_change(spec.kind, job, rt, need);
+      std::optional<PlanChange> c;
+      auto known = options.reuse ? options.reuse->singles.find(spec.kind) : first.end();
+      if (options.reuse && known != options.reuse->singles.end())
+        c = known->second;
+      else
+        c = plan_change(spec.kind, job, rt, need);
       first[spec.kind] = c;
       // Kept when it lowers the need or lifts the verdict (partial loading avoided).
       if (c && (c->saving_bytes > 0 || c->fits)) plan.changes.push_back(std::move(*c));

@@ -3,6 +3,7 @@
 // (cost ranks in native/data/presets.json "changes"), each estimated on its own and then combined
 // cumulatively until the job fits; plus the smallest card of gpus.json that runs it unchanged.
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -49,6 +50,8 @@ struct Plan {
   std::vector<PlanChange> cumulative;   // changes applied one on top of the other until it fits
   bool cumulative_fits = false;
   std::optional<SmallestGpu> smallest_gpu;  // nullopt when no catalog card runs it unchanged
+  // Every single change tried on the unchanged job (also those not listed), for PlanOptions::reuse.
+  std::map<std::string, std::optional<PlanChange>> singles;
   nlohmann::json to_json() const;       // estimate's shape + {verdict, changes, cumulative, smallest_gpu}
 };
 
@@ -56,6 +59,9 @@ struct PlanOptions {
   std::optional<std::set<std::string>> allowed;  // kinds to try (all when unset)
   std::vector<std::string> order;                // cumulative order (cost order when empty)
   bool smallest_gpu = true;
+  // A plan of the same job on the same runtime: its estimate and single changes are reused
+  // instead of priced again (the preset check in api::plan).
+  const Plan* reuse = nullptr;
 };
 
 Plan make_plan(const Job& job, const Runtime& runtime, const PlanOptions& options = {});

@@ -105,7 +105,8 @@ std::set<std::string> widget_kinds(const WorkflowInfo& info) {
 }
 
 Job preset_job(const PresetSpec& preset_spec, const WorkflowInfo& info, const Runtime& rt,
-               std::uint64_t before_need, std::vector<std::string>* kinds, std::vector<std::string>* notes) {
+               std::uint64_t before_need, std::vector<std::string>* kinds, std::vector<std::string>* notes,
+               const Plan* reuse = nullptr) {
   const PresetSpec* preset = &preset_spec;
   // 1. Fixed settings.
   Job job = info.job;
@@ -141,6 +142,8 @@ Job preset_job(const PresetSpec& preset_spec, const WorkflowInfo& info, const Ru
     po.allowed = allowed;
     po.order = preset->until_fits;
     po.smallest_gpu = false;
+    // The caller's plan priced the same job on the same card unless fixed settings changed it.
+    if (kinds->empty() && preset->set.empty()) po.reuse = reuse;
     Plan plan = make_plan(job, rt, po);
     auto take = [&](const PlanChange& step) {
       job = step.job;
@@ -183,13 +186,16 @@ Job preset_job(const PresetSpec& preset_spec, const WorkflowInfo& info, const Ru
 }  // namespace
 
 std::vector<std::string> preset_change_kinds(const std::string& name, const WorkflowInfo& info,
-                                             const Runtime& request_runtime) {
+                                             const Runtime& request_runtime, const Plan* plan) {
   const PresetSpec* preset = preset_data().preset(name);
   if (!preset) throw InputError("preset", "unknown preset '" + name + "'");
   if (!info.job.diffusion || info.job.diffusion->model.empty()) return {};
   const Runtime rt = target_runtime_for(*preset, request_runtime);
+  // `plan` is of the request's runtime: reusable only when the preset sizes for that same card.
+  if (!preset->target_request) plan = nullptr;
   std::vector<std::string> kinds, notes;
-  preset_job(*preset, info, rt, need_bytes(estimate(info.job, rt)), &kinds, &notes);
+  const std::uint64_t need = need_bytes(plan ? plan->estimate : estimate(info.job, rt));
+  preset_job(*preset, info, rt, need, &kinds, &notes, plan);
   return kinds;
 }
 

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/estimator.hpp"
+#include "core/planner.hpp"
 #include "core/workflow.hpp"
 
 namespace headroom {
@@ -28,8 +29,9 @@ PresetResult apply_preset(const nlohmann::json& workflow, const std::string& pre
                           const workflow::ParseOptions& options = {});
 
 // The planner change kinds (presets.json "changes") that preset `name` would make to this workflow on
-// this card, in order; what api::plan reports as applies_by_preset for "fit this card".
+// this card, in order; what api::plan reports as applies_by_preset for "fit this card". `plan`, when
+// given, is make_plan of info.job on request_runtime, whose prices are reused.
 std::vector<std::string> preset_change_kinds(const std::string& name, const workflow::WorkflowInfo& info,
-                                             const Runtime& request_runtime);
+                                             const Runtime& request_runtime, const Plan* plan = nullptr);
 
 }  // namespace headroom
