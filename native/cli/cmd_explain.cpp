@@ -86,7 +86,7 @@ void print_verdict(const json& r) {
   std::cout << "\n";
 }
 
-int verdict_status(const json& r) { return r["verdict"] == "does_not_fit" ? 1 : 0; }
+int verdict_status(const json& r) { return r["verdict"] == "does not fit" ? 1 : 0; }
 
 }  // namespace
 

@@ -2,6 +2,7 @@
 #include "core/estimator.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #include "core/catalog.hpp"
 #include "core/error.hpp"
@@ -167,6 +168,7 @@ Estimate estimate(const Job& job, const Runtime& runtime) {
   const PolicyContext pc = policy_context(runtime);
   const std::uint64_t V = pc.vram_bytes;
   Estimate est;
+  est.stages.reserve(5);
   est.vram_bytes = V;
   est.notes = rj.notes;
   for (const auto& n : job.notes) est.notes.push_back(n);
@@ -180,13 +182,13 @@ Estimate estimate(const Job& job, const Runtime& runtime) {
   if (rj.clip_vision) {
     Stage s = fit_stage(clip_vision_demand(rj), pc);
     mark_cached(s, earlier, V);
-    est.stages.push_back(s);
+    est.stages.push_back(std::move(s));
     earlier.push_back({rj.clip_vision->model->name, rj.clip_vision->weight_bytes});
   }
   if (auto enc = vae_encode_demand(rj)) {
     Stage s = fit_stage(*enc, pc);
     mark_cached(s, earlier, V);
-    est.stages.push_back(s);
+    est.stages.push_back(std::move(s));
   }
   if (rj.vae) earlier.push_back({rj.vae->model->name, rj.vae->weight_bytes});
   if (rj.diffusion) {
@@ -210,7 +212,7 @@ Estimate estimate(const Job& job, const Runtime& runtime) {
         single.peak_bytes + rj.diffusion->weight_bytes <= V)
       single.cached.push_back(rj.diffusion->model->name + " (other expert)");
     mark_cached(single, earlier, V);
-    est.stages.push_back(single);
+    est.stages.push_back(std::move(single));
   }
   if (rj.vae) {
     DemandOptions o;
@@ -225,7 +227,7 @@ Estimate estimate(const Job& job, const Runtime& runtime) {
     std::vector<std::pair<std::string, std::uint64_t>> before = earlier;
     if (rj.diffusion) before.insert(before.begin(), {rj.diffusion->model->name, rj.diffusion->weight_bytes});
     mark_cached(s, before, V);
-    est.stages.push_back(s);
+    est.stages.push_back(std::move(s));
   }
 
   bool any_fail = false, any_degraded = false;

@@ -6,6 +6,7 @@
 #include <limits>
 #include <vector>
 
+#include "core/catalog.hpp"
 #include "core/data_files.hpp"
 #include "core/error.hpp"
 #include "core/units.hpp"
@@ -212,25 +213,9 @@ std::optional<Budget> budget_from(const json& request) {
     return Budget{"", static_cast<std::uint64_t>(v)};
   }
   if (gpu.empty()) return std::nullopt;
-  const json& gpus = data_file("gpus.json")["gpus"];
-  std::string k = key(gpu);
-  std::vector<const json*> partial;
-  for (const auto& g : gpus) {
-    std::vector<std::string> names{g["name"].get<std::string>()};
-    for (const auto& a : g.value("aliases", json::array())) names.push_back(a.get<std::string>());
-    bool exact = false, part = false;
-    for (const auto& n : names) {
-      exact = exact || key(n) == k;
-      part = part || key(n).find(k) != std::string::npos;
-    }
-    if (exact) return Budget{g["name"], g["memory_bytes"].get<std::uint64_t>()};
-    if (part) partial.push_back(&g);
-  }
-  if (partial.size() == 1) return Budget{(*partial[0])["name"], (*partial[0])["memory_bytes"].get<std::uint64_t>()};
-  std::string known;
-  for (const auto* g : partial.empty() ? std::vector<const json*>{} : partial) known += (known.empty() ? "" : ", ") + (*g)["name"].get<std::string>();
-  if (!partial.empty()) throw InputError("gpu", "'" + gpu + "' matches several cards: " + known + "; be more specific");
-  throw InputError("gpu", "unknown GPU '" + gpu + "'; " + suggestions(gpus, gpu) + ". Or give the memory with vram.");
+  // One GPU lookup for every command, so `--gpu 4090` means the same card everywhere.
+  const GpuInfo& card = resolve_gpu(gpu, "gpu");
+  return Budget{card.name, card.memory_bytes};
 }
 
 double kv_bytes_per_token(const Architecture& a, double bytes_per_element) {
@@ -279,7 +264,7 @@ json estimate(const json& request) {
   if (budget) {
     out["budget_bytes"] = budget->bytes;
     out["gpu"] = budget->gpu.empty() ? json(nullptr) : json(budget->gpu);
-    out["verdict"] = total <= static_cast<double>(budget->bytes) ? "fits" : "does_not_fit";
+    out["verdict"] = total <= static_cast<double>(budget->bytes) ? "fits" : "does not fit";
     out["headroom_bytes"] = static_cast<std::int64_t>(std::llround(static_cast<double>(budget->bytes) - total));
     double room = static_cast<double>(budget->bytes) - weights - over;
     out["max_context_that_fits"] =

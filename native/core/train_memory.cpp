@@ -159,7 +159,7 @@ json estimate(const json& request) {
   if (budget) {
     out["budget_bytes"] = budget->bytes;
     out["gpu"] = budget->gpu.empty() ? json(nullptr) : json(budget->gpu);
-    out["verdict"] = total <= static_cast<double>(budget->bytes) ? "fits" : "does_not_fit";
+    out["verdict"] = total <= static_cast<double>(budget->bytes) ? "fits" : "does not fit";
     out["headroom_bytes"] = static_cast<std::int64_t>(std::llround(static_cast<double>(budget->bytes) - total));
   } else {
     out["verdict"] = nullptr;

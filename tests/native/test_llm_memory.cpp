@@ -90,14 +90,14 @@ TEST_CASE("llm: verdict against a card") {
   CHECK(fits["verdict"] == "fits");
   CHECK(fits["gpu"] == "RTX 4090 24GB");
   json no = llm({{"model", "llama-3.1-70b"}, {"context", 8192}, {"gpu", "RTX 4090"}});
-  CHECK(no["verdict"] == "does_not_fit");
+  CHECK(no["verdict"] == "does not fit");
   CHECK(no["max_context_that_fits"] == 0);
   // The longest context that fits, then fills the card: one more token would not.
   json vram = llm({{"model", "llama-3.1-8b"}, {"context", 1}, {"vram_bytes", 24ull << 30}});
   std::int64_t longest = vram["max_context_that_fits"];
   CHECK(llm({{"model", "llama-3.1-8b"}, {"context", longest}, {"vram_bytes", 24ull << 30}})["verdict"] == "fits");
   CHECK(llm({{"model", "llama-3.1-8b"}, {"context", longest + 1}, {"vram_bytes", 24ull << 30}})["verdict"] ==
-        "does_not_fit");
+        "does not fit");
 }
 
 TEST_CASE("llm: bad inputs name the field") {

@@ -86,7 +86,7 @@ TEST_CASE("train: activations grow with tokens and shrink with checkpointing") {
 }
 
 TEST_CASE("train: verdict and bad inputs") {
-  CHECK(train({{"params", 7}, {"method", "full"}, {"gpu", "H100"}})["verdict"] == "does_not_fit");
+  CHECK(train({{"params", 7}, {"method", "full"}, {"gpu", "H100"}})["verdict"] == "does not fit");
   CHECK(train({{"model", "llama-3.1-8b"}, {"method", "qlora"}, {"gpu", "4090"}})["verdict"] == "fits");
   CHECK(field_of({{"params", 7}}) == "method");
   CHECK(field_of({{"params", 7}, {"method", "dpo"}}) == "method");
