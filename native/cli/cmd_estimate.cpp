@@ -22,11 +22,12 @@ const char* kModelsUsage =
 const char* kEstimateUsage =
     "usage: headroom estimate --model NAME [--precision P] [--text-encoder-precision P]\n"
     "         [--vae-precision P] [--width W --height H] [--frames F] [--batch B] [--cfg X]\n"
-    "         [--references N] [--gpu NAME | --vram GIB] [--decode full|tiled|headroom] [--tile PX]\n"
+    "         [--references N] [--gpu NAME | --vram GIB] [--free GIB] [--decode full|tiled|headroom] [--tile PX]\n"
     "         [--block-swap N] [--lora SIZE] [--text-encoder-on-cpu] [--windows] [--reserve SIZE] [--json]\n"
     "Per-stage peak VRAM (reserved memory, CUDA context and ComfyUI's reserve included) of one model\n"
     "with its usual companions, or of a text encoder or VAE alone. Exit code: 0 fits or no card given,\n"
-    "1 does not fit, 2 bad input.\n";
+    "1 does not fit, 2 bad input. --free: memory free for the run as ComfyUI counts it (the CUDA context\n"
+    "and other processes already outside it); verdicts are then against it.\n";
 
 std::string pad(const std::string& s, std::size_t n) { return s.size() >= n ? s + " " : s + std::string(n - s.size(), ' '); }
 
@@ -51,7 +52,8 @@ std::string gb(std::uint64_t bytes) { return fixed1(bytes / 1e9) + " GB"; }
       {"vae_precision", "--vae-precision"}, {"width", "--width"}, {"height", "--height"}, {"frames", "--frames"},
       {"batch", "--batch"}, {"cfg", "--cfg"}, {"reference_images", "--references"}, {"gpu", "--gpu"},
       {"vram", "--vram"}, {"decode_mode", "--decode"}, {"decode_tile_px", "--tile"},
-      {"blocks_swapped", "--block-swap"}, {"lora_bytes", "--lora"}, {"reserve_bytes", "--reserve"}};
+      {"blocks_swapped", "--block-swap"}, {"lora_bytes", "--lora"}, {"reserve_bytes", "--reserve"},
+      {"free_bytes", "--free"}};
   auto it = flags.find(e.field());
   if (it == flags.end()) throw e;
   std::string msg = e.what();
@@ -76,6 +78,7 @@ void print_estimate(const json& r) {
   std::cout << ", batch " << job["batch"].get<int>() << ", cfg " << fixed1(job["cfg"].get<double>());
   if (r.contains("gpu")) std::cout << "  on " << r["gpu"]["name"].get<std::string>();
   if (r.contains("vram_bytes")) std::cout << " (" << format_bytes(r["vram_bytes"].get<std::uint64_t>()) << ")";
+  if (r.contains("free_bytes")) std::cout << ", " << format_bytes(r["free_bytes"].get<std::uint64_t>()) << " free";
   std::cout << "\n\n";
   std::cout << pad("stage", 20) << pad("peak", 12) << pad("mode", 16) << "on the GPU\n";
   for (const auto& s : r["stages"]) {
@@ -152,7 +155,7 @@ int cmd_models(const Argv& argv) {
 int cmd_estimate(const Argv& argv) {
   Args args(argv,
             {"model", "precision", "text-encoder-precision", "vae-precision", "width", "height", "frames", "batch",
-             "cfg", "references", "gpu", "vram", "decode", "tile", "block-swap", "lora", "reserve"},
+             "cfg", "references", "gpu", "vram", "free", "decode", "tile", "block-swap", "lora", "reserve"},
             {"json", "help", "text-encoder-on-cpu", "windows"});
   if (args.has("help")) {
     std::cout << kEstimateUsage;
@@ -182,6 +185,7 @@ int cmd_estimate(const Argv& argv) {
     if (req["vram_bytes"].get<std::uint64_t>() < 256 * MiB)
       throw InputError("--vram", "expected the card's memory, e.g. 24 (GiB) or 12GB; got '" + *v + "'");
   }
+  if (auto v = args.get("free")) req["free_bytes"] = parse_size(*v, "--free", GiB);
   if (auto v = args.get("lora")) req["lora_bytes"] = parse_size(*v, "--lora", MiB);
   if (auto v = args.get("reserve")) req["reserve_bytes"] = parse_size(*v, "--reserve", GiB);
   if (args.has("text-encoder-on-cpu")) req["text_encoder_on_cpu"] = true;

@@ -15,13 +15,15 @@ namespace headroom::cli {
 namespace {
 
 const char* kHelp =
-    "usage: headroom plan WORKFLOW.json [--gpu NAME | --vram GIB] [--models DIR] [--json]\n"
+    "usage: headroom plan WORKFLOW.json [--gpu NAME | --vram GIB] [--free GIB] [--models DIR] [--json]\n"
     "\n"
     "Reads a ComfyUI workflow (UI format as saved by Workflow > Save, or API format), predicts the\n"
     "peak VRAM of each stage and, when it does not fit the card, lists the cheapest changes that do.\n"
     "\n"
     "  --gpu NAME     a card from `headroom models` (\"4090\", \"H100\", ...)\n"
     "  --vram GIB     the card's memory (\"12\", \"11.5GiB\", \"12000MB\")\n"
+    "  --free GIB     memory free for the run as ComfyUI counts it (CUDA context and other processes\n"
+    "                 already outside it): verdicts and changes are then sized to it\n"
     "  --models DIR   ComfyUI models folder: read the named files' headers instead of guessing from names\n"
     "  --json         one JSON object: estimate's fields plus verdict, changes, cumulative, unknown_nodes,\n"
     "                 smallest_gpu, job\n"
@@ -42,7 +44,11 @@ void print_table(const std::string& path, const api::json& r) {
     if (j.value("frames", 1) > 1) std::cout << "x" << j.value("frames", 1) << " frames";
     std::cout << ", batch " << j.value("batch", 1) << "\n";
   }
-  if (r["budget_bytes"].is_number()) std::cout << "Card      " << bytes(r["budget_bytes"]) << "\n";
+  if (r.contains("free_bytes"))
+    std::cout << "Budget    " << bytes(r["free_bytes"]) << " free"
+              << (r.contains("vram_bytes") ? " of " + bytes(r["vram_bytes"]) : std::string()) << "\n";
+  else if (r["budget_bytes"].is_number())
+    std::cout << "Card      " << bytes(r["budget_bytes"]) << "\n";
   if (r["verdict"] == "unknown") {
     std::cout << "\nCannot estimate: " << r.value("reason", "") << "\n";
   } else {
@@ -98,7 +104,7 @@ int cmd_plan(const Argv& argv) {
       std::cout << kHelp;
       return 0;
     }
-  Args args(argv, {"gpu", "vram", "models"}, {"json"});
+  Args args(argv, {"gpu", "vram", "free", "models"}, {"json"});
   if (args.positionals().size() != 1)
     throw InputError("WORKFLOW.json", "give exactly one workflow file (got " +
                                           std::to_string(args.positionals().size()) + ")\n\n" + kHelp);
@@ -109,6 +115,7 @@ int cmd_plan(const Argv& argv) {
   request["source"] = path;
   if (auto g = args.get("gpu")) request["gpu"] = *g;
   if (auto v = args.get("vram")) request["vram_bytes"] = parse_size(*v, "--vram");
+  if (auto f = args.get("free")) request["free_bytes"] = parse_size(*f, "--free");
   if (auto m = args.get("models")) request["models_dir"] = *m;
   api::json r = api::plan(request);
   if (args.has("json")) std::cout << r.dump(2) << "\n";
