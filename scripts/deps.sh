@@ -8,13 +8,17 @@ PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config
   nlohmann-json3-dev catch2 libbenchmark-dev pybind11-dev python3-pybind11
   python3 python3-dev python3-torch libtorch-dev zlib1g-dev python3-numpy python3-pytest python3-aiohttp
+  python3-pil
   clang libclang-rt-14-dev
-  nodejs npm chromium
+  chromium
 )
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# Node.js may come from elsewhere than Debian (with npm bundled): ask for the commands, not the packages.
+command -v node >/dev/null || missing+=(nodejs)
+command -v npm >/dev/null || missing+=(npm)
 if ((${#missing[@]})); then
   echo "deps: installing ${missing[*]}"
   SUDO=""
