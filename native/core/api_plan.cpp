@@ -101,7 +101,8 @@ json plan(const json& request) {
             {"workflow", std::move(info_json)}, {"budget_bytes", budget_json(rt)}};
   }
   Plan p = make_plan(info.job, rt);
-  if (!p.changes.empty() && preset_data().preset(kCardPreset)) {
+  const bool any_widget = std::any_of(p.changes.begin(), p.changes.end(), [](const PlanChange& c) { return c.widget; });
+  if (any_widget && preset_data().preset(kCardPreset)) {
     // Only what the preset would really do counts as applied by it (the panel offers it as one click).
     const std::vector<std::string> kinds = preset_change_kinds(kCardPreset, info, rt, &p);
     auto mark = [&](PlanChange& c) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "core/catalog.hpp"
 #include "core/units.hpp"
@@ -94,7 +95,11 @@ Stage fit_stage(const StageDemand& d, const PolicyContext& c) {
   const std::uint64_t layer = static_cast<std::uint64_t>(d.stream_layer_bytes * (1.0 + c.allocator_overhead));
   if (d.partial_loadable && c.allow_lowvram && weights > min_resident)
     full.min_bytes = fixed + min_resident + transient + layer;
-  if (!d.fallback.empty()) full.min_bytes = std::min(full.min_bytes, full_stage(d.fallback.front(), c).peak_bytes);
+  std::optional<Stage> fallback;  // priced once: used for min_bytes and, when the full stage fails, as the stage
+  if (!d.fallback.empty()) {
+    fallback = full_stage(d.fallback.front(), c);
+    full.min_bytes = std::min(full.min_bytes, fallback->peak_bytes);
+  }
 
   if (V == 0) return full;
   // ComfyUI keeps max(0.8 GiB + reserve, its own estimate + reserve) free and fills the rest with
@@ -140,8 +145,8 @@ Stage fit_stage(const StageDemand& d, const PolicyContext& c) {
     return s;
   }
 
-  if (!d.fallback.empty()) {
-    Stage s = full_stage(d.fallback.front(), c);
+  if (fallback) {
+    Stage s = std::move(*fallback);
     s.full_load_bytes = full.full_load_bytes;
     s.min_bytes = full.min_bytes;
     s.mode = s.peak_bytes <= V ? "tiled_fallback" : "does_not_fit";
