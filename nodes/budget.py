@@ -91,10 +91,12 @@ def total_bytes(device=None):
 def resolve(budget, reserve_applied_by_core=True) -> dict:
     """Turns the node's budget widget into request fields for the core.
 
-    "auto" -> {"vram_bytes": free VRAM as ComfyUI's get_free_memory counts it}, or {} when there is no GPU
-    (the core then reports the peak without a verdict). The core models ComfyUI's reserve itself, so it
-    is subtracted here only for callers that use the number directly (reserve_applied_by_core=False,
-    e.g. a decode budget); "12" / "12GB" / 12.0 -> {"vram_bytes": 12 GiB} (cards report
+    "auto" -> {"free_bytes": free VRAM as ComfyUI's get_free_memory counts it, "vram_bytes": the card's
+    total}, or {} when there is no GPU (the core then reports the peak without a verdict). Free memory
+    already excludes the CUDA context and other processes, so the core must not add them again: that is
+    why it goes in free_bytes, with the total only telling the core which card it is. The core models
+    ComfyUI's reserve itself, so the reserve is subtracted here only for callers that use the number
+    directly (reserve_applied_by_core=False, e.g. a decode budget: {"vram_bytes": free - reserve}); "12" / "12GB" / 12.0 -> {"vram_bytes": 12 GiB} (cards report
     binary sizes, gpus.json too); anything else is a GPU name -> {"gpu": name} (the core validates it).
     An override from the environment (HEADROOM_BUDGET) wins over "auto", so headless servers can pin one.
     """
@@ -109,8 +111,14 @@ def resolve(budget, reserve_applied_by_core=True) -> dict:
         override = os.environ.get("HEADROOM_BUDGET")
         if override and override.lower() != "auto":
             return resolve(override, reserve_applied_by_core)
-        free = free_bytes_raw() if reserve_applied_by_core else free_bytes()
-        return {} if free is None else {"vram_bytes": free}
+        if not reserve_applied_by_core:
+            free = free_bytes()
+            return {} if free is None else {"vram_bytes": free}
+        free = free_bytes_raw()
+        if free is None:
+            return {}
+        total = total_bytes()
+        return {"free_bytes": free} if total is None else {"free_bytes": free, "vram_bytes": total}
     match = _NUMBER.match(text)
     if match:
         value = float(match.group(1))
@@ -121,6 +129,8 @@ def resolve(budget, reserve_applied_by_core=True) -> dict:
 
 
 def describe(fields: dict) -> str:
+    if "free_bytes" in fields:
+        return f"{fields['free_bytes'] / GIB:.2f} GiB free"
     if "vram_bytes" in fields:
         return f"{fields['vram_bytes'] / GIB:.2f} GiB"
     if "gpu" in fields:

@@ -8,7 +8,7 @@ def gib(value) -> str:
 
 
 def budget_bytes(result: dict, fields: dict):
-    return result.get("budget_bytes", fields.get("vram_bytes"))
+    return result.get("budget_bytes", fields.get("free_bytes", fields.get("vram_bytes")))
 
 
 def is_over_budget(result: dict, fields: dict) -> bool:
