@@ -6,6 +6,7 @@
 
 #include "core/data_files.hpp"
 #include "core/error.hpp"
+#include "core/text_distance.hpp"
 
 namespace headroom {
 namespace {
@@ -39,21 +40,6 @@ std::string file_stem(const std::string& file_name) {
     if (l.size() > e.size() && l.compare(l.size() - e.size(), e.size(), e) == 0) return l.substr(0, l.size() - e.size());
   }
   return l;
-}
-
-std::size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diag = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      std::size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
 }
 
 std::vector<std::string> strings(const json& j, const char* key) {

@@ -9,6 +9,7 @@
 #include "core/catalog.hpp"
 #include "core/data_files.hpp"
 #include "core/error.hpp"
+#include "core/text_distance.hpp"
 #include "core/units.hpp"
 
 namespace headroom::llm {
@@ -29,21 +30,6 @@ std::string key(std::string s) {
   }
   while (!out.empty() && out.back() == '-') out.pop_back();
   return out;
-}
-
-std::size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t prev = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      std::size_t cur = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, prev + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      prev = cur;
-    }
-  }
-  return row[b.size()];
 }
 
 // Entries of `list` (each with name + aliases) nearest to `wanted`, for "did you mean".
@@ -218,6 +204,17 @@ std::optional<Budget> budget_from(const json& request) {
   return Budget{card.name, card.memory_bytes};
 }
 
+void add_verdict(json& out, const std::optional<Budget>& budget, double total) {
+  if (!budget) {
+    out["verdict"] = nullptr;
+    return;
+  }
+  out["budget_bytes"] = budget->bytes;
+  out["gpu"] = budget->gpu.empty() ? json(nullptr) : json(budget->gpu);
+  out["verdict"] = total <= static_cast<double>(budget->bytes) ? "fits" : "does not fit";
+  out["headroom_bytes"] = static_cast<std::int64_t>(std::llround(static_cast<double>(budget->bytes) - total));
+}
+
 double kv_bytes_per_token(const Architecture& a, double bytes_per_element) {
   return 2.0 * a.layers * a.kv_heads * a.head_dim * bytes_per_element;
 }
@@ -261,16 +258,11 @@ json estimate(const json& request) {
   notes.push_back("Activations during prefill come on top (they grow with the prefill chunk, not the context); "
                   "vLLM reserves gpu_memory_utilization (default 0.9) of the card and fills the rest with KV cache.");
   out["notes"] = notes;
+  add_verdict(out, budget, total);
   if (budget) {
-    out["budget_bytes"] = budget->bytes;
-    out["gpu"] = budget->gpu.empty() ? json(nullptr) : json(budget->gpu);
-    out["verdict"] = total <= static_cast<double>(budget->bytes) ? "fits" : "does not fit";
-    out["headroom_bytes"] = static_cast<std::int64_t>(std::llround(static_cast<double>(budget->bytes) - total));
     double room = static_cast<double>(budget->bytes) - weights - over;
     out["max_context_that_fits"] =
         room > 0 ? static_cast<std::int64_t>(std::floor(room / (per_token * static_cast<double>(batch)))) : 0;
-  } else {
-    out["verdict"] = nullptr;
   }
   return out;
 }

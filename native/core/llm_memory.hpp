@@ -48,6 +48,8 @@ struct Budget {
   std::uint64_t bytes = 0;
 };
 std::optional<Budget> budget_from(const nlohmann::json& request);
+// Writes budget_bytes, gpu, verdict and headroom_bytes of `total` against the budget (verdict null without one).
+void add_verdict(nlohmann::json& out, const std::optional<Budget>& budget, double total);
 
 // KV cache bytes per token: 2 (K and V) x layers x kv_heads x head_dim x bytes per element.
 double kv_bytes_per_token(const Architecture& a, double bytes_per_element);

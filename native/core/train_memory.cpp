@@ -156,14 +156,7 @@ json estimate(const json& request) {
   out["total_bytes"] = static_cast<std::uint64_t>(std::llround(total));
   notes.push_back("Excludes the CUDA context (~0.35 GiB) and allocator fragmentation.");
   out["notes"] = notes;
-  if (budget) {
-    out["budget_bytes"] = budget->bytes;
-    out["gpu"] = budget->gpu.empty() ? json(nullptr) : json(budget->gpu);
-    out["verdict"] = total <= static_cast<double>(budget->bytes) ? "fits" : "does not fit";
-    out["headroom_bytes"] = static_cast<std::int64_t>(std::llround(static_cast<double>(budget->bytes) - total));
-  } else {
-    out["verdict"] = nullptr;
-  }
+  llm::add_verdict(out, budget, total);
   return out;
 }
 
