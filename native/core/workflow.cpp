@@ -167,7 +167,7 @@ class Analyser {
       notes().push_back("'" + c.file + "' not found under " + opt_.models_dir + "; estimated from its name");
       return;
     }
-    HeaderFacts facts = read_header_facts(*path);
+    HeaderFacts facts = read_header_facts(*path, role);
     if (!facts.error.empty()) {
       notes().push_back("could not read the header of " + *path + " (" + facts.error + "); estimated from its name");
       return;
@@ -207,7 +207,7 @@ class Analyser {
                           "without --models and not counted");
         if (!opt_.models_dir.empty()) {
           auto path = find_model_file(opt_.models_dir, file, role);
-          HeaderFacts f = path ? read_header_facts(*path) : HeaderFacts{};
+          HeaderFacts f = path ? read_header_facts(*path, role) : HeaderFacts{};
           if (f.gpu_bytes) {
             info_.job.lora_bytes += *f.gpu_bytes;
             notes().back() = "LoRA '" + file + "' (#" + n.id + "): " + std::to_string(*f.gpu_bytes) +

@@ -38,8 +38,13 @@ bool is_regular(const fs::path& p) {
 }  // namespace
 
 std::optional<std::string> find_model_file(const std::string& dir, const std::string& file, const std::string& role) {
-  fs::path rel(file);
-  if (file.empty() || rel.is_absolute()) return std::nullopt;
+  // ComfyUI on Windows names files in subfolders "flux\\x.safetensors" (os.path.relpath); read the
+  // separator as one here too, so those names are found and "..\\x" is caught as the escape it is.
+  std::string name = file;
+  for (auto& ch : name)
+    if (ch == '\\') ch = '/';
+  fs::path rel(name);
+  if (name.empty() || rel.is_absolute()) return std::nullopt;
   for (const auto& part : rel)
     if (part == "..") return std::nullopt;
   fs::path root(dir);
@@ -58,23 +63,72 @@ std::optional<std::string> find_model_file(const std::string& dir, const std::st
   return std::nullopt;
 }
 
-HeaderFacts read_header_facts(const std::string& path) {
+namespace {
+
+std::string str_of(const api::json& j, const char* k) {
+  return j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : std::string();
+}
+
+// Weights as loaded; the estimator adds GGUF/fp8 dequantisation transients itself.
+std::optional<std::uint64_t> bytes_of(const api::json& j) {
+  for (const char* k : {"weight_gpu_bytes", "gpu_bytes"})
+    if (j.contains(k) && j[k].is_number_unsigned()) return j[k].get<std::uint64_t>();
+  return std::nullopt;
+}
+
+// The inspector roles a loader of `loader_role` (workflow.cpp role_of) can load.
+bool loads(const std::string& loader_role, const std::string& file_role) {
+  if (loader_role == "diffusion") return file_role == "diffusion_model";
+  if (loader_role == "checkpoint") return file_role == "checkpoint" || file_role == "diffusion_model";
+  if (loader_role == "text_encoder") return file_role == "text_encoder";
+  if (loader_role == "vae") return file_role == "vae";
+  if (loader_role == "clip_vision") return file_role == "clip_vision";
+  return true;
+}
+
+std::string loader_word(const std::string& loader_role) {
+  if (loader_role == "diffusion") return "a diffusion model loader";
+  if (loader_role == "text_encoder") return "a text encoder (CLIP) loader";
+  if (loader_role == "clip_vision") return "a CLIP vision loader";
+  return "a " + loader_role + " loader";
+}
+
+}  // namespace
+
+HeaderFacts read_header_facts(const std::string& path, const std::string& loader_role) {
   HeaderFacts f;
   try {
     api::json r = api::inspect({path});
     const api::json& one = r.is_array() && !r.empty() ? r[0] : r;
-    auto str = [&](const char* k) {
-      return one.contains(k) && one[k].is_string() ? one[k].get<std::string>() : std::string();
-    };
-    f.model = str("model");
-    f.precision = str("precision");
-    // Weights as loaded; the estimator adds GGUF/fp8 dequantisation transients itself.
-    for (const char* k : {"weight_gpu_bytes", "gpu_bytes"})
-      if (one.contains(k) && one[k].is_number_unsigned()) {
-        f.gpu_bytes = one[k].get<std::uint64_t>();
-        break;
-      }
-    if (one.contains("error") && one["error"].is_string()) f.error = one["error"].get<std::string>();
+    if (one.contains("error") && one["error"].is_string()) {
+      f.error = one["error"].get<std::string>();
+      return f;
+    }
+    f.model = str_of(one, "model");
+    f.precision = str_of(one, "precision");
+    f.gpu_bytes = bytes_of(one);
+    const api::json& rec = one.contains("recognised") && one["recognised"].is_object() ? one["recognised"] : one;
+    f.role = str_of(rec, "role");
+    if (loader_role.empty() || loader_role == "lora" || f.model.empty()) return f;
+    // A diffusion loader given a whole checkpoint loads only its diffusion model (ComfyUI's
+    // load_diffusion_model strips the "model.diffusion_model." prefix): count that component alone.
+    if (loader_role == "diffusion" && f.role == "checkpoint" && rec.contains("components")) {
+      for (const auto& c : rec["components"])
+        if (str_of(c, "role") == "diffusion_model" && !str_of(c, "model").empty()) {
+          f.model = str_of(c, "model");
+          f.precision = str_of(c, "precision");
+          f.gpu_bytes = bytes_of(c);
+          f.role = "diffusion_model";
+          return f;
+        }
+    }
+    if (!loads(loader_role, f.role)) {
+      // The estimator would refuse the model for this slot; the caller falls back to the name instead.
+      f.error = "it holds " + f.model + " (a " + f.role + "), which " + loader_word(loader_role) + " cannot load";
+      f.model.clear();
+      f.precision.clear();
+      f.gpu_bytes.reset();
+    }
   } catch (const Error& e) {
     f.error = e.what();
   }

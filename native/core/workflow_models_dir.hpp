@@ -10,6 +10,7 @@ namespace headroom::workflow {
 // DIR/<file>, then the ComfyUI subfolders for the loader's role (diffusion_models/, unet/,
 // checkpoints/, text_encoders/, clip/, vae/, loras/, clip_vision/), then anywhere below DIR.
 // A name with "..", or an absolute one, is refused (nullopt): workflows must not point outside DIR.
+// Backslashes count as separators (Windows workflows name subfolders "flux\\x.safetensors").
 std::optional<std::string> find_model_file(const std::string& dir, const std::string& file, const std::string& role);
 
 struct HeaderFacts {
@@ -17,9 +18,14 @@ struct HeaderFacts {
   std::string precision;                  // dominant canonical precision, "" if unknown
   std::optional<std::uint64_t> gpu_bytes; // bytes once loaded
   std::string error;                      // why the header could not be used ("" = fine)
+  std::string role;                       // the inspector's role: diffusion_model, text_encoder, vae,
+                                          // clip_vision, checkpoint, lora, unknown
 };
 
-// Never throws: a header that cannot be read gives `error`, and the caller falls back to names.
-HeaderFacts read_header_facts(const std::string& path);
+// The header facts of `path` for a loader of `loader_role` (diffusion, checkpoint, text_encoder, vae,
+// clip_vision, lora). Never throws: a header that cannot be read gives `error`, and the caller falls
+// back to names. A file of a kind that loader cannot load (a VAE in UNETLoader) gives `error` rather than a
+// model the estimator would refuse; a diffusion loader given a checkpoint gets its diffusion model.
+HeaderFacts read_header_facts(const std::string& path, const std::string& loader_role);
 
 }  // namespace headroom::workflow

@@ -1,0 +1,540 @@
+// `plan --models DIR` end to end: a ComfyUI models folder with files whose headers have the real
+// tensor layouts, a workflow that names them, and the plan that must take model, precision and bytes
+// from the headers, not from the names.
+//
+// Layouts: Flux.1 dev from black-forest-labs/flux src/flux/model.py + modules/layers.py, T5-XXL
+// (google/t5-v1_1-xxl encoder), CLIP-L (openai/clip-vit-large-patch14 text model), the Flux VAE
+// (flux modules/autoencoder.py, ch 128, ch_mult 1,2,4,4, z 16). Their element counts are checked
+// below against the published parameter counts (Flux dev 11,901,408,320; T5-XXL encoder
+// 4,762,310,656; CLIP-L text 123,060,480; Flux VAE 83,819,683), so the layouts are the real ones.
+// Bytes are computed here from what the test writes: element count x bytes per element, or for
+// GGUF Q4_K 144 bytes per block of 256 (ggml-common.h block_q4_K).
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "catch.hpp"
+#include "core/api.hpp"
+#include "core/workflow_models_dir.hpp"
+#include "model_file_builders.hpp"
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Layout {
+  std::vector<std::pair<std::string, std::vector<std::uint64_t>>> tensors;
+  void add(const std::string& name, std::vector<std::uint64_t> shape) { tensors.push_back({name, std::move(shape)}); }
+  void linear(const std::string& name, std::uint64_t out, std::uint64_t in) {
+    add(name + ".weight", {out, in});
+    add(name + ".bias", {out});
+  }
+};
+
+std::uint64_t elements(const std::vector<std::uint64_t>& shape) {
+  std::uint64_t n = 1;
+  for (auto d : shape) n *= d;
+  return n;
+}
+
+std::uint64_t total_elements(const Layout& l) {
+  std::uint64_t n = 0;
+  for (const auto& t : l.tensors) n += elements(t.second);
+  return n;
+}
+
+Layout flux_dev() {
+  Layout l;
+  l.linear("img_in", 3072, 64);
+  l.linear("time_in.in_layer", 3072, 256);
+  l.linear("time_in.out_layer", 3072, 3072);
+  l.linear("guidance_in.in_layer", 3072, 256);
+  l.linear("guidance_in.out_layer", 3072, 3072);
+  l.linear("vector_in.in_layer", 3072, 768);
+  l.linear("vector_in.out_layer", 3072, 3072);
+  l.linear("txt_in", 3072, 4096);
+  for (int b = 0; b < 19; ++b)
+    for (const char* s : {"img", "txt"}) {
+      std::string p = "double_blocks." + std::to_string(b) + "." + s + "_";
+      l.linear(p + "mod.lin", 18432, 3072);
+      l.linear(p + "attn.qkv", 9216, 3072);
+      l.add(p + "attn.norm.query_norm.scale", {128});
+      l.add(p + "attn.norm.key_norm.scale", {128});
+      l.linear(p + "attn.proj", 3072, 3072);
+      l.linear(p + "mlp.0", 12288, 3072);
+      l.linear(p + "mlp.2", 3072, 12288);
+    }
+  for (int b = 0; b < 38; ++b) {
+    std::string p = "single_blocks." + std::to_string(b) + ".";
+    l.linear(p + "linear1", 21504, 3072);
+    l.linear(p + "linear2", 3072, 15360);
+    l.add(p + "norm.query_norm.scale", {128});
+    l.add(p + "norm.key_norm.scale", {128});
+    l.linear(p + "modulation.lin", 9216, 3072);
+  }
+  l.linear("final_layer.linear", 64, 3072);
+  l.linear("final_layer.adaLN_modulation.1", 6144, 3072);
+  return l;
+}
+
+Layout t5_xxl() {
+  Layout l;
+  l.add("shared.weight", {32128, 4096});
+  for (int b = 0; b < 24; ++b) {
+    std::string p = "encoder.block." + std::to_string(b) + ".layer.";
+    for (const char* x : {"q", "k", "v", "o"}) l.add(p + "0.SelfAttention." + x + ".weight", {4096, 4096});
+    if (b == 0) l.add(p + "0.SelfAttention.relative_attention_bias.weight", {32, 64});
+    l.add(p + "0.layer_norm.weight", {4096});
+    l.add(p + "1.DenseReluDense.wi_0.weight", {10240, 4096});
+    l.add(p + "1.DenseReluDense.wi_1.weight", {10240, 4096});
+    l.add(p + "1.DenseReluDense.wo.weight", {4096, 10240});
+    l.add(p + "1.layer_norm.weight", {4096});
+  }
+  l.add("encoder.final_layer_norm.weight", {4096});
+  return l;
+}
+
+Layout clip_l() {
+  Layout l;
+  l.add("text_model.embeddings.token_embedding.weight", {49408, 768});
+  l.add("text_model.embeddings.position_embedding.weight", {77, 768});
+  for (int i = 0; i < 12; ++i) {
+    std::string p = "text_model.encoder.layers." + std::to_string(i) + ".";
+    for (const char* x : {"q_proj", "k_proj", "v_proj", "out_proj"}) l.linear(p + "self_attn." + x, 768, 768);
+    l.add(p + "layer_norm1.weight", {768});
+    l.add(p + "layer_norm1.bias", {768});
+    l.add(p + "layer_norm2.weight", {768});
+    l.add(p + "layer_norm2.bias", {768});
+    l.linear(p + "mlp.fc1", 3072, 768);
+    l.linear(p + "mlp.fc2", 768, 3072);
+  }
+  l.add("text_model.final_layer_norm.weight", {768});
+  l.add("text_model.final_layer_norm.bias", {768});
+  return l;
+}
+
+Layout flux_vae() {
+  Layout l;
+  auto conv = [&](const std::string& n, std::uint64_t o, std::uint64_t i, std::uint64_t k) {
+    l.add(n + ".weight", {o, i, k, k});
+    l.add(n + ".bias", {o});
+  };
+  auto norm = [&](const std::string& n, std::uint64_t c) {
+    l.add(n + ".weight", {c});
+    l.add(n + ".bias", {c});
+  };
+  auto res = [&](const std::string& p, std::uint64_t i, std::uint64_t o) {
+    norm(p + ".norm1", i);
+    conv(p + ".conv1", o, i, 3);
+    norm(p + ".norm2", o);
+    conv(p + ".conv2", o, o, 3);
+    if (i != o) conv(p + ".nin_shortcut", o, i, 1);
+  };
+  auto mid = [&](const std::string& p) {
+    res(p + ".mid.block_1", 512, 512);
+    norm(p + ".mid.attn_1.norm", 512);
+    for (const char* x : {"q", "k", "v", "proj_out"}) conv(p + ".mid.attn_1." + x, 512, 512, 1);
+    res(p + ".mid.block_2", 512, 512);
+  };
+  const std::uint64_t mult[4] = {1, 2, 4, 4};
+  conv("encoder.conv_in", 128, 3, 3);
+  std::uint64_t c = 128;
+  for (int i = 0; i < 4; ++i) {
+    for (int j = 0; j < 2; ++j, c = 128 * mult[i])
+      res("encoder.down." + std::to_string(i) + ".block." + std::to_string(j), c, 128 * mult[i]);
+    if (i != 3) conv("encoder.down." + std::to_string(i) + ".downsample.conv", c, c, 3);
+  }
+  mid("encoder");
+  norm("encoder.norm_out", 512);
+  conv("encoder.conv_out", 32, 512, 3);
+  conv("decoder.conv_in", 512, 16, 3);
+  mid("decoder");
+  c = 512;
+  for (int i = 3; i >= 0; --i) {
+    for (int j = 0; j < 3; ++j, c = 128 * mult[i])
+      res("decoder.up." + std::to_string(i) + ".block." + std::to_string(j), c, 128 * mult[i]);
+    if (i != 0) conv("decoder.up." + std::to_string(i) + ".upsample.conv", c, c, 3);
+  }
+  norm("decoder.norm_out", 128);
+  conv("decoder.conv_out", 3, 128, 3);
+  return l;
+}
+
+// Writes a safetensors file: matrices and convolutions in `big`, vectors (biases, norms) in `small`,
+// as fp8 checkpoints keep them; returns the bytes the tensors occupy.
+std::uint64_t write_st(const std::string& path, const Layout& l, const std::string& big, const std::string& small) {
+  std::vector<testfiles::StTensor> ts;
+  std::uint64_t bytes = 0;
+  for (const auto& [name, shape] : l.tensors) {
+    const std::string& d = shape.size() >= 2 ? big : small;
+    ts.push_back({name, d, shape});
+    bytes += elements(shape) * testfiles::st_elem_bytes(d);
+  }
+  testfiles::write_safetensors(path, ts);
+  return bytes;
+}
+
+// A Flux GGUF laid out as city96's tools/convert.py does, except that the tensors it keeps unquantised
+// (vectors and the in/out projections) are written as F16: ComfyUI-GGUF keeps F32 Linear tensors in
+// F32 on the GPU, which the inspector counts as 16 bit (see the report), so F16 keeps this test about
+// --models. Everything else is Q4_K: 144 bytes per 256 elements.
+std::uint64_t write_flux_q4k(const std::string& path, const Layout& l) {
+  testfiles::Gguf g;
+  g.kv_string("general.architecture", "flux");
+  std::uint64_t bytes = 0;
+  for (const auto& [name, shape] : l.tensors) {
+    std::vector<std::uint64_t> ne(shape.rbegin(), shape.rend());  // ggml order
+    bool keep = shape.size() == 1;
+    for (const char* k : {"time_in.", "txt_in.", "vector_in.", "img_in.", "guidance_in.", "final_layer."})
+      keep = keep || name.find(k) != std::string::npos;
+    std::uint64_t n = elements(shape);
+    std::uint64_t b = keep ? n * 2 : n / 256 * 144;
+    REQUIRE((keep || n % 256 == 0));
+    g.tensor(name, ne, keep ? testfiles::F16 : testfiles::Q4_K, b);
+    bytes += b;
+  }
+  g.write(path);
+  return bytes;
+}
+
+json api_workflow(const std::string& unet_loader, const std::string& unet, const std::string& clip1,
+                  const std::string& clip2, const std::string& vae) {
+  json unet_inputs = {{"unet_name", unet}};
+  if (unet_loader == "UNETLoader") unet_inputs["weight_dtype"] = "default";
+  return {
+      {"1", {{"class_type", unet_loader}, {"inputs", unet_inputs}}},
+      {"2", {{"class_type", "DualCLIPLoader"},
+             {"inputs", {{"clip_name1", clip1}, {"clip_name2", clip2}, {"type", "flux"}, {"device", "default"}}}}},
+      {"3", {{"class_type", "VAELoader"}, {"inputs", {{"vae_name", vae}}}}},
+      {"4", {{"class_type", "CLIPTextEncode"}, {"inputs", {{"text", "a cat"}, {"clip", {"2", 0}}}}}},
+      {"5", {{"class_type", "EmptySD3LatentImage"}, {"inputs", {{"width", 1024}, {"height", 1024}, {"batch_size", 1}}}}},
+      {"6", {{"class_type", "KSampler"},
+             {"inputs", {{"model", {"1", 0}}, {"positive", {"4", 0}}, {"negative", {"4", 0}}, {"latent_image", {"5", 0}},
+                         {"seed", 1}, {"steps", 20}, {"cfg", 1.0}, {"sampler_name", "euler"}, {"scheduler", "simple"},
+                         {"denoise", 1.0}}}}},
+      {"7", {{"class_type", "VAEDecode"}, {"inputs", {{"samples", {"6", 0}}, {"vae", {"3", 0}}}}}},
+      {"8", {{"class_type", "SaveImage"}, {"inputs", {{"images", {"7", 0}}, {"filename_prefix", "x"}}}}}};
+}
+
+json plan(const json& wf, const std::string& models_dir) {
+  json req = {{"workflow", wf}, {"gpu", "4090"}};  // an fp8-compute card: fp8 weights stay fp8
+  if (!models_dir.empty()) req["models_dir"] = models_dir;
+  return headroom::api::plan(req);
+}
+
+std::vector<std::string> notes_about(const json& p, const std::string& file) {
+  std::vector<std::string> out;
+  for (const auto& n : p["notes"])
+    if (n.get<std::string>().find(file) != std::string::npos) out.push_back(n.get<std::string>());
+  return out;
+}
+
+bool any_contains(const std::vector<std::string>& v, const std::string& s) {
+  for (const auto& x : v)
+    if (x.find(s) != std::string::npos) return true;
+  return false;
+}
+
+std::uint64_t stage_peak(const json& p, const std::string& stage) {
+  for (const auto& s : p["stages"])
+    if (s["name"] == stage) return s["peak_bytes"].get<std::uint64_t>();
+  FAIL("no stage " << stage);
+  return 0;
+}
+
+const json& text_encoder(const json& p, const std::string& model) {
+  for (const auto& t : p["job"]["text_encoders"])
+    if (t["model"] == model) return t;
+  FAIL("no text encoder " << model);
+  static json none;
+  return none;
+}
+
+// The ComfyUI models tree every test case here uses.
+struct ModelsTree {
+  testfiles::TempDir tmp;
+  std::string root = tmp.file("models");
+  std::uint64_t flux_fp8 = 0, flux_vectors = 0, flux_q4k = 0, t5_fp8 = 0, clip_fp16 = 0, vae_bf16 = 0;
+
+  ModelsTree() {
+    for (const char* d : {"diffusion_models", "unet", "text_encoders", "clip", "vae", "loras", "checkpoints"})
+      fs::create_directories(fs::path(root) / d);
+    const Layout flux = flux_dev();
+    for (const auto& t : flux.tensors)
+      if (t.second.size() == 1) flux_vectors += elements(t.second);
+    // Neutral names: nothing in them says Flux, T5, CLIP or fp8.
+    flux_fp8 = write_st(root + "/diffusion_models/my_model.safetensors", flux, "F8_E4M3", "BF16");
+    // The same file under a name that states its precision, for the name-only comparison.
+    write_st(root + "/diffusion_models/flux1-dev-fp8.safetensors", flux, "F8_E4M3", "BF16");
+    flux_q4k = write_flux_q4k(root + "/unet/my_quant.gguf", flux);
+    t5_fp8 = write_st(root + "/text_encoders/encoder_a.safetensors", t5_xxl(), "F8_E4M3", "F16");
+    clip_fp16 = write_st(root + "/clip/encoder_b.safetensors", clip_l(), "F16", "F16");
+    vae_bf16 = write_st(root + "/vae/decoder.safetensors", flux_vae(), "BF16", "BF16");
+    // A real header outside the folder, for the escape checks.
+    write_st(tmp.file("flux1-dev.safetensors"), flux, "F8_E4M3", "BF16");
+  }
+};
+
+struct Run {
+  int code = -1;
+  std::string out;
+};
+
+Run cli(const std::string& args) {
+  Run r;
+  std::string cmd = std::string("'") + HEADROOM_CLI + "' " + args + " 2>/dev/null";
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  std::array<char, 4096> buf;
+  std::size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("the test's layouts are the real ones (published parameter counts)", "[plan][models_dir]") {
+  // Sources: facts vram-measurements-and-architectures.md §1 (analytic counts of the reference code).
+  CHECK(total_elements(flux_dev()) == 11901408320ull);
+  CHECK(total_elements(t5_xxl()) == 4762310656ull);
+  CHECK(total_elements(clip_l()) == 123060480ull);
+  CHECK(total_elements(flux_vae()) == 83819683ull);
+}
+
+TEST_CASE("plan --models reads model, precision and bytes from the headers", "[plan][models_dir]") {
+  ModelsTree t;
+  const json wf = api_workflow("UNETLoader", "my_model.safetensors", "encoder_b.safetensors",
+                               "encoder_a.safetensors", "decoder.safetensors");
+
+  SECTION("without --models the neutral names give nothing to go on") {
+    json p = plan(wf, "");
+    CHECK(p["verdict"] == "unknown");
+    CHECK(p["peak_bytes"].is_null());
+  }
+
+  json p = plan(wf, t.root);
+  REQUIRE(p["verdict"] != "unknown");
+  const json& d = p["job"]["diffusion"];
+  CHECK(d["model"] == "flux1-dev");
+  CHECK(d["precision"] == "fp8_e4m3fn");
+  CHECK(d["weight_bytes"].get<std::uint64_t>() == t.flux_fp8);
+  // fp8 matrices (1 byte) and bf16 vectors (2 bytes): one extra byte per vector element.
+  CHECK(t.flux_fp8 == 11901408320ull + t.flux_vectors);
+
+  const json& t5 = text_encoder(p, "t5-xxl");
+  CHECK(t5["precision"] == "fp8_e4m3fn");
+  CHECK(t5["weight_bytes"].get<std::uint64_t>() == t.t5_fp8);
+  const json& cl = text_encoder(p, "clip-l");
+  CHECK(cl["precision"] == "fp16");
+  CHECK(cl["weight_bytes"].get<std::uint64_t>() == t.clip_fp16);
+  CHECK(cl["weight_bytes"].get<std::uint64_t>() == 123060480ull * 2);
+  CHECK(p["job"]["vae"]["model"] == "flux-vae");
+  CHECK(p["job"]["vae"]["weight_bytes"].get<std::uint64_t>() == t.vae_bf16);
+
+  for (const char* f : {"my_model.safetensors", "encoder_a.safetensors", "encoder_b.safetensors", "decoder.safetensors"}) {
+    INFO(f << " notes: " << json(notes_about(p, f)).dump());
+    auto ns = notes_about(p, f);
+    CHECK(any_contains(ns, "model, precision and size read from"));
+    CHECK_FALSE(any_contains(ns, "file name"));
+    CHECK_FALSE(any_contains(ns, "from its name"));
+  }
+
+  // The sampling stage holds the diffusion weights the header gave.
+  bool found = false;
+  for (const auto& s : p["stages"])
+    if (s["name"] == "sample" && s["breakdown"].contains("weights:flux1-dev")) {
+      found = true;
+      CHECK(s["breakdown"]["weights:flux1-dev"].get<std::uint64_t>() == t.flux_fp8);
+    }
+  CHECK(found);
+}
+
+TEST_CASE("plan --models: the peak moves by exactly what the header adds to the name's guess", "[plan][models_dir]") {
+  ModelsTree t;
+  // The name states flux1-dev fp8, so without --models the catalog counts 1 byte per parameter; the
+  // header adds the bf16 vectors. Text encoders and VAE keep their standard names in both plans.
+  const json wf = api_workflow("UNETLoader", "flux1-dev-fp8.safetensors", "encoder_b.safetensors",
+                               "encoder_a.safetensors", "decoder.safetensors");
+  json named = plan(wf, "");
+  json read = plan(wf, t.root);
+  REQUIRE(named["verdict"] != "unknown");
+  CHECK(named["job"]["diffusion"]["precision"] == "fp8_e4m3fn");
+  CHECK_FALSE(named["job"]["diffusion"].contains("weight_bytes"));
+  CHECK(any_contains(notes_about(named, "flux1-dev-fp8.safetensors"), "name"));
+  CHECK(read["job"]["diffusion"]["weight_bytes"].get<std::uint64_t>() == t.flux_fp8);
+  CHECK(stage_peak(read, "sample") - stage_peak(named, "sample") == t.flux_vectors);
+  CHECK(read["peak_stage"] == "sample");
+  CHECK(named["peak_stage"] == "sample");
+  CHECK(read["peak_bytes"].get<std::uint64_t>() - named["peak_bytes"].get<std::uint64_t>() == t.flux_vectors);
+
+  SECTION("a 16-bit name on an fp8 file: the header's fp8 halves the weights") {
+    fs::rename(fs::path(t.root) / "diffusion_models" / "flux1-dev-fp8.safetensors",
+               fs::path(t.root) / "diffusion_models" / "flux1-dev.safetensors");
+    const json wf16 = api_workflow("UNETLoader", "flux1-dev.safetensors", "encoder_b.safetensors",
+                                   "encoder_a.safetensors", "decoder.safetensors");
+    json guess = plan(wf16, "");
+    json header = plan(wf16, t.root);
+    CHECK(guess["job"]["diffusion"]["precision"] == "");  // "" = the catalog default, bf16 for flux1-dev
+    CHECK(header["job"]["diffusion"]["precision"] == "fp8_e4m3fn");
+    // bf16 would be 2 bytes per parameter (23.8 GB): the header saves about 11.9 GB at sampling.
+    CHECK(stage_peak(guess, "sample") - stage_peak(header, "sample") > 11'000'000'000ull);
+  }
+}
+
+TEST_CASE("plan --models: a GGUF Q4_K Flux under unet/ is read from its header", "[plan][models_dir][gguf]") {
+  ModelsTree t;
+  const json wf = api_workflow("UnetLoaderGGUF", "my_quant.gguf", "encoder_b.safetensors", "encoder_a.safetensors",
+                               "decoder.safetensors");
+  json p = plan(wf, t.root);
+  REQUIRE(p["verdict"] != "unknown");
+  const json& d = p["job"]["diffusion"];
+  CHECK(d["model"] == "flux1-dev");
+  CHECK(d["precision"] == "gguf-q4_k");
+  CHECK(d["weight_bytes"].get<std::uint64_t>() == t.flux_q4k);
+  // Q4_K is 4.5 bits per weight: well under a third of bf16's 23.8 GB.
+  CHECK(t.flux_q4k < 11901408320ull * 2 / 3);
+  CHECK(any_contains(notes_about(p, "my_quant.gguf"), "model, precision and size read from"));
+  CHECK(p["peak_bytes"].get<std::uint64_t>() < plan(api_workflow("UNETLoader", "my_model.safetensors",
+                                                                   "encoder_b.safetensors", "encoder_a.safetensors",
+                                                                   "decoder.safetensors"),
+                                                      t.root)["peak_bytes"].get<std::uint64_t>());
+}
+
+TEST_CASE("plan --models: a missing file falls back to its name, with a note", "[plan][models_dir]") {
+  ModelsTree t;
+  const json wf = api_workflow("UNETLoader", "flux1-dev-fp8-e4m3fn.safetensors", "encoder_b.safetensors",
+                               "encoder_a.safetensors", "decoder.safetensors");
+  json p = plan(wf, t.root);
+  const json& d = p["job"]["diffusion"];
+  CHECK(d["model"] == "flux1-dev");
+  CHECK(d["precision"] == "fp8_e4m3fn");
+  CHECK_FALSE(d.contains("weight_bytes"));
+  CHECK(any_contains(notes_about(p, "flux1-dev-fp8-e4m3fn.safetensors"), "not found under"));
+  // The files that are there are still read.
+  CHECK(text_encoder(p, "t5-xxl")["weight_bytes"].get<std::uint64_t>() == t.t5_fp8);
+}
+
+TEST_CASE("plan --models: names that leave the folder are refused, never read", "[plan][models_dir]") {
+  ModelsTree t;
+  // ../flux1-dev.safetensors exists and holds fp8 weights: were it read, the precision would be fp8.
+  const std::string outside = fs::path(t.root).parent_path().string() + "/flux1-dev.safetensors";
+  REQUIRE(fs::exists(outside));
+  for (const std::string& name : {std::string("../flux1-dev.safetensors"), outside,
+                                  std::string("diffusion_models/../../flux1-dev.safetensors"),
+                                  std::string("..\\flux1-dev.safetensors")}) {
+    INFO(name);
+    CHECK_FALSE(headroom::workflow::find_model_file(t.root, name, "diffusion").has_value());
+    json p = plan(api_workflow("UNETLoader", name, "encoder_b.safetensors", "encoder_a.safetensors",
+                               "decoder.safetensors"),
+                  t.root);
+    const json& d = p["job"]["diffusion"];
+    CHECK(d["model"] == "flux1-dev");   // from the name
+    CHECK(d["precision"] == "");  // the catalog default (bf16), not the header's fp8
+    CHECK_FALSE(d.contains("weight_bytes"));
+    CHECK(any_contains(notes_about(p, name), "estimated from its name"));
+  }
+}
+
+TEST_CASE("plan --models: Windows subfolder names (backslashes) are found", "[plan][models_dir]") {
+  // ComfyUI on Windows lists files in subfolders as "flux\\file.safetensors" (os.path.relpath).
+  ModelsTree t;
+  fs::create_directories(fs::path(t.root) / "diffusion_models" / "flux");
+  fs::rename(fs::path(t.root) / "diffusion_models" / "my_model.safetensors",
+             fs::path(t.root) / "diffusion_models" / "flux" / "my_model.safetensors");
+  auto found = headroom::workflow::find_model_file(t.root, "flux\\my_model.safetensors", "diffusion");
+  REQUIRE(found.has_value());
+  CHECK(fs::equivalent(*found, fs::path(t.root) / "diffusion_models" / "flux" / "my_model.safetensors"));
+  json p = plan(api_workflow("UNETLoader", "flux\\my_model.safetensors", "encoder_b.safetensors",
+                             "encoder_a.safetensors", "decoder.safetensors"),
+                t.root);
+  CHECK(p["job"]["diffusion"]["weight_bytes"].get<std::uint64_t>() == t.flux_fp8);
+}
+
+TEST_CASE("headroom plan --models as a user runs it", "[plan][models_dir][cli]") {
+  ModelsTree t;
+  const std::string wf_path = t.tmp.file("workflow_api.json");
+  testfiles::write_file(wf_path, api_workflow("UNETLoader", "my_model.safetensors", "encoder_b.safetensors",
+                                              "encoder_a.safetensors", "decoder.safetensors")
+                                     .dump(2));
+  Run r = cli("plan '" + wf_path + "' --gpu 4090 --models '" + t.root + "' --json");
+  REQUIRE(r.code == 0);
+  json j = json::parse(r.out);
+  CHECK(j["job"]["diffusion"]["model"] == "flux1-dev");
+  CHECK(j["job"]["diffusion"]["precision"] == "fp8_e4m3fn");
+  CHECK(j["job"]["diffusion"]["weight_bytes"].get<std::uint64_t>() == t.flux_fp8);
+  CHECK(j["peak_bytes"].get<std::uint64_t>() > t.flux_fp8);
+  CHECK(j.contains("verdict"));
+  CHECK(any_contains(notes_about(j, "my_model.safetensors"), "model, precision and size read from"));
+
+  // Without --models the neutral names cannot be sized: verdict unknown, exit status 2 (cmd_plan.cpp).
+  Run bare = cli("plan '" + wf_path + "' --gpu 4090 --json");
+  REQUIRE(bare.code == 2);
+  CHECK(json::parse(bare.out)["verdict"] == "unknown");
+}
+
+TEST_CASE("read_header_facts for a loader: a file of the wrong kind is not taken", "[plan][models_dir]") {
+  using headroom::workflow::read_header_facts;
+  ModelsTree t;
+  const std::string vae = t.root + "/vae/decoder.safetensors";
+  const std::string flux = t.root + "/diffusion_models/my_model.safetensors";
+
+  auto as_vae = read_header_facts(vae, "vae");
+  CHECK(as_vae.error.empty());
+  CHECK(as_vae.model == "flux-vae");
+  CHECK(as_vae.role == "vae");
+  CHECK(as_vae.gpu_bytes == t.vae_bf16);
+
+  // The VAE picked in a UNETLoader: ComfyUI cannot run it; the plan must fall back to the name
+  // rather than hand the estimator a VAE as the diffusion model (which it refuses with an error).
+  auto in_unet = read_header_facts(vae, "diffusion");
+  CHECK(in_unet.model.empty());
+  CHECK_FALSE(in_unet.gpu_bytes.has_value());
+  CHECK_THAT(in_unet.error, Catch::Contains("flux-vae") && Catch::Contains("cannot load"));
+  auto t5_as_vae = read_header_facts(t.root + "/text_encoders/encoder_a.safetensors", "vae");
+  CHECK(t5_as_vae.model.empty());
+  CHECK_THAT(t5_as_vae.error, Catch::Contains("t5-xxl"));
+  CHECK(read_header_facts(flux, "diffusion").gpu_bytes == t.flux_fp8);
+  CHECK(read_header_facts(flux, "checkpoint").model == "flux1-dev");
+
+  SECTION("a diffusion loader given a whole checkpoint counts only its diffusion model") {
+    // A Flux checkpoint bundle (ComfyUI's prefixes): diffusion model in fp8, CLIP-L fp16, VAE bf16.
+    std::vector<testfiles::StTensor> ts;
+    std::uint64_t unet_bytes = 0;
+    for (const auto& [name, shape] : flux_dev().tensors) {
+      std::string d = shape.size() >= 2 ? "F8_E4M3" : "BF16";
+      ts.push_back({"model.diffusion_model." + name, d, shape});
+      unet_bytes += elements(shape) * testfiles::st_elem_bytes(d);
+    }
+    for (const auto& [name, shape] : clip_l().tensors) ts.push_back({"text_encoders.clip_l.transformer." + name, "F16", shape});
+    for (const auto& [name, shape] : flux_vae().tensors) ts.push_back({"vae." + name, "BF16", shape});
+    const std::string ckpt = t.root + "/checkpoints/bundle.safetensors";
+    testfiles::write_safetensors(ckpt, ts);
+    auto f = read_header_facts(ckpt, "diffusion");
+    CHECK(f.error.empty());
+    CHECK(f.model == "flux1-dev");
+    CHECK(f.precision == "fp8_e4m3fn");
+    CHECK(f.gpu_bytes == unet_bytes);
+    CHECK(read_header_facts(ckpt, "checkpoint").role == "checkpoint");
+  }
+}
+
+TEST_CASE("plan --models: a VAE file in a UNETLoader falls back to the name instead of failing", "[plan][models_dir]") {
+  ModelsTree t;
+  // A user's mistake seen in practice: the VAE saved into diffusion_models/ under a model's name.
+  std::filesystem::copy_file(t.root + "/vae/decoder.safetensors", t.root + "/diffusion_models/flux1-dev.safetensors");
+  json p = plan(api_workflow("UNETLoader", "flux1-dev.safetensors", "encoder_b.safetensors", "encoder_a.safetensors",
+                             "decoder.safetensors"),
+                t.root);
+  const json& d = p["job"]["diffusion"];
+  CHECK(d["model"] == "flux1-dev");
+  CHECK_FALSE(d.contains("weight_bytes"));
+  CHECK(any_contains(notes_about(p, "flux1-dev.safetensors"), "cannot load"));
+  CHECK(p["peak_bytes"].get<std::uint64_t>() > 0);
+}
