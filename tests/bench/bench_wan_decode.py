@@ -9,8 +9,17 @@ Reports, each as time and error against the native full decode:
   full / exact / blend   the native modes (exact and blend at --tile-px)
   comfy-tiles  ComfyUI-style spatial tiling at the same tile: tiles decoded independently over the
                whole clip, feathered linear blend over an overlap of tile/4 (the 3-D fallback's rule)
-and the peak resident memory of each native mode (a fresh process each, RSS above the state before
-the decode) next to the plan's prediction, plus an `auto` run under a budget of the weights plus half the full plan's working memory.
+and the peak resident memory of each native mode (a fresh process each) next to the plan's prediction
+and its budget: `full`, `exact`, `blend` (no budget; their own plan is the figure to stay under) and `auto`
+under budgets of 1/2 and 1/4 of `full`'s planned peak. --memory-only prints just these lines:
+
+  HEADROOM_BUILD_DIR=build nice /usr/bin/python3 tests/bench/bench_wan_decode.py --memory-only \
+      --family wan2.1 --height 256 --width 320 --latent-frames 1 --tile-px 128
+
+Measured peak = decoder weights (loaded before the decode, shared with the decoder in fp32 on the CPU)
++ the peak RSS (VmHWM) above the state just before the decode. On the CPU the device is the host, so a
+plan that parks the causal cache "in CPU memory" (park) keeps it in the same RSS: its device figure
+leaves out what a GPU run would hold on the host, and the measured RSS includes it.
 """
 import argparse
 import json
@@ -139,6 +148,7 @@ def main():
     p.add_argument("--skip-reference", action="store_true")
     p.add_argument("--child", default="")
     p.add_argument("--budget", type=int, default=0)
+    p.add_argument("--memory-only", action="store_true", help="only the peak-memory lines (no timing/PSNR decodes)")
     args = p.parse_args()
     if args.child:
         return child(args)
@@ -146,6 +156,9 @@ def main():
     import _headroom_torch as ops
     torch.set_num_threads(args.threads)
     sd, lat, scale = setup(args)
+    if args.memory_only:
+        del sd
+        return memory_table(args, ops, lat)
     frames = 4 * args.latent_frames - 3
     print(f"# {args.family}, random weights, fp32 CPU ({torch.get_num_threads()} threads), "
           f"{frames} frames at {args.height}x{args.width}, latent {tuple(lat.shape)}, tile {args.tile_px} px", flush=True)
@@ -174,20 +187,33 @@ def main():
             t, raw = timed(lambda: model.decode(lat).float(), 1)
         row("comfyui", t, ref.to_image(raw))
 
-    print("\n# peak memory (fresh process each; RSS above the state before decode; weights are shared, "
-          "not copied, in fp32 on the CPU so the plan's figure minus weights is the comparable one)")
-    weights = decoder_weight_bytes(sd, 4)
-    budget = int(weights + (info_full["planned_peak_bytes"] - weights) * 0.5)
-    for mode, b in (("full", 0), ("exact", 0), ("blend", 0), ("auto", budget)):
+    memory_table(args, ops, lat)
+
+
+def memory_table(args, ops, lat):
+    shape = list(lat.shape)
+    full_plan = ops.plan(args.family, shape, mode="full", dtype_bytes=4)
+    full_peak = full_plan["peak_bytes"]
+    print(f"\n# peak memory, fp32 CPU, fresh process each: measured = weights {full_plan['weights_bytes'] / 2**20:.0f} MiB "
+          f"+ peak RSS above the state before the decode; planned = the plan's peak (weights included)")
+    print(f"{'run':16} {'budget':>9} {'planned':>9} {'measured':>9} {'meas/plan':>9}  {'under':5}  plan")
+    mib = lambda b: f"{b / 2**20:6.0f} MiB"  # noqa: E731
+    runs = [("full", 0, 0), ("exact", 0, args.tile_px), ("blend", 0, args.tile_px)]
+    runs += [(f"auto 1/{d}", full_peak // d, 0) for d in (2, 4)]
+    for name, budget, tile_px in runs:
+        mode = name.split()[0]
         try:
-            m = measure_memory(args, mode, b)
-        except RuntimeError as e:
-            print(f"{mode:6} budget {b / 2**20:.0f} MiB: {str(e).strip().splitlines()[-1]}")
+            plan = ops.plan(args.family, shape, mode=mode, tile_px=tile_px, budget_bytes=budget, dtype_bytes=4)
+        except ValueError as e:  # the plan refuses the budget before any decode
+            print(f"{name:16} {mib(budget) if budget else '-':>9}  cannot run: {e}", flush=True)
             continue
-        planned = m["planned_peak_bytes"] - m["weights_bytes"]
-        extra = f" budget {b / 2**20:.0f} MiB -> {m['mode']} tile {m['tile_latent']}" if b else ""
-        print(f"{mode:6} measured {m['peak_rss_above_start'] / 2**20:8.0f} MiB  planned (minus weights) "
-              f"{planned / 2**20:8.0f} MiB  ratio {m['peak_rss_above_start'] / max(planned, 1):.2f}{extra}", flush=True)
+        m = measure_memory(args, mode, budget)
+        measured = m["weights_bytes"] + m["peak_rss_above_start"]
+        limit = budget or m["planned_peak_bytes"]  # without a budget the plan itself is the bound
+        how = f"{m['mode']} {m['tiles']} tiles of {m['tile_latent']} latent px" + (" park" if plan["park_on_cpu"] else "")
+        print(f"{name:16} {mib(budget) if budget else '-':>9} {mib(m['planned_peak_bytes'])} {mib(measured)} "
+              f"{measured / m['planned_peak_bytes']:9.2f}  {'yes' if measured <= limit else 'NO':5}  {how}, "
+              f"{m['seconds']:.0f} s", flush=True)
 
 
 if __name__ == "__main__":
