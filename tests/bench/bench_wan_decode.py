@@ -97,7 +97,11 @@ def measure_memory(args, mode, budget=0):
     cmd = [sys.executable, __file__, "--child", mode, "--family", args.family, "--height", str(args.height),
            "--width", str(args.width), "--latent-frames", str(args.latent_frames), "--tile-px", str(args.tile_px),
            "--threads", str(args.threads), "--budget", str(budget)]
-    res = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ))
+    # glibc keeps freed heap blocks resident (its mmap threshold grows after large frees), so peak RSS
+    # would count memory the decoder already released; a fixed threshold maps every large tensor on its
+    # own, and RSS then follows the live tensors, as a device's allocated bytes would.
+    env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="65536", MALLOC_TRIM_THRESHOLD_="0")
+    res = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if res.returncode:
         raise RuntimeError(res.stderr[-2000:])
     return json.loads(res.stdout.strip().splitlines()[-1])
