@@ -9,6 +9,7 @@
 // widths base x (4, 4, 4, 2, 1), 3 residual blocks per stage, time doubled after stages 0 and 1.
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "core/decode_plan.hpp"
@@ -19,9 +20,10 @@ namespace headroom {
 namespace {
 
 // Allocator rounding, fragmentation and backend conv buffers on top of the counted tensors. Measured:
-// CPU fp32 peak RSS was 1.13x (full) and 1.14x (exact) of (counted tensors x 1.10 + kFixedBytes) for
-// the Wan 2.1 architecture at 128x160 x 17 frames (tests/bench/bench_wan_decode.py, 2026-11-29), i.e.
-// about 1.25x the counted tensors; 1.3 keeps a little room. Uncalibrated on CUDA.
+// CPU fp32 peak RSS was 1.13x (full) of (counted tensors x 1.10 + kFixedBytes) for the Wan 2.1
+// architecture at 128x160 x 17 frames (tests/bench/bench_wan_decode.py, 2026-11-29), i.e. about 1.25x
+// the counted tensors; 1.3 keeps a little room. With it, measured/planned is 0.77-0.84 for full, exact
+// and blend at 256x320 x 5 frames (RSS following live tensors). Uncalibrated on CUDA.
 constexpr double kAllocatorMargin = 1.30;
 // Convolution workspaces, small tensors, the runtime's share (uncalibrated allowance, as for KL).
 constexpr double kFixedBytes = 64.0 * 1024 * 1024;
@@ -98,36 +100,93 @@ double weight_elems(const Arch& a) {
 }
 
 // Context (pixels of each step's input level) that step's input needs around a tile: the 3x3 convs
-// still to run, halved (rounded up) across each upsample; `misaligned` adds a pixel per upsample for
-// tiles that do not start on an even pixel.
-std::vector<double> tail_context(const std::vector<Step>& steps, bool misaligned) {
+// still to run, halved (rounded up) across each upsample.
+std::vector<double> tail_context(const std::vector<Step>& steps) {
   std::vector<double> ctx(steps.size(), 0.0);
   double c = 0;
   for (int k = int(steps.size()) - 1; k >= 0; --k) {
     if (steps[k].kind == 'h') c += 1;
-    if (steps[k].kind == 'R') c = std::ceil((c + 1) / 2) + (misaligned ? 1 : 0);
+    if (steps[k].kind == 'R') c = std::ceil((c + 1) / 2);
     if (steps[k].kind == 'r') c += 2;
     ctx[k] = c;
   }
   return ctx;
 }
 
-// Elements alive while one tail chunk runs on a tile of tile_h x tile_w latent px (its output) of an
-// h x w latent, plus the tail's causal cache. Returns {working peak, cache}.
-std::pair<double, double> tail_elems(const Arch& a, double h, double w, double tile_h, double tile_w, bool tiled) {
-  // remaining context per step, from the output back (pixels at the step's input level)
-  std::vector<Step> steps;
-  walk_tail(a, [&](const Step& s) { steps.push_back(s); });
-  auto edge = [&](double tile_latent, double size_latent, int level, double context_px) {
-    const double s = std::pow(2.0, level);
-    return tiled ? std::min(size_latent * s, tile_latent * s + 2 * context_px) : size_latent * s;
-  };
-  const std::vector<double> ctx = tail_context(steps, /*misaligned=*/true);
+// Spatial ops of each tail step ('c' a 3x3 conv, 'u' a 2x upsample), as wan_model.cpp tail_spatial_ops.
+std::vector<std::string> step_ops(const Arch& a, const std::vector<Step>& steps) {
+  std::vector<std::string> ops;
+  for (const Step& s : steps) ops.push_back(s.kind == 'r' ? "cc" : s.kind == 'R' ? "uc" : (a.v22 ? "cu" : "c"));
+  return ops;
+}
+
+// One exact tile's extent along one axis at the input of every tail step, as the decoder computes it:
+// the latent span is wan_model.cpp tail_input_span of the tile's output rows, and each 3x3 conv then
+// trims a pixel only on sides away from the image border (wan_layers.cpp conv). A tile whose halo
+// reaches the border therefore keeps the whole strip to the border at every level, which can be far
+// more than the tile plus its context.
+struct AxisRegion {
+  std::vector<double> len;  // per step, at the step's input level
+  bool border = false;      // touches an image border (its convs pad by copy)
+  bool whole = false;       // spans the whole axis (no padding copy needed on this axis)
+};
+
+AxisRegion axis_region(const std::vector<std::string>& ops, long size, long begin, long end, long scale) {
+  std::string all;
+  for (const auto& o : ops) all += o;
+  long full = size;
+  for (char op : all)
+    if (op == 'u') full *= 2;
+  long lo = begin * scale, hi = end * scale, n = full;
+  for (auto it = all.rbegin(); it != all.rend(); ++it) {
+    if (*it == 'c') {
+      lo = std::max(0L, lo - 1);
+      hi = std::min(n, hi + 1);
+    } else {
+      n /= 2;
+      lo /= 2;
+      hi = (hi + 1) / 2;
+    }
+  }
+  AxisRegion r;
+  r.border = lo == 0 || hi == size;
+  r.whole = lo == 0 && hi == size;
+  n = size;
+  for (const auto& o : ops) {
+    r.len.push_back(double(hi - lo));
+    for (char op : o) {
+      if (op == 'c') {
+        lo += lo != 0;
+        hi -= hi != n;
+      } else {
+        lo *= 2;
+        hi *= 2;
+        n *= 2;
+      }
+    }
+  }
+  return r;
+}
+
+// The decoder's exact tiles along one axis (torch/tiling.cpp partition: n near-equal spans).
+std::vector<AxisRegion> axis_tiles(const std::vector<std::string>& ops, long size, long tile, long scale) {
+  tile = std::max(1L, std::min(tile, size));
+  const long n = (size + tile - 1) / tile;
+  std::vector<AxisRegion> v;
+  for (long i = 0; i < n; ++i) v.push_back(axis_region(ops, size, size * i / n, size * (i + 1) / n, scale));
+  return v;
+}
+
+// Elements alive while one tail chunk runs on a region whose extent at each step's input is
+// ph[k] x pw[k] px, plus the tail's causal cache; `pad` when the convs pad the region by copy.
+// Returns {working peak, cache}.
+std::pair<double, double> tail_elems(const std::vector<Step>& steps, const std::vector<double>& ph,
+                                     const std::vector<double>& pw, bool pad_copy) {
   double work = 0, cache = 0;
   for (size_t k = 0; k < steps.size(); ++k) {
     const Step& s = steps[k];
-    const double P = edge(tile_h, h, s.level, ctx[k]) * edge(tile_w, w, s.level, ctx[k]);
-    const double pad = tiled ? 1.0 : 0.0;  // exact tiles pad by copy; whole frames pad inside the conv
+    const double P = ph[k] * pw[k];
+    const double pad = pad_copy ? 1.0 : 0.0;  // border tiles pad by copy; whole frames pad inside the conv
     double e = 0;
     if (s.kind == 'r') {
       // conv1: x kept, normed source, causal concat (t+2), its padded copy, output
@@ -155,6 +214,31 @@ std::pair<double, double> tail_elems(const Arch& a, double h, double w, double t
     work = std::max(work, e);
   }
   return {work, cache};
+}
+
+// Whole-frame regions (full decode, or blend tiles decoded as independent images of h x w).
+std::pair<double, double> tail_elems_whole(const std::vector<Step>& steps, double h, double w) {
+  std::vector<double> ph, pw;
+  for (const Step& s : steps) {
+    ph.push_back(h * std::pow(2.0, s.level));
+    pw.push_back(w * std::pow(2.0, s.level));
+  }
+  return tail_elems(steps, ph, pw, false);
+}
+
+// The largest exact tile of tile x tile latent px over an h x w latent (every tile is counted).
+std::pair<double, double> tail_elems_exact(const Arch& a, const std::vector<Step>& steps, long h, long w, long tile) {
+  const std::vector<std::string> ops = step_ops(a, steps);
+  const std::vector<AxisRegion> ys = axis_tiles(ops, h, tile, a.v22 ? 16 : 8);
+  const std::vector<AxisRegion> xs = axis_tiles(ops, w, tile, a.v22 ? 16 : 8);
+  std::pair<double, double> best{0, 0};
+  for (const AxisRegion& y : ys)
+    for (const AxisRegion& x : xs) {
+      const bool pad = (y.border || x.border) && !(y.whole && x.whole);
+      const auto e = tail_elems(steps, y.len, x.len, pad);
+      if (e.first + e.second > best.first + best.second) best = e;
+    }
+  return best;
 }
 
 // The frame-global head on one latent frame: conv2, conv1, middle.0, attention. {working peak, cache}.
@@ -194,20 +278,21 @@ DecodePlan plan_decode_wan(const DecodeRequest& r) {
   const double d = r.dtype_bytes, h = r.latent_height, w = r.latent_width, T = r.latent_frames;
   const int scale = a.v22 ? 16 : 8;
   const double weights = weight_elems(a);
+  std::vector<Step> steps;
+  walk_tail(a, [&](const Step& s) { steps.push_back(s); });
   const auto [head_work, head_cache] = head_elems(a, h, w, d);
   const double stored_heads = T * a.dims[0] * h * w;  // tiled modes keep the head's output per latent frame
 
   DecodePlan p;
   p.weights_bytes = static_cast<std::uint64_t>(weights * d);
   {
-    const auto [work, cache] = tail_elems(a, h, w, h, w, false);
+    const auto [work, cache] = tail_elems_whole(steps, h, w);
     p.full_peak_bytes = to_bytes(weights + head_cache + cache + std::max(head_work, work), d);
   }
   // tiled: the head pass (its cache, the stored outputs so far), then one tile's tail at a time
   auto tiled_peak = [&](int tile, bool exact, bool park) {
-    const auto [work, cache] = exact ? tail_elems(a, h, w, tile, tile, true)
-                                     : tail_elems(a, std::min<double>(h, tile), std::min<double>(w, tile),
-                                                  std::min<double>(h, tile), std::min<double>(w, tile), false);
+    const auto [work, cache] = exact ? tail_elems_exact(a, steps, r.latent_height, r.latent_width, tile)
+                                     : tail_elems_whole(steps, std::min<double>(h, tile), std::min<double>(w, tile));
     const double stored = park ? 0 : stored_heads;
     const double head_phase = (park ? 0 : head_cache) + head_work + stored;
     const double tail_phase = stored + (park ? 0 : cache) + work + (park ? cache / 4 : 0);  // parked: one slot on the device
@@ -264,9 +349,7 @@ DecodePlan plan_decode_wan(const DecodeRequest& r) {
   p.peak_bytes = tiled_peak(tile, exact, park);
   if (exact) {
     // receptive field of everything after the attention, in latent px (15 for the released VAEs)
-    std::vector<Step> steps;
-    walk_tail(a, [&](const Step& s) { steps.push_back(s); });
-    p.halo_latent = static_cast<int>(tail_context(steps, false).front());
+    p.halo_latent = static_cast<int>(tail_context(steps).front());
     p.tiles = ((r.latent_height + tile - 1) / tile) * ((r.latent_width + tile - 1) / tile);
   } else {
     // a quarter of the tile, as ComfyUI's 3-D fallback (tile // 4), at most 8 latent px
