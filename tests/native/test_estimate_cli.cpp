@@ -1,34 +1,18 @@
 // `headroom estimate` and `headroom models` as a user runs them (the built CLI, HEADROOM_CLI).
-#include <sys/wait.h>
 
-#include <array>
-#include <cstdio>
 #include <string>
 
 #include "catch.hpp"
+#include "cli_runner.hpp"
 #include <nlohmann/json.hpp>
 
 using nlohmann::json;
 
 namespace {
 
-struct Run {
-  int code = -1;
-  std::string out;
-};
+using Run = CliRun;
 
-Run cli(const std::string& args) {
-  Run r;
-  std::string cmd = std::string("'") + HEADROOM_CLI + "' " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  std::array<char, 4096> buf;
-  std::size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+Run cli(const std::string& args) { return run_cli(args, /*with_stderr=*/true); }
 
 }  // namespace
 

@@ -1,13 +1,12 @@
 // The inspector: recognition against a catalog fixture, dtype mix, precision, GPU bytes, bundles,
 // the 20 GB sparse file, api::inspect and the CLI.
-#include <sys/wait.h>
 
 #include <chrono>
 #include <set>
-#include <cstdio>
 #include <string>
 
 #include "catch.hpp"
+#include "cli_runner.hpp"
 #include "core/api.hpp"
 #include "core/error.hpp"
 #include "core/file_reader.hpp"
@@ -296,13 +295,9 @@ TEST_CASE("cli: headroom inspect prints JSON and exits 2 when a file is malforme
   write_safetensors(good, {{"w", "BF16", {2, 2}}});
   write_file(bad, std::string("GGUF\x09\0\0\0", 8));
   auto run = [&](const std::string& args, std::string* out) {
-    std::string cmd = std::string(HEADROOM_CLI) + " inspect " + args + " 2>/dev/null";
-    FILE* p = popen(cmd.c_str(), "r");
-    char buf[4096];
-    std::size_t n;
-    while ((n = fread(buf, 1, sizeof buf, p)) > 0) out->append(buf, n);
-    int status = pclose(p);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    CliRun r = run_cli("inspect " + args, /*with_stderr=*/false);
+    *out += r.out;
+    return r.code;
   };
   std::string out;
   CHECK(run("--json '" + good + "'", &out) == 0);

@@ -7,10 +7,10 @@
 //  - vLLM's own measurement: 2.89 GiB of KV cache holds 23648 tokens of Llama 3.1 8B
 //    (shared/facts/oom-examples.json oom-033).
 #include <cmath>
-#include <cstdio>
 #include <string>
 
 #include "catch.hpp"
+#include "cli_runner.hpp"
 #include "core/api.hpp"
 #include "core/error.hpp"
 
@@ -120,23 +120,12 @@ TEST_CASE("llm: bad inputs name the field") {
 }
 
 TEST_CASE("llm: the CLI prints JSON and names flags in errors") {
-  std::string cmd = std::string(HEADROOM_CLI) + " llm --model qwen3-32b --context 32000 --json";
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p);
-  std::string out;
-  char buf[4096];
-  while (std::size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  int status = pclose(p);
-  CHECK(WEXITSTATUS(status) == 0);
-  json r = json::parse(out);
+  CliRun ok = run_cli("llm --model qwen3-32b --context 32000 --json", /*with_stderr=*/false);
+  CHECK(ok.code == 0);
+  json r = json::parse(ok.out);
   CHECK(r["kv_bytes_per_token"].get<double>() == 256 * 1024);
 
-  std::string bad = std::string(HEADROOM_CLI) + " llm --model qwen3-32b --context -5 2>&1";
-  p = popen(bad.c_str(), "r");
-  REQUIRE(p);
-  out.clear();
-  while (std::size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  status = pclose(p);
-  CHECK(WEXITSTATUS(status) == 2);
-  CHECK(out.find("--context") != std::string::npos);
+  CliRun bad = run_cli("llm --model qwen3-32b --context -5", /*with_stderr=*/true);
+  CHECK(bad.code == 2);
+  CHECK(bad.out.find("--context") != std::string::npos);
 }

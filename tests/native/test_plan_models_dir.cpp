@@ -9,15 +9,13 @@
 // 4,762,310,656; CLIP-L text 123,060,480; Flux VAE 83,819,683), so the layouts are the real ones.
 // Bytes are computed here from what the test writes: element count x bytes per element, or for
 // GGUF Q4_K 144 bytes per block of 256 (ggml-common.h block_q4_K).
-#include <sys/wait.h>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <string>
 #include <vector>
 
 #include "catch.hpp"
+#include "cli_runner.hpp"
 #include "core/api.hpp"
 #include "core/workflow_models_dir.hpp"
 #include "model_file_builders.hpp"
@@ -280,23 +278,9 @@ struct ModelsTree {
   }
 };
 
-struct Run {
-  int code = -1;
-  std::string out;
-};
+using Run = CliRun;
 
-Run cli(const std::string& args) {
-  Run r;
-  std::string cmd = std::string("'") + HEADROOM_CLI + "' " + args + " 2>/dev/null";
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  std::array<char, 4096> buf;
-  std::size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+Run cli(const std::string& args) { return run_cli(args, /*with_stderr=*/false); }
 
 }  // namespace
 

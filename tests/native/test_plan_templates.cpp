@@ -1,11 +1,10 @@
 // The planner on the real Flux and Wan templates at 24 GB and 12 GB. Each claim of the plan is
 // checked against an independent call of the estimator on the changed job, not against the plan itself.
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <sys/wait.h>
 
 #include "catch.hpp"
+#include "cli_runner.hpp"
 #include "core/api.hpp"
 #include "core/catalog.hpp"
 #include "core/error.hpp"
@@ -144,14 +143,9 @@ TEST_CASE("cli: headroom plan exit codes and JSON", "[plan][cli]") {
     return;
   }
   auto run = [](const std::string& args, std::string* out = nullptr) {
-    std::string cmd = std::string(HEADROOM_CLI) + " plan " + args + " 2>&1";
-    FILE* p = popen(cmd.c_str(), "r");
-    std::string text;
-    char buf[4096];
-    while (std::size_t n = fread(buf, 1, sizeof buf, p)) text.append(buf, n);
-    int rc = pclose(p);
-    if (out) *out = text;
-    return WEXITSTATUS(rc);
+    CliRun r = run_cli("plan " + args, /*with_stderr=*/true);
+    if (out) *out = r.out;
+    return r.code;
   };
   std::string out;
   CHECK(run(wf + " --gpu H200 --json", &out) == 0);
