@@ -45,6 +45,25 @@ def native_core_or_none():
     return _headroom_core
 
 
+def run_with_client(check):
+    """Starts an aiohttp app with the pack's real routes on 127.0.0.1 (ephemeral port), runs
+    `await check(client)`, shuts it down and returns what check returned."""
+    import asyncio
+    from aiohttp import web
+    from aiohttp.test_utils import TestClient, TestServer
+    load_pack()
+    from headroom_pack.nodes import routes
+
+    async def main():
+        table = web.RouteTableDef()
+        routes.register(table)
+        app = web.Application()
+        app.add_routes(table)
+        async with TestClient(TestServer(app, host="127.0.0.1", port=0)) as client:
+            return await check(client)
+    return asyncio.run(main())
+
+
 def core_built() -> bool:
     """True when _headroom_core is importable; tests of the real core skip only when it is not built."""
     return native_core_or_none() is not None

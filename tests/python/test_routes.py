@@ -4,11 +4,9 @@ import asyncio
 import json
 
 import pytest
-from aiohttp import web
-from aiohttp.test_utils import TestClient, TestServer
 
 import fakes
-from conftest import load_pack
+from conftest import load_pack, run_with_client
 
 load_pack()
 from headroom_pack.nodes import native_loader, routes, settings  # noqa: E402
@@ -23,18 +21,6 @@ def fake_core():
     yield core
     native_loader.reset()
     settings.reset()
-
-
-def run_with_client(check):
-    """Starts an aiohttp app with the pack's routes, runs `check(client)`, shuts it down."""
-    async def main():
-        table = web.RouteTableDef()
-        routes.register(table)
-        app = web.Application()
-        app.add_routes(table)
-        async with TestClient(TestServer(app, host="127.0.0.1", port=0)) as client:
-            return await check(client)
-    return asyncio.run(main())
 
 
 WORKFLOW = {"1": {"class_type": "UNETLoader", "inputs": {"unet_name": "flux1-dev.safetensors",
