@@ -1,33 +1,50 @@
 #!/usr/bin/env bash
-# Installs what building and testing Headroom needs on Debian 12, and nothing that is already there.
-# Everything comes from Debian's archive and npm (no PyPI).
+# Installs what building and testing Headroom needs on Debian 12, and nothing that is already there:
+# the toolchain and C++ libraries from Debian's archive, the Python side (torch 2.13, pytest, playwright, ...)
+# pinned in requirements-dev.txt into a virtual environment .venv/ inside the checkout (ignored by git).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# The Python the venv is made from: the machine's python3 (pyenv's 3.11 on the project's machines,
+# Debian's 3.11 on a bare Debian 12).
+BASE_PY="${HEADROOM_BASE_PYTHON:-$(command -v python3 || true)}"
+
 PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config
-  nlohmann-json3-dev catch2 libbenchmark-dev pybind11-dev python3-pybind11
-  python3 python3-dev python3-torch libtorch-dev zlib1g-dev python3-numpy python3-pytest python3-aiohttp
-  python3-pil
+  nlohmann-json3-dev catch2 libbenchmark-dev zlib1g-dev
   clang libclang-rt-14-dev
   chromium
 )
+[ -n "$BASE_PY" ] || PACKAGES+=(python3)
+# Debian's own python3 needs its venv and header packages; pyenv's builds carry both.
+if [ -z "$BASE_PY" ] || [ "$(readlink -f "$BASE_PY")" = "$(readlink -f /usr/bin/python3 2>/dev/null)" ]; then
+  PACKAGES+=(python3-venv python3-dev)
+fi
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-# Node.js may come from elsewhere than Debian (with npm bundled): ask for the commands, not the packages.
-command -v node >/dev/null || missing+=(nodejs)
-command -v npm >/dev/null || missing+=(npm)
 if ((${#missing[@]})); then
-  echo "deps: installing ${missing[*]}"
+  echo "deps: installing ${missing[*]} (Debian)"
   SUDO=""
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+BASE_PY="${HEADROOM_BASE_PYTHON:-$(command -v python3)}"
 
-# Browser-test driver: playwright-core only (it drives Debian's chromium; no browser download).
-if [ -f tests/web/package.json ] && [ ! -d tests/web/node_modules/playwright-core ]; then
-  (cd tests/web && npm ci --no-audit --no-fund --loglevel=error)
+# The venv is remade when it is missing or its interpreter no longer runs (a moved checkout, a removed
+# base Python); packages are installed again only when requirements-dev.txt changed since the last install.
+VENV=.venv
+if ! "$VENV/bin/python" -c "import sys" >/dev/null 2>&1; then
+  echo "deps: creating $VENV from $BASE_PY ($("$BASE_PY" --version 2>&1))"
+  rm -rf "$VENV"
+  "$BASE_PY" -m venv "$VENV"
+fi
+want="$(sha256sum requirements-dev.txt | cut -d' ' -f1)"
+have="$(cat "$VENV/.requirements.sha256" 2>/dev/null || true)"
+if [ "$want" != "$have" ]; then
+  echo "deps: installing requirements-dev.txt into $VENV (PyPI)"
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check -r requirements-dev.txt
+  echo "$want" > "$VENV/.requirements.sha256"
 fi

@@ -19,7 +19,7 @@ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 cmake --build "$BUILD" -j2 --target fuzz_safetensors fuzz_gguf fuzz_oom
 
 # Seeds: small valid files exercising every dtype, GGUF value type, array, alignment and version.
-/usr/bin/python3 - "$BUILD" <<'PY'
+"${HEADROOM_PYTHON:-python3}" - "$BUILD" <<'PY'
 import json, os, struct, sys
 out = sys.argv[1]
 def put(target, name, data):

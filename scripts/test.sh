@@ -1,14 +1,22 @@
 #!/usr/bin/env bash
-# Builds Headroom and runs every test: Catch2 (ctest), pytest, browser tests.
+# Builds Headroom and runs every test: Catch2 (ctest), then pytest over the Python tests, the browser
+# tests (Python playwright driving Debian's chromium) and the GPU script's CPU dry run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
 bash scripts/build.sh
+BUILD="${HEADROOM_BUILD_DIR:-build}"
+PY="${HEADROOM_PYTHON:-$PWD/.venv/bin/python}"
+echo "== decoder module"
+PYTHONPATH="$BUILD/python" "$PY" -c '
+import torch
+try:
+    import _headroom_torch as ht
+except ImportError as e:
+    print(f"_headroom_torch not built ({e}); torch {torch.__version__}")
+else:
+    print(f"_headroom_torch built against torch {ht.built_torch_version()}, running under torch {torch.__version__}")'
 echo "== native tests (ctest)"
-ctest --test-dir build --output-on-failure
-echo "== web tests (node --test, headless chromium)"
-if [ -d tests/web ] && ls tests/web/*.test.mjs >/dev/null 2>&1; then
-  node --test tests/web/
-fi
-echo "== python tests (pytest)"
-/usr/bin/python3 -m pytest tests/python -q -p no:cacheprovider
+ctest --test-dir "$BUILD" --output-on-failure
+echo "== python and browser tests (pytest)"
+HEADROOM_BUILD_DIR="$BUILD" "$PY" -m pytest tests/python tests/web -q -p no:cacheprovider

@@ -5,17 +5,20 @@
 
 #include "core/api.hpp"
 #include "core/error.hpp"
+#include "core/json_reader.hpp"
+#include "python/pybind_errors.hpp"
 
 namespace py = pybind11;
 using nlohmann::json;
 
 namespace {
 
+// Through the core's one JSON reader: nesting capped, 1e400 refused, never a raw nlohmann exception.
 json parse_request(const std::string& text) {
   try {
-    return json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw headroom::InputError("request", std::string("expected a JSON object, got invalid JSON: ") + e.what());
+    return headroom::read_json(text, "request");
+  } catch (const headroom::FileFormatError& e) {
+    throw headroom::InputError("request", std::string(e.what()).substr(e.path().size() + 2));
   }
 }
 
@@ -41,11 +44,11 @@ PYBIND11_MODULE(_headroom_core, m) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const headroom::InputError& e) {
-      input_error(e.what());
+      raise_as(input_error, e.what());
     } catch (const headroom::FileFormatError& e) {
-      file_error(e.what());
+      raise_as(file_error, e.what());
     } catch (const headroom::Error& e) {
-      error(e.what());
+      raise_as(error, e.what());
     }
   });
 

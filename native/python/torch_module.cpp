@@ -9,6 +9,7 @@
 #include "core/error.hpp"
 #include "torch/decode.hpp"
 #include "torch/tiling.hpp"
+#include "python/pybind_errors.hpp"
 
 #ifndef HEADROOM_BUILT_TORCH_VERSION
 #define HEADROOM_BUILT_TORCH_VERSION "unknown"
@@ -162,7 +163,7 @@ PYBIND11_MODULE(_headroom_torch, m) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const Cancelled& e) {
-      cancelled_exc(e.what());
+      raise_as(cancelled_exc, e.what());
     } catch (const InputError& e) {
       PyErr_SetString(PyExc_ValueError, e.what());
     } catch (const FileFormatError& e) {

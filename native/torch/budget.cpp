@@ -11,7 +11,8 @@ namespace headroom::torch_ops {
 #ifdef HEADROOM_TORCH_CUDA
 namespace {
 using c10::cuda::CUDACachingAllocator::getDeviceStats;
-constexpr size_t kAggregate = static_cast<size_t>(c10::cuda::CUDACachingAllocator::StatType::AGGREGATE);
+// StatType moved from CUDACachingAllocator to c10::CachingAllocator (c10/core/Allocator.h) in torch 2.x.
+constexpr size_t kAggregate = static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE);
 int index_of(const c10::Device& d) { return d.has_index() ? d.index() : 0; }
 }  // namespace
 

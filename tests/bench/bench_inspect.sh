@@ -12,7 +12,7 @@ CLI="$BUILD/headroom"
 DIR="$(mktemp -d "${TMPDIR:-/tmp}/headroom-bench-inspect-XXXXXX")"
 trap 'rm -rf "$DIR"' EXIT
 
-/usr/bin/python3 - "$DIR" <<'PY'
+python3 - "$DIR" <<'PY'
 import json, struct, sys
 d = sys.argv[1]
 total = 20 * 10**9
@@ -60,6 +60,6 @@ for f in "$DIR/big.safetensors" "$DIR/big.gguf"; do
         fd != "" && ($0 ~ "pread64\\(" fd "," || $0 ~ "read\\(" fd ",") { split($0, a, "= "); sum += a[length(a)] }
         END { print sum + 0 }' "$DIR/trace")
   fi
-  header=$("$CLI" inspect --json "$f" | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["header_bytes"])')
+  header=$("$CLI" inspect --json "$f" | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["header_bytes"])')
   echo "$(basename "$f"): file $size bytes ($disk KiB on disk), header $header bytes, median inspect wall time ${median} us over 20 runs, bytes read from the file: $read_bytes"
 done

@@ -17,7 +17,7 @@ fp32 weights (used in place, so already resident before the call; a GPU holds th
 "parked" activations live in the same RAM, so the report also gives the device-side figure
 (peak RSS minus the parked whole-image activations) that a GPU run would hold in VRAM.
 
-usage: HEADROOM_BUILD_DIR=build /usr/bin/python3 tests/bench/bench_kl_decode.py [--size 512] [--tile 256]
+usage: HEADROOM_BUILD_DIR=build .venv/bin/python tests/bench/bench_kl_decode.py [--size 512] [--tile 256]
 """
 import argparse
 import json

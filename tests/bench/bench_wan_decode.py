@@ -1,6 +1,6 @@
 """Benchmark of the native Wan VAE decoders (random weights, real architecture) on this machine.
 
-  HEADROOM_BUILD_DIR=build /usr/bin/python3 tests/bench/bench_wan_decode.py \
+  HEADROOM_BUILD_DIR=build .venv/bin/python tests/bench/bench_wan_decode.py \
       --family wan2.1 --height 256 --width 320 --latent-frames 5 --tile-px 128
 
 Reports, each as time and error against the native full decode:
@@ -13,7 +13,7 @@ and the peak resident memory of each native mode (a fresh process each) next to 
 and its budget: `full`, `exact`, `blend` (no budget; their own plan is the figure to stay under) and `auto`
 under budgets of 1/2 and 1/4 of `full`'s planned peak. --memory-only prints just these lines:
 
-  HEADROOM_BUILD_DIR=build nice /usr/bin/python3 tests/bench/bench_wan_decode.py --memory-only \
+  HEADROOM_BUILD_DIR=build nice .venv/bin/python tests/bench/bench_wan_decode.py --memory-only \
       --family wan2.1 --height 256 --width 320 --latent-frames 1 --tile-px 128
 
 Measured peak = decoder weights (loaded before the decode, shared with the decoder in fp32 on the CPU)

@@ -84,6 +84,8 @@ TEST_CASE("every real ComfyUI template parses to the models and sizes INDEX.md l
   for (const auto& entry : fs::recursive_directory_iterator(templates_dir())) {
     if (entry.path().extension() != ".json") continue;
     std::string rel = fs::relative(entry.path(), templates_dir()).generic_string();
+    // 2026/ is the FLUX.2-era set with its own INDEX.md; its expectations come with the FLUX.2 catalog entries.
+    if (rel.rfind("2026/", 0) == 0) continue;
     seen.insert(rel);
     DYNAMIC_SECTION(rel) {
       auto it = expected().find(rel);

@@ -6,6 +6,7 @@ Golden values: the reference decoder's output (an independent implementation), a
 identities (blending a pointwise "decoder" must reproduce it exactly). Tolerances from the issue:
 1e-4 of the output range in fp32.
 """
+import copy
 import os
 import subprocess
 import sys
@@ -133,9 +134,16 @@ def test_bf16_exact_close_to_fp32_reference(flux_like):
     ex, _ = ht.decode(sd, z, mode="exact", tile_px=16, dtype=torch.bfloat16)
     r = reference_image(model, z)
     assert full.dtype == torch.float32
-    # bf16 keeps 8 bits of mantissa: a few 1e-2 through ~20 layers; exact must track full as closely.
-    assert maxerr(full, r) < 0.06 and maxerr(ex, r) < 0.06
-    assert maxerr(ex, full) < 0.06
+    # bf16 error depends on the CPU's kernels (AVX-512 vs AVX2 convolutions round differently: 0.02 on one
+    # EPYC, 0.12 on another), so the bound is PyTorch's own bf16 run of the same reference model, on this
+    # machine, with a little slack; never a constant tuned on one CPU.
+    with torch.no_grad():
+        torch_bf16 = ref.to_image(copy.deepcopy(model).to(torch.bfloat16)(z.to(torch.bfloat16)).float())
+    torch_err = maxerr(torch_bf16, r)
+    assert maxerr(full, r) <= 1.25 * torch_err + 1e-3
+    assert maxerr(ex, r) <= 1.25 * torch_err + 1e-3
+    # Exact runs the same arithmetic per pixel as full; only tile-shaped rounding may differ.
+    assert maxerr(ex, full) <= 0.5 * torch_err + 1e-3
 
 
 def test_fast_is_full_when_one_tile_covers_the_latent_and_bounded_otherwise(flux_like):

@@ -1,31 +1,10 @@
 // Browser-side stand-ins for ComfyUI's `app` and `api`, holding a graph built from a real workflow
-// template (UI format). Widget names per node type follow ComfyUI's node definitions (INPUT_TYPES order;
-// KSampler's seed carries the frontend's control_after_generate widget after it).
-export const WIDGETS = {
-  UNETLoader: ["unet_name", "weight_dtype"],
-  CheckpointLoaderSimple: ["ckpt_name"],
-  CLIPLoader: ["clip_name", "type", "device"],
-  DualCLIPLoader: ["clip_name1", "clip_name2", "type", "device"],
-  VAELoader: ["vae_name"],
-  EmptySD3LatentImage: ["width", "height", "batch_size"],
-  EmptyLatentImage: ["width", "height", "batch_size"],
-  EmptyHunyuanLatentVideo: ["width", "height", "length", "batch_size"],
-  Wan22ImageToVideoLatent: ["width", "height", "length", "batch_size"],
-  WanImageToVideo: ["width", "height", "length", "batch_size"],
-  KSampler: ["seed", "control_after_generate", "steps", "cfg", "sampler_name", "scheduler", "denoise"],
-  KSamplerAdvanced: ["add_noise", "noise_seed", "control_after_generate", "steps", "cfg", "sampler_name",
-    "scheduler", "start_at_step", "end_at_step", "return_with_leftover_noise"],
-  VAEDecodeTiled: ["tile_size", "overlap", "temporal_size", "temporal_overlap"],
-  HeadroomVAEDecode: ["mode", "budget"],
-  HeadroomPreflight: ["budget", "action"],
-  LoraLoaderModelOnly: ["lora_name", "strength_model"],
-  ModelSamplingSD3: ["shift"],
-  CLIPTextEncode: ["text"],
-  SaveImage: ["filename_prefix"],
-  CreateVideo: ["fps"],
-  SaveVideo: ["filename_prefix", "format", "codec"],
-  FluxGuidance: ["guidance"],
-};
+// template (UI format). Widget names per node type (widgets.json) follow ComfyUI's node definitions
+// (INPUT_TYPES order; KSampler's seed carries the frontend's control_after_generate widget after it).
+// The table is JSON so that the Python mock of the routes reads this same one.
+import WIDGETS from "./widgets.json" with { type: "json" };
+
+export { WIDGETS };
 
 export function widgetNames(type, count) {
   const names = WIDGETS[type] ?? [];

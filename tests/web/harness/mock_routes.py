@@ -1,0 +1,142 @@
+"""Answers the pack's /headroom/* routes in the shape nodes/routes.py returns, with canned numbers
+(GiB figures below are illustrative, not estimates). Presets are computed on the workflow the page
+posts, so the test sees which widgets the panel then rewrites.
+
+A port of the former mock_routes.mjs: where the JavaScript left a value `undefined` (a widget the
+workflow lacks, a preset with no peak), the key is left out of the reply, as JSON.stringify did."""
+import json
+import math
+import re
+from pathlib import Path
+
+WIDGETS = json.loads((Path(__file__).parent / "widgets.json").read_text(encoding="utf-8"))
+
+GIB = 1024 ** 3
+# A card reading in the shape of GET /headroom/vram (RTX 4090: 24564 MiB as torch reports its total).
+SNAPSHOT = {
+    "device": "NVIDIA GeForce RTX 4090", "total_bytes": 25757220864, "free_bytes": 9.1 * GIB,
+    "comfy_reserve_bytes": 400 * 1024 ** 2,
+    "torch_allocated_bytes": 11.2 * GIB, "torch_reserved_bytes": 12.6 * GIB, "reserved_unallocated_bytes": 1.4 * GIB,
+    "other_processes": [{"pid": 4242, "bytes": 1.1 * GIB}], "other_processes_bytes": 1.1 * GIB,
+}
+PRESETS = [
+    {"name": "fp8-weights", "title": "fp8 weights"},
+    {"name": "headroom-decode", "title": "Headroom exact tiled decode"},
+    {"name": "half-frames", "title": "Half the frames"},
+]
+PEAKS = {"base": 27.3 * GIB, "fp8-weights": 21.0 * GIB, "headroom-decode": 19.8 * GIB, "half-frames": 16.4 * GIB}
+
+# Shape of the core's explain(): diagnosis {id, text}, fixes [{id, text}] (no preset names).
+EXPLANATION = {
+    "recognised": True,
+    "diagnosis": {"id": "out_of_memory", "text": "The job needs more memory than the card has: 100.0 MiB more was requested with 91.2 MiB free of 44.53 GiB."},
+    "fixes": [{"id": "lower_precision", "text": "Load quantised weights (fp8)"}, {"id": "smaller_batch", "text": "Lower the batch size or the resolution"}],
+}
+BUDGET = 21.7 * GIB
+
+# JavaScript's `undefined`: such keys are dropped from replies.
+UNDEFINED = object()
+
+
+def _defined(obj):
+    return {k: v for k, v in obj.items() if v is not UNDEFINED}
+
+
+def _get(obj, key):
+    """`obj?.[key]` for parsed JSON: a missing key or a non-object is undefined."""
+    return obj.get(key, UNDEFINED) if isinstance(obj, dict) else UNDEFINED
+
+
+def _truthy(value):
+    """JavaScript truthiness for JSON values ([] and {} are true there, unlike in Python)."""
+    return not (value is UNDEFINED or value is None or value is False or value == 0 or value == "")
+
+
+def widget_names(node_type, count):
+    names = WIDGETS.get(node_type, []) if isinstance(node_type, str) else []
+    return [names[i] if i < len(names) else f"widget_{i}" for i in range(count)]
+
+
+def widget_value(node, name):
+    values = _get(node, "widgets_values")
+    if not isinstance(values, list):
+        return UNDEFINED
+    names = widget_names(_get(node, "type"), len(values))
+    return values[names.index(name)] if name in names else UNDEFINED
+
+
+def _nodes(workflow):
+    if workflow is UNDEFINED or workflow is None:
+        raise TypeError("Cannot read properties of undefined (reading 'nodes')")
+    nodes = _get(workflow, "nodes")
+    return [] if nodes is UNDEFINED or nodes is None else nodes
+
+
+def preset_changes(workflow, preset):
+    changes = []
+    for node in _nodes(workflow):
+        if _get(node, "mode") == 4:
+            continue
+        node_type = _get(node, "type")
+
+        def change(widget, to):
+            changes.append(_defined({"node_id": _get(node, "id"), "widget": widget,
+                                     "from": widget_value(node, widget), "to": to}))
+
+        if preset == "fp8-weights" and node_type == "UNETLoader":
+            change("weight_dtype", "fp8_e4m3fn")
+        if preset == "headroom-decode" and node_type == "HeadroomVAEDecode":
+            change("mode", "exact")
+        if preset == "half-frames" and re.search(r"ImageToVideo|LatentVideo", str(node_type)):
+            length = widget_value(node, "length")
+            # A missing or non-numeric length is NaN in JavaScript, which JSON writes as null.
+            numeric = isinstance(length, (int, float)) and not isinstance(length, bool)
+            change("length", math.floor((length - 1) / 8) * 4 + 1 if numeric else None)
+    return changes
+
+
+def estimate_for(workflow):
+    over = any(_get(n, "type") == "UNETLoader" and widget_value(n, "weight_dtype") == "default"
+               for n in _nodes(workflow))
+    sample = 22.5 * GIB if over else 15.9 * GIB
+    return {
+        "peak_bytes": PEAKS["base"] if over else 19.8 * GIB, "peak_stage": "decode",
+        "stages": [{"name": "text_encode", "peak_bytes": 6.1 * GIB}, {"name": "sample", "peak_bytes": sample},
+                   {"name": "decode", "peak_bytes": PEAKS["base"] if over else 19.8 * GIB}],
+        "budget_bytes": SNAPSHOT["free_bytes"] + SNAPSHOT["torch_allocated_bytes"] + SNAPSHOT["reserved_unallocated_bytes"],
+        "verdict": "does not fit" if over else "fits",
+    }
+
+
+def _verdict(peak):
+    # `undefined <= BUDGET` is false in JavaScript.
+    return "fits" if peak is not UNDEFINED and peak <= BUDGET else "does not fit"
+
+
+def mock(method, route, body):
+    """Returns (status, reply) for one /headroom/* request; `body` is the parsed POST body or None."""
+    if route == "/headroom/vram":
+        return 200, {"snapshot": SNAPSHOT, "native": {"core": {"available": True}}}
+    if route == "/headroom/presets":
+        return 200, {"presets": PRESETS}
+    if route == "/headroom/estimate":
+        if not _truthy(_get(_get(body, "workflow"), "nodes")):
+            return 400, {"error": "workflow: expected a ComfyUI workflow object"}
+        return 200, estimate_for(body["workflow"])
+    if route == "/headroom/apply-preset":
+        if body is None:
+            raise TypeError("Cannot read properties of null (reading 'workflow')")
+        changes = preset_changes(_get(body, "workflow"), _get(body, "preset"))
+        preset = _get(body, "preset")
+        after = PEAKS.get(preset, UNDEFINED) if isinstance(preset, str) else UNDEFINED
+        return 200, _defined({
+            "workflow": _get(body, "workflow"),
+            "before": {"peak_bytes": PEAKS["base"], "verdict": _verdict(PEAKS["base"])},
+            "after": _defined({"peak_bytes": after, "verdict": _verdict(after)}),
+            "changes": changes,
+        })
+    if route == "/headroom/explain":
+        return 200, EXPLANATION
+    if route in ("/headroom/settings", "/headroom/panel"):
+        return 200, {} if body is None else body
+    return 404, {"error": "no such route"}

@@ -1,0 +1,208 @@
+"""The web panel's logic in headless Chromium, on a page that loads web/*.js with a graph built from the
+real templates in ../shared/real-workflows (and the pack's own example workflows)."""
+import json
+import os
+import re
+import shutil
+
+import pytest
+
+from .harness.mock_routes import SNAPSHOT, WIDGETS
+from .harness.server import HERE, REPO, SHARED, TEMPLATES
+
+# How long a non-OOM error gets to (wrongly) raise a toast before the test says none came.
+ABSENCE_MS = 200
+
+
+def read_json(path):
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def widget(page, node_id, name):
+    return page.evaluate("([id, name]) => window.__comfy.graph.widget(id, name)", [node_id, name])
+
+
+def template_node(file, node_type):
+    wf = read_json(TEMPLATES / file)
+    return next(n for n in wf["nodes"] if n["type"] == node_type and n.get("mode") != 4)
+
+
+def test_widget_table_agrees_with_the_recorded_real_frontend():
+    recorded = read_json(HERE.parent / "fixtures" / "recorded-graphs.json")
+    checked = 0
+    for nodes in recorded["graphs"].values():
+        for node in nodes:
+            if node["type"] not in WIDGETS:
+                continue
+            names = [w["name"] for w in node["widgets"]]
+            assert names == WIDGETS[node["type"]][:len(node["widgets"])], node["type"]
+            checked += 1
+    assert checked > 30, f"only {checked} nodes checked"
+
+
+def test_bar_and_stage_table_render_from_the_routes(open_panel, server):
+    earlier = len(server.routed("/headroom/panel"))
+    page, errors = open_panel("/templates/text_to_video_wan.json")
+    assert page.text_content(".headroom-device") == SNAPSHOT["device"]
+    free = page.eval_on_selector(".headroom-seg.free", "el => parseFloat(el.style.width)")
+    assert abs(free - SNAPSHOT["free_bytes"] / SNAPSHOT["total_bytes"] * 100) < 0.01
+    other = page.eval_on_selector(".headroom-seg.other", "el => el.title")
+    assert re.search(r"other processes: 1\.1 GiB", other)
+    stages = page.eval_on_selector_all(".headroom-stages tr", "rows => rows.map((r) => r.dataset.stage)")
+    assert stages == ["text_encode", "sample", "decode"]
+    assert re.search(r"Peak 27\.3 GiB in decode — does not fit \(21\.7 GiB\)", page.text_content(".headroom-verdict"))
+    # A websocket reading replaces the bar.
+    page.evaluate("(s) => window.__comfy.api.emit('headroom.vram', { ...s, device: 'pushed reading' })", SNAPSHOT)
+    assert page.text_content(".headroom-device") == "pushed reading"
+    # The panel's opening is posted without the page awaiting it, so nothing in the page to wait on.
+    panel_posts = server.wait_until(lambda: server.routed("/headroom/panel")[earlier:])
+    assert panel_posts, "opening the panel was not posted"
+    assert panel_posts[0]["body"] == {"open": True, "client_id": "test-client"}
+    # Loading another workflow re-estimates it.
+    before = len(server.routed("/headroom/estimate"))
+    page.evaluate("() => window.__comfy.extensions[0].afterConfigureGraph()")
+    assert server.wait_until(lambda: len(server.routed("/headroom/estimate")) > before), "loading a workflow did not re-estimate it"
+    assert errors == []
+
+
+@pytest.mark.parametrize("flavour", ["modern", "v1.4"])
+def test_presets_rewrite_the_right_widgets_and_undo_restores_them(open_panel, server, flavour):
+    page, errors = open_panel("/templates/text_to_video_wan.json", flavour)
+    unet = template_node("text_to_video_wan.json", "UNETLoader")
+    latent = template_node("text_to_video_wan.json", "EmptyHunyuanLatentVideo")
+    assert widget(page, unet["id"], "weight_dtype") == "default"
+    assert widget(page, latent["id"], "length") == 33
+    label = page.text_content('.headroom-preset[data-preset="fp8-weights"] .headroom-preset-label')
+    assert label == "fp8 weights: 27.3 GiB → 21.0 GiB"
+
+    page.click('.headroom-preset[data-preset="fp8-weights"] button')
+    page.wait_for_selector(".headroom-undo")
+    assert widget(page, unet["id"], "weight_dtype") == "fp8_e4m3fn"
+    assert widget(page, latent["id"], "length") == 33
+    # The server saw the whole recorded graph, not a summary.
+    sent = server.routed("/headroom/apply-preset")[-1]
+    assert len(sent["body"]["workflow"]["nodes"]) == len(read_json(TEMPLATES / "text_to_video_wan.json")["nodes"])
+
+    # Choosing another preset first returns to the user's graph.
+    page.click('.headroom-preset[data-preset="half-frames"] button')
+    page.wait_for_function("() => document.querySelector('.headroom-undo')?.textContent === 'Undo half-frames'")
+    assert widget(page, unet["id"], "weight_dtype") == "default"
+    assert widget(page, latent["id"], "length") == 17
+
+    page.click(".headroom-undo")
+    page.wait_for_function("() => !document.querySelector('.headroom-undo')")
+    assert widget(page, latent["id"], "length") == 33
+    assert widget(page, unet["id"], "weight_dtype") == "default"
+    assert errors == []
+
+
+def test_oom_toast_appears_for_a_recorded_error_and_its_button_applies_the_fix(open_panel, server):
+    page, errors = open_panel("/workflows/wan2.2_ti2v_5b.json")
+    oom = read_json(SHARED / "facts" / "oom-examples.json")[0]
+    exception_type, *rest = oom["text"].split(": ")
+    # A non-OOM failure is left alone.
+    page.evaluate("() => window.__comfy.api.emit('execution_error', "
+                  "{ exception_type: 'ValueError', exception_message: 'bad input' })")
+    page.wait_for_timeout(ABSENCE_MS)
+    assert page.query_selector(".headroom-toast") is None
+    explains_before = len(server.routed("/headroom/explain"))
+
+    page.evaluate("([t, m]) => window.__comfy.api.emit('execution_error', { exception_type: t, exception_message: m })",
+                  [exception_type, ": ".join(rest)])
+    page.wait_for_selector(".headroom-toast")
+    explains = server.routed("/headroom/explain")
+    assert len(explains) == explains_before + 1
+    assert explains[-1]["body"]["text"] == oom["text"]
+    assert re.search(r"100\.0 MiB more was requested", page.text_content(".headroom-diagnosis"))
+    # No preset named by the diagnosis: the first preset that makes this graph fit (fp8 weights, 21.0 GiB).
+    assert page.text_content(".headroom-apply-fix") == "Apply: fp8 weights"
+    unet = next(n for n in read_json(REPO / "workflows" / "wan2.2_ti2v_5b.json")["nodes"] if n["type"] == "UNETLoader")
+    page.click(".headroom-apply-fix")
+    page.wait_for_function("() => !document.querySelector('.headroom-toast')")
+    assert widget(page, unet["id"], "weight_dtype") == "fp8_e4m3fn"
+    assert errors == []
+
+
+def test_the_oom_fix_prefers_the_catalogs_fit_this_card_preset_when_it_fits(open_panel):
+    page, _ = open_panel("/templates/flux_schnell.json")
+    chosen = page.evaluate("""async () => {
+      const { suggestedFix } = await import("/extensions/headroom/headroom_oom.js");
+      const after = { "fit 24 GB": { peak_bytes: 5, verdict: "fits" }, "fit this card": { peak_bytes: 9, verdict: "tight" } };
+      const client = {
+        presets: async () => ({ presets: [{ name: "fit 24 GB" }, { name: "fit this card", target: "request" }] }),
+        applyPreset: async (wf, name) => ({ after: after[name], changes: [{ node_id: 1, widget: "w", to: 1 }] }),
+      };
+      return suggestedFix({ app: window.__comfy.app, client, result: { fixes: [] }, getBudget: () => "auto" });
+    }""")
+    assert chosen == {"preset": "fit this card", "text": "fit this card"}
+
+
+def test_queue_time_warning_becomes_a_toast_settings_are_declared_and_mirrored(open_panel, server):
+    earlier = len(server.routed("/headroom/settings"))
+    page, _ = open_panel("/templates/flux_schnell.json")
+    page.evaluate("""() => window.__comfy.api.emit("headroom.preflight", {
+      over_budget: true, peak_bytes: 14 * 1024 ** 3, peak_stage: "sample", budget_bytes: 11 * 1024 ** 3,
+      fix: "weight_dtype fp8_e4m3fn" })""")
+    toasts = page.evaluate("() => window.__comfy.toasts")
+    assert len(toasts) == 1
+    assert toasts[0]["severity"] == "warn"
+    assert re.search(r"peak 14\.0 GiB in sample over 11\.0 GiB\. Fix: weight_dtype fp8_e4m3fn", toasts[0]["detail"])
+    page.evaluate("() => window.__comfy.api.emit('headroom.preflight', { action: 'warn', verdict: 'fits', over_budget: false })")
+    assert len(page.evaluate("() => window.__comfy.toasts")) == 1  # a fit says nothing
+    # A preflight that could not run is told once, not on every queue.
+    for _ in range(2):
+        page.evaluate("() => window.__comfy.api.emit('headroom.preflight', { error: 'plan: unsupported node X' })")
+    assert len(page.evaluate("() => window.__comfy.toasts")) == 2
+    ids = page.evaluate("() => window.__comfy.extensions[0].settings.map((s) => s.id)")
+    assert ids == ["Headroom.Budget", "Headroom.QueueAction", "Headroom.RefreshSeconds"]
+    page.evaluate("() => window.__comfy.extensions[0].settings[1].onChange('block')")
+    # This page's setup mirrored every setting, then the change sent only what changed.
+    posted = server.wait_until(lambda: len(server.routed("/headroom/settings")[earlier:]) >= 2)
+    assert posted, "settings were not posted at setup and on change"
+    posted = server.routed("/headroom/settings")[earlier:]
+    assert posted[0]["body"] == {"budget": "auto", "queue_action": "warn", "refresh_s": 1}
+    assert posted[-1]["body"] == {"queue_action": "block"}
+
+
+def test_changes_addressed_into_a_subgraph_reach_the_inner_node(open_panel):
+    page, _ = open_panel("/templates/flux_schnell.json")
+    result = page.evaluate("""async () => {
+      const { applyChanges, undoChanges } = await import("/extensions/headroom/headroom_graph.js");
+      const inner = { id: 122, widgets: [{ name: "weight_dtype", value: "default" }] };
+      const host = { id: 130, widgets: [], subgraph: { getNodeById: (id) => (id === 122 ? inner : null) } };
+      const app = { graph: { getNodeById: (id) => (id === 130 ? host : null) } };
+      const record = applyChanges(app, [{ node_id: "130:122", widget: "weight_dtype", to: "fp8_e4m3fn" },
+        { node_id: "130:999", widget: "weight_dtype", to: "x" }]);
+      const applied = inner.widgets[0].value;
+      undoChanges(app, record);
+      return { applied, restored: inner.widgets[0].value, recorded: record.length };
+    }""")
+    assert result == {"applied": "fp8_e4m3fn", "restored": "default", "recorded": 1}
+
+
+def test_node_report_shows_in_a_dom_widget_after_execution(open_panel):
+    page, _ = open_panel("/templates/flux_schnell.json")
+    text = page.evaluate("""async () => {
+      const ext = window.__comfy.extensions[0];
+      function NodeType() {}
+      NodeType.prototype.addDOMWidget = function (name, type, el) { this.el = el; document.body.appendChild(el); return { element: el }; };
+      await ext.beforeRegisterNodeDef(NodeType, { name: "HeadroomPreflight" });
+      const node = new NodeType();
+      node.onExecuted({ text: ["stage  peak\\nsample 20.00 GiB\\nVerdict: FITS"] });
+      return node.el.textContent;
+    }""")
+    assert re.search(r"Verdict: FITS", text)
+
+
+# Always written to tests/web/artifacts/ (ignored by git); HEADROOM_UPDATE_SCREENSHOT=1 also refreshes
+# docs/panel.png, the README's picture, so a plain test run leaves the tree clean.
+def test_screenshot_of_the_panel_for_the_readme(open_panel):
+    page, _ = open_panel("/workflows/wan2.2_ti2v_5b.json")
+    folder = HERE.parent / "artifacts"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "panel.png"
+    page.locator("#sidebar").screenshot(path=str(path))
+    assert path.stat().st_size > 5000
+    if os.environ.get("HEADROOM_UPDATE_SCREENSHOT") == "1":
+        (REPO / "docs").mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, REPO / "docs" / "panel.png")
