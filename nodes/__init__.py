@@ -38,4 +38,17 @@ def register_with_server():
     from . import prompt_handler, routes
     routes.register(instance.routes)
     instance.add_on_prompt_handler(prompt_handler.on_prompt)
+    log_native_status()
     return True
+
+
+def log_native_status():
+    """One line per native part in ComfyUI's start-up log: loaded (from where), or why not and the fix."""
+    import logging
+    from . import native_loader
+    log = logging.getLogger("headroom")
+    try:
+        for level, text in native_loader.startup_lines():
+            log.log(level, text)
+    except Exception as e:  # the log line must never keep the pack from loading
+        log.warning("Headroom: could not check the native modules: %s", e)

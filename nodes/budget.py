@@ -5,6 +5,7 @@ ComfyUI counts as free what the driver reports free plus what PyTorch holds rese
 ComfyUI when it is loaded so the number matches what its loader will do; otherwise we compute the same
 definition from torch directly.
 """
+import math
 import os
 import re
 import sys
@@ -13,8 +14,16 @@ import sys
 # used only when ComfyUI is not loaded, i.e. in tools and tests.
 FALLBACK_RESERVE_BYTES = 400 * 1024 * 1024
 GIB = 1024 ** 3
+# No card or budget is near this (the largest GPUs have a few hundred GB); numbers above it are typos or
+# attacks, and converting them to bytes would overflow.
+MAX_BUDGET_GB = 65536
+MAX_BUDGET_BYTES = MAX_BUDGET_GB * GIB
+MAX_NAME_CHARS = 200
 
-_NUMBER = re.compile(r"^\s*([-+]?[0-9]*\.?[0-9]+)\s*(gib|gb|g)?\s*$", re.IGNORECASE)
+# A number of GB, also in exponent form and the words float() reads (inf, nan), so that those are
+# refused as numbers out of range rather than taken for GPU names.
+_NUMBER = re.compile(r"^\s*([-+]?(?:(?:[0-9]*\.?[0-9]+|[0-9]+\.)(?:e[-+]?[0-9]+)?|inf(?:inity)?|nan))\s*(gib|gb|g)?\s*$",
+                     re.IGNORECASE)
 
 
 def _comfy_mm():
@@ -102,11 +111,11 @@ def resolve(budget, reserve_applied_by_core=True) -> dict:
     """
     if budget is None:
         budget = "auto"
+    if isinstance(budget, bool) or not isinstance(budget, (str, int, float)):
+        raise ValueError(f"budget: expected 'auto', a number of GB or a GPU name, got {budget!r}")
     if isinstance(budget, (int, float)):
-        if budget <= 0:
-            raise ValueError(f"budget: expected a positive number of GB, got {budget}")
-        return {"vram_bytes": int(budget * GIB)}
-    text = str(budget).strip()
+        return {"vram_bytes": _gb_to_bytes(budget, budget)}
+    text = check_text(budget)
     if text == "" or text.lower() == "auto":
         override = os.environ.get("HEADROOM_BUDGET")
         if override and override.lower() != "auto":
@@ -119,13 +128,55 @@ def resolve(budget, reserve_applied_by_core=True) -> dict:
             return {}
         total = total_bytes()
         return {"free_bytes": free} if total is None else {"free_bytes": free, "vram_bytes": total}
-    match = _NUMBER.match(text)
-    if match:
-        value = float(match.group(1))
-        if value <= 0:
-            raise ValueError(f"budget: expected a positive number of GB, got {text!r}")
-        return {"vram_bytes": int(value * GIB)}
+    number = parse_gb(text)
+    if number is not None:
+        return {"vram_bytes": _gb_to_bytes(number, text)}
     return {"gpu": text}
+
+
+def parse_gb(text: str):
+    """ "12", "12GB", "11.5 GiB" -> the number (a float, maybe inf for 400 digits); else None."""
+    if len(text) > MAX_NAME_CHARS:
+        return None
+    match = _NUMBER.match(text)
+    return float(match.group(1)) if match else None
+
+
+def _gb_to_bytes(value, shown) -> int:
+    if isinstance(value, float) and not math.isfinite(value) or not 0 < value <= MAX_BUDGET_GB:
+        raise ValueError(f"budget: expected a number of GB above 0 and up to {MAX_BUDGET_GB}, got {_short(shown)}")
+    return int(value * GIB)
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:24]}... ({len(text)} characters)"
+
+
+def check_text(budget) -> str:
+    """The budget text stripped, or ValueError when it cannot be a budget at all (too long, control
+    characters). Numbers are range-checked by resolve(); GPU names by the core's catalog."""
+    text = str(budget).strip()
+    if len(text) > MAX_NAME_CHARS:
+        raise ValueError(f"budget: expected 'auto', a number of GB or a GPU name, got {_short(text)}")
+    if any(ord(c) < 32 for c in text):
+        raise ValueError(f"budget: control characters in {_short(text)}")
+    return text
+
+
+def validate(budget) -> str:
+    """What the settings store: the budget as text, after the checks resolve() would make, without
+    asking the GPU (so a value stored now cannot make every later prompt fail)."""
+    if isinstance(budget, bool) or not isinstance(budget, (str, int, float)):
+        raise ValueError(f"budget: expected 'auto', a number of GB or a GPU name, got {_short(budget)}")
+    if isinstance(budget, (int, float)):
+        _gb_to_bytes(budget, budget)
+        return str(budget)
+    text = check_text(budget)
+    number = parse_gb(text)
+    if number is not None:
+        _gb_to_bytes(number, text)
+    return text
 
 
 def describe(fields: dict) -> str:

@@ -1,10 +1,22 @@
 """HeadroomExplainOOM: an out-of-memory message (or the last failed run's) -> diagnosis and fixes."""
+import json
+import platform
+
 from . import comfy_adapters, native_loader
+
+_OS_NAMES = {"Linux": "linux", "Windows": "windows", "Darwin": "macos"}
+
+
+def context_line(system=None) -> str:
+    """The line that tells the core where the error happened (native/core/oom_parse.hpp): in ComfyUI,
+    on this machine's OS, so the fixes are ComfyUI's levers and allocator settings that work here."""
+    os_name = _OS_NAMES.get(system or platform.system())
+    return "headroom-context: app=comfyui" + (f" os={os_name}" if os_name else "")
 
 
 def explain_text(text: str) -> dict:
-    import json
-    return json.loads(native_loader.core().explain(text))
+    """The core's diagnosis of an error text from this ComfyUI (the text's own evidence wins)."""
+    return json.loads(native_loader.core().explain(f"{text}\n{context_line()}\n"))
 
 
 def format_explanation(result: dict) -> str:

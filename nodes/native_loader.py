@@ -4,13 +4,19 @@ The pack must keep loading when the native build is absent, broken or built agai
 ComfyUI would otherwise list the whole pack as IMPORT FAILED and the user would see no hint. So every
 failure here becomes a `NativeUnavailable` that names the cause and the exact command that fixes it.
 """
+import hashlib
 import importlib
+import importlib.machinery
+import importlib.util
 import json
 import os
 import platform
+import subprocess
 import sys
 import threading
 from pathlib import Path
+
+from . import binary_check
 
 PACK_DIR = Path(__file__).resolve().parent.parent
 CORE_MODULE = "_headroom_core"
@@ -24,6 +30,9 @@ class NativeUnavailable(RuntimeError):
 
 _lock = threading.Lock()
 _cache = {}  # module name -> (module or None, cause or None)
+_vetted = {}  # (path, size, mtime) -> cause or None; survives reset(): a file is judged once per process
+CHILD_IMPORT_TIMEOUT_S = 300  # a torch import on a slow disk with a virus scanner can take a minute
+CHILD_IMPORT_ERROR = 17  # the child's exit status for "raised an exception" (anything else is a crash)
 
 
 def build_dir() -> Path:
@@ -83,14 +92,109 @@ def describe_fix() -> str:
     )
 
 
+def _module_file(name: str):
+    """The extension-module file `import name` would load, or None (not found, or not a binary)."""
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not isinstance(spec.loader, importlib.machinery.ExtensionFileLoader) or not spec.origin:
+        return None
+    return Path(spec.origin)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _recorded_intact(path: Path, size: int) -> bool:
+    """True when install.py recorded this very file (same size and SHA-256) after a finished build."""
+    if path.parent != python_dir():
+        return False
+    record = (build_info().get("modules") or {}).get(path.name)
+    if not isinstance(record, dict) or record.get("size") != size:
+        return False
+    try:
+        return record.get("sha256") == _sha256(path)
+    except OSError:
+        return False
+
+
+def _crash_text(returncode: int) -> str:
+    if returncode < 0:
+        import signal
+        try:
+            return f"killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"killed by signal {-returncode}"
+    return f"exit status {returncode:#x}" if returncode > 0xFFFF else f"exit status {returncode}"
+
+
+def _import_in_child(name: str, path: Path):
+    """Imports the module in a separate Python first, so a library that crashes whoever loads it takes
+    down that child and not ComfyUI. None when it imports (or fails with a Python exception, which the
+    import in this process then reports with the loader's own words); else the cause."""
+    if not sys.executable:
+        return None
+    code = ("import sys\n"
+            f"sys.path.insert(0, {str(path.parent)!r})\n"
+            "try:\n"
+            + ("    import torch\n" if name == TORCH_MODULE else "")
+            + f"    import {name}\n"
+            "except BaseException as e:\n"
+            "    sys.stderr.write(f'{type(e).__name__}: {e}')\n"
+            f"    sys.exit({CHILD_IMPORT_ERROR})\n")
+    try:
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             timeout=CHILD_IMPORT_TIMEOUT_S, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        return (f"{name} did not finish loading within {CHILD_IMPORT_TIMEOUT_S} s in a test process ({path}); "
+                f"it may be a corrupt build: run install.py again")
+    except OSError:
+        return None  # cannot start a child here; the structural check already passed
+    if out.returncode in (0, CHILD_IMPORT_ERROR):
+        return None
+    return (f"{name} is a corrupt build: loading {path} crashed a test process ({_crash_text(out.returncode)}); "
+            f"run install.py again")
+
+
+def _vet(name: str, path: Path):
+    """None when the library file may be loaded into this process; else why not (the cause)."""
+    try:
+        stat = path.stat()
+    except OSError as e:
+        return f"{name} cannot be read ({path}: {e})"
+    key = (str(path), stat.st_size, stat.st_mtime_ns)
+    if key in _vetted:
+        return _vetted[key]
+    try:
+        binary_check.check_library(path)
+        cause = None if _recorded_intact(path, stat.st_size) else _import_in_child(name, path)
+    except binary_check.Damaged as e:
+        cause = f"{name} is a corrupt build ({path}: {e}): run install.py again"
+    except OSError as e:
+        cause = f"{name} cannot be read ({path}: {e})"
+    _vetted[key] = cause
+    return cause
+
+
 def _import(name: str):
     folder = python_dir()
     if folder.is_dir() and str(folder) not in sys.path:
         sys.path.insert(0, str(folder))
+    path = None if name in sys.modules else _module_file(name)
+    if path is not None:
+        cause = _vet(name, path)
+        if cause:
+            return None, cause
     try:
         return importlib.import_module(name), None
     except ImportError as e:
-        if getattr(e, "name", None) == name:
+        if getattr(e, "name", None) == name and path is None:
             return None, f"{name} is not built (looked in {folder} and on sys.path)"
         return None, f"{name} failed to import: {e}"
     except Exception as e:  # a broken binary can raise anything at import
@@ -156,6 +260,25 @@ def call_json(function: str, request) -> dict:
     """core().<function>(json) -> dict. Native InputError stays a ValueError with the core's message."""
     payload = request if isinstance(request, str) else json.dumps(request)
     return json.loads(getattr(core(), function)(payload))
+
+
+def startup_lines():
+    """[(logging level, text)] for ComfyUI's start-up log: whether each native part loaded, from where,
+    or why not and the fix. Loads the modules (ComfyUI has torch imported by then)."""
+    import logging
+    lines = []
+    for label, name in (("native core (estimator, planner, OOM explainer)", CORE_MODULE),
+                        ("native decoders (VAE Decode (Headroom))", TORCH_MODULE)):
+        module, cause = _load(name)
+        if module is not None:
+            where = getattr(module, "__file__", None) or "?"
+            built = build_info().get("built_at")
+            lines.append((logging.INFO, f"Headroom: {label} loaded from {where}"
+                                        + (f" (built {built})" if built else "")))
+        else:
+            lines.append((logging.WARNING, f"Headroom: {label} not loaded: {cause}. The nodes still load and "
+                                           f"say so when used. {describe_fix()}"))
+    return lines
 
 
 def status() -> dict:

@@ -2,6 +2,8 @@
 setting, passes silently, warns (websocket toast with peak, stage and fix), blocks with the plan, or
 applies the cheapest fix. The prompt is changed only for auto-fix (or a block, which queues nothing)."""
 import copy
+import hashlib
+import json
 import logging
 
 from . import autofix, budget, comfy_adapters, native_loader, report_format, settings
@@ -35,6 +37,9 @@ def _payload(plan: dict, fields: dict, action: str) -> dict:
         "action": action,
         "verdict": plan.get("verdict"),  # fits | tight (partial weight loading or little margin) | does not fit
         "over_budget": report_format.is_over_budget(plan, fields),
+        # False: the core could not estimate this prompt (e.g. no diffusion loader); never a fit.
+        "estimated": report_format.is_estimated(plan),
+        "not_estimated": None if report_format.is_estimated(plan) else report_format.not_estimated_reason(plan),
         "peak_bytes": plan.get("peak_bytes"),
         "peak_stage": plan.get("peak_stage"),
         "budget_bytes": report_format.budget_bytes(plan, fields),
@@ -44,7 +49,52 @@ def _payload(plan: dict, fields: dict, action: str) -> dict:
     }
 
 
+PREFLIGHT_CLASS = "HeadroomPreflight"
+
+
+def workload_fingerprint(prompt: dict) -> str:
+    """A digest of what a Preflight report depends on in the whole prompt: the core's estimate without a
+    budget (models, dtypes, sizes, frames, batch, decode), so a seed or prompt-text change keeps it and a
+    change anywhere that moves the estimate does not. Free VRAM is left out on purpose: it moves between
+    runs and would re-run everything downstream of the Preflight each time."""
+    try:
+        base = native_loader.call_json("plan", comfy_adapters.plan_request(_without_stamps(prompt), {}))
+        text = json.dumps(base, sort_keys=True, default=str)
+    except (native_loader.NativeUnavailable, ValueError, RuntimeError, TypeError) as e:
+        text = f"no estimate: {type(e).__name__}"  # stable: the report says the same until that changes
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def _without_stamps(prompt: dict) -> dict:
+    return {k: ({kk: vv for kk, vv in n.items() if kk != "is_changed"} if isinstance(n, dict) else n)
+            for k, n in prompt.items()}
+
+
+def stamp_preflight_nodes(prompt) -> None:
+    """Marks each Preflight node with the fingerprint of the whole prompt's workload.
+
+    ComfyUI caches a node on its own inputs; a Preflight's report depends on the whole prompt (a decode
+    node downstream, another loader), so a cached Preflight showed a report for another workflow or none.
+    ComfyUI takes node["is_changed"] as the node's IS_CHANGED value when the prompt carries one
+    (execution.py IsChangedCache), so the Preflight runs again exactly when its report would change."""
+    if not isinstance(prompt, dict):
+        return
+    nodes = [n for n in prompt.values() if isinstance(n, dict) and n.get("class_type") == PREFLIGHT_CLASS]
+    if not nodes:
+        return
+    stamp = [workload_fingerprint(prompt)]
+    for node in nodes:
+        node["is_changed"] = stamp
+
+
 def on_prompt(json_data):
+    out = _on_prompt(json_data)
+    if isinstance(out, dict):
+        stamp_preflight_nodes(out.get("prompt"))
+    return out
+
+
+def _on_prompt(json_data):
     prompt = json_data.get("prompt") if isinstance(json_data, dict) else None
     if not isinstance(prompt, dict) or not prompt:
         return json_data

@@ -11,6 +11,28 @@ def budget_bytes(result: dict, fields: dict):
     return result.get("budget_bytes", fields.get("free_bytes", fields.get("vram_bytes")))
 
 
+def is_estimated(result: dict) -> bool:
+    """False when the core could not estimate the run (no diffusion loader, unknown model...): it then
+    gives no peak and the verdict "unknown", which must never read as a fit."""
+    verdict = str(result.get("verdict") or "").lower()
+    return result.get("peak_bytes") is not None and verdict not in ("unknown", "n/a", "none")
+
+
+def not_estimated_reason(result: dict) -> str:
+    reason = result.get("reason")
+    if not reason:
+        notes = result.get("notes") or (result.get("workflow") or {}).get("notes") or []
+        reason = notes[0] if notes else None
+    return str(reason or "the core gave no peak for this workflow")
+
+
+def _node_name(node) -> str:
+    if isinstance(node, dict):
+        kind = node.get("type") or node.get("class_type") or "?"
+        return f"{kind} (node {node['id']})" if node.get("id") is not None else str(kind)
+    return str(node)
+
+
 def is_over_budget(result: dict, fields: dict) -> bool:
     """The core's verdict when it gave one; otherwise peak against the budget we passed."""
     # The core says "fits", "tight" (fits with little margin) or "does not fit".
@@ -53,6 +75,13 @@ def stage_table(result: dict) -> str:
 
 
 def preflight_report(result: dict, fields: dict, budget_label: str) -> str:
+    if not is_estimated(result):
+        lines = [f"Headroom could not estimate this workflow: {not_estimated_reason(result)}.",
+                 "Verdict: NOT ESTIMATED (no peak, so no verdict: this is not a fit)"]
+        unknown = result.get("unknown_nodes") or []
+        if unknown:
+            lines.append("not estimated (unknown nodes): " + ", ".join(_node_name(n) for n in unknown[:8]))
+        return "\n".join(lines)
     over = is_over_budget(result, fields)
     limit = budget_bytes(result, fields)
     lines = [stage_table(result), ""]
@@ -75,5 +104,5 @@ def preflight_report(result: dict, fields: dict, budget_label: str) -> str:
         lines.append(f"note: {note}")
     unknown = result.get("unknown_nodes") or []
     if unknown:
-        lines.append("not estimated (unknown nodes): " + ", ".join(map(str, unknown[:8])))
+        lines.append("not estimated (unknown nodes): " + ", ".join(_node_name(n) for n in unknown[:8]))
     return "\n".join(lines)

@@ -5,16 +5,28 @@ under /api/). Bad bodies get 400 with a message naming the field; a missing nati
 with the fix."""
 import asyncio
 import json
+import logging
+import math
 import os
 
 from aiohttp import web
 
-from . import budget, comfy_adapters, native_loader, settings, vram_push, vram_snapshot
+from . import budget, comfy_adapters, explain, native_loader, settings, vram_push, vram_snapshot
 
 MAX_BODY_BYTES = 16 * 1024 * 1024  # a large subgraph workflow is ~100 kB; refuse anything absurd
+MAX_JSON_DEPTH = 100  # UI-format workflows with subgraphs nest about 10 deep; widget values a few more
+MAX_JSON_INT = 2 ** 64  # byte counts fit in 64 bits; the core reads integers as 64-bit
+# A 500-node workflow has ~10k objects and arrays. Each costs ~60 bytes of Python per 2-3 bytes of JSON,
+# so 16 MB of "[{},{},...]" would become ~400 MB in the server: count before parsing.
+MAX_JSON_CONTAINERS = 250_000
+log = logging.getLogger("headroom")
 
 
 class BadRequest(ValueError):
+    pass
+
+
+class BodyTooLarge(BadRequest):
     pass
 
 
@@ -22,16 +34,84 @@ def _error(status, message, **extra):
     return web.json_response({"error": message, **extra}, status=status)
 
 
-async def _body(request) -> dict:
-    if request.content_length is not None and request.content_length > MAX_BODY_BYTES:
-        raise BadRequest(f"body: larger than {MAX_BODY_BYTES} bytes")
+async def read_limited(request, limit=MAX_BODY_BYTES) -> bytes:
+    """The body, read as it arrives and refused as soon as it passes `limit` bytes, whatever the headers
+    say: a chunked body has no Content-Length, and aiohttp's own cap is ComfyUI's upload size (100 MB)."""
+    if request.content_length is not None and request.content_length > limit:
+        raise BodyTooLarge(f"body: larger than {limit} bytes")
+    chunks, size = [], 0
+    while True:
+        chunk = await request.content.readany()
+        if not chunk:
+            return b"".join(chunks)
+        size += len(chunk)
+        if size > limit:
+            raise BodyTooLarge(f"body: larger than {limit} bytes")
+        chunks.append(chunk)
+
+
+def _reject_constant(name):
+    raise BadRequest(f"body: {name} is not a JSON number")
+
+
+def _finite_float(text):
+    value = float(text)
+    if not math.isfinite(value):
+        raise BadRequest(f"body: the number {text[:40]} is out of range")
+    return value
+
+
+def _bounded_int(text):
+    if len(text.lstrip("-")) > 20:  # before int(): Python refuses > 4300 digits only after work
+        raise BadRequest(f"body: the integer {text[:24]}... ({len(text)} digits) is out of range")
+    value = int(text)
+    if abs(value) >= MAX_JSON_INT:
+        raise BadRequest(f"body: the integer {text} is out of range")
+    return value
+
+
+def json_depth_at_most(value, limit) -> bool:
+    """True when `value` nests no deeper than `limit` containers (iterative: no recursion to exhaust)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return False
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return True
+
+
+def parse_json_object(data: bytes) -> dict:
+    """Strict JSON: no NaN/Infinity, no number that does not fit a double or 64 bits, at most
+    MAX_JSON_DEPTH levels and MAX_JSON_CONTAINERS objects and arrays; always a dict, else BadRequest
+    naming the body."""
+    # An upper bound (brackets inside strings count too), computed in C before any object exists.
+    if data.count(b"{") + data.count(b"[") > MAX_JSON_CONTAINERS:
+        raise BadRequest(f"body: more than {MAX_JSON_CONTAINERS} JSON objects and arrays")
     try:
-        data = await request.json()
+        value = json.loads(data, parse_constant=_reject_constant, parse_float=_finite_float,
+                           parse_int=_bounded_int)
+    except BadRequest:
+        raise
+    except RecursionError:
+        raise BadRequest(f"body: nested deeper than {MAX_JSON_DEPTH} levels")
     except (json.JSONDecodeError, UnicodeDecodeError, ValueError):
         raise BadRequest("body: expected a JSON object")
-    if not isinstance(data, dict):
-        raise BadRequest(f"body: expected a JSON object, got {type(data).__name__}")
-    return data
+    if not isinstance(value, dict):
+        raise BadRequest(f"body: expected a JSON object, got {type(value).__name__}")
+    if not json_depth_at_most(value, MAX_JSON_DEPTH):
+        raise BadRequest(f"body: nested deeper than {MAX_JSON_DEPTH} levels")
+    return value
+
+
+async def _body(request) -> dict:
+    return parse_json_object(await read_limited(request))
 
 
 def _workflow(body) -> dict:
@@ -44,8 +124,9 @@ def _workflow(body) -> dict:
 def _budget_fields(body) -> dict:
     if "vram_bytes" in body:
         value = body["vram_bytes"]
-        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise BadRequest(f"vram_bytes: expected a positive integer, got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= budget.MAX_BUDGET_BYTES:
+            raise BadRequest(f"vram_bytes: expected a positive integer up to {budget.MAX_BUDGET_BYTES}, "
+                             f"got {value!r}")
         return {"vram_bytes": value}
     if "gpu" in body:
         if not isinstance(body["gpu"], str) or not body["gpu"].strip():
@@ -78,7 +159,7 @@ def model_roots():
 
 
 def checked_model_path(path) -> str:
-    if not isinstance(path, str) or not path:
+    if not isinstance(path, str) or not path or "\0" in path or len(path) > 4096:
         raise BadRequest("path: expected a file path string")
     real = os.path.realpath(path)
     for root in model_roots():
@@ -97,6 +178,8 @@ def _guard(handler):
     async def wrapped(request):
         try:
             return await handler(request)
+        except BodyTooLarge as e:
+            return _error(413, str(e))
         except BadRequest as e:
             return _error(400, str(e))
         except native_loader.NativeUnavailable as e:
@@ -105,6 +188,11 @@ def _guard(handler):
             return _error(400, str(e))
         except RuntimeError as e:
             return _error(500, str(e))
+        except web.HTTPException:
+            raise
+        except Exception as e:  # a bug of ours: say so in JSON rather than aiohttp's HTML page
+            log.exception("Headroom: %s failed", handler.__name__)
+            return _error(500, f"internal error in {handler.__name__}: {type(e).__name__}: {e}")
     wrapped.__name__ = handler.__name__
     return wrapped
 
@@ -139,7 +227,7 @@ async def post_explain(request):
     if not isinstance(text, str) or not text.strip():
         raise BadRequest("text: expected the error message as a non-empty string")
     loop = asyncio.get_running_loop()
-    result = await loop.run_in_executor(None, lambda: json.loads(native_loader.core().explain(text)))
+    result = await loop.run_in_executor(None, explain.explain_text, text)
     return web.json_response(result)
 
 
@@ -149,16 +237,55 @@ async def post_apply_preset(request):
     preset = body.get("preset")
     if not isinstance(preset, str) or not preset:
         raise BadRequest("preset: expected a preset name from GET /headroom/presets")
-    req = {"workflow": _workflow(body), "preset": preset, **_budget_fields(body)}
-    return web.json_response(await _core("apply_preset", req))
+    workflow = _workflow(body)
+    fields = _budget_fields(body)
+    if not fields and _preset_needs_card(preset):
+        raise BadRequest(NO_CARD)
+    result = await _core("apply_preset", {"workflow": workflow, "preset": preset, **fields})
+    if fields:
+        await _add_speed(result, workflow, fields)
+    return web.json_response(result)
+
+
+NO_CARD = ("budget: there is no GPU here to fit (no CUDA device) and the budget is auto; set Headroom's budget "
+           "to a number of GB or a GPU name such as 'RTX 4090 24GB'")
+
+
+def _preset_needs_card(name) -> bool:
+    """True for a preset that fits "the card of the request" (presets.json target "request")."""
+    try:
+        presets = json.loads(native_loader.core().catalog()).get("presets", [])
+    except (ValueError, TypeError):
+        return False
+    return any(p.get("name") == name and p.get("target") == "request" for p in presets if isinstance(p, dict))
+
+
+async def _add_speed(result: dict, workflow: dict, fields: dict):
+    """before/after of a preset with the verdict and the slowdown of weight streaming (the plan's
+    `slowdown`, 1.0 = all weights resident): a preset that moves the peak little can still change the
+    speed a lot (fp8 weights that now fit the card), and the panel shows that."""
+    rewritten = result.get("workflow")
+    if not isinstance(rewritten, dict):
+        return
+    for side, wf in (("before", workflow), ("after", rewritten)):
+        summary = result.get(side)
+        if not isinstance(summary, dict):
+            continue
+        try:
+            plan = await _core("plan", comfy_adapters.plan_request(wf, fields))
+        except (ValueError, RuntimeError):
+            return
+        for key in ("slowdown", "verdict", "peak_stage"):
+            if plan.get(key) is not None:
+                summary.setdefault(key, plan[key])
 
 
 @_guard
 async def post_inspect(request):
     body = await _body(request)
     paths = body.get("paths")
-    if not isinstance(paths, list) or not paths:
-        raise BadRequest("paths: expected a non-empty list of model file paths")
+    if not isinstance(paths, list) or not paths or len(paths) > 1000:
+        raise BadRequest("paths: expected a non-empty list of up to 1000 model file paths")
     checked = [checked_model_path(p) for p in paths]
     loop = asyncio.get_running_loop()
     result = await loop.run_in_executor(None, lambda: json.loads(native_loader.core().inspect(checked)))

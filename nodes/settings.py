@@ -4,6 +4,8 @@ The frontend keeps the user's settings; the panel posts them here on load and on
 Defaults apply until then (and when no browser is open, e.g. API clients)."""
 import threading
 
+from . import budget as budget_mod
+
 QUEUE_ACTIONS = ("pass", "warn", "block", "auto-fix")
 DEFAULTS = {"queue_action": "warn", "budget": "auto", "refresh_s": 1.0}
 
@@ -24,18 +26,16 @@ def update(changes: dict) -> dict:
     for key, value in changes.items():
         if key == "queue_action":
             if value not in QUEUE_ACTIONS:
-                raise ValueError(f"queue_action: expected one of {', '.join(QUEUE_ACTIONS)}, got {value!r}")
+                raise ValueError(f"queue_action: expected one of {', '.join(QUEUE_ACTIONS)}, got {budget_mod._short(value)}")
             clean[key] = value
         elif key == "budget":
-            if not isinstance(value, (str, int, float)) or isinstance(value, bool):
-                raise ValueError(f"budget: expected 'auto', a number of GB or a GPU name, got {value!r}")
-            clean[key] = str(value)
+            clean[key] = budget_mod.validate(value)
         elif key == "refresh_s":
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.2 <= value <= 60:
-                raise ValueError(f"refresh_s: expected seconds between 0.2 and 60, got {value!r}")
+                raise ValueError(f"refresh_s: expected seconds between 0.2 and 60, got {budget_mod._short(value)}")
             clean[key] = float(value)
         else:
-            raise ValueError(f"{key}: unknown setting (known: {', '.join(DEFAULTS)})")
+            raise ValueError(f"{str(key)[:40]}: unknown setting (known: {', '.join(DEFAULTS)})")
     with _lock:
         _values.update(clean)
         return dict(_values)

@@ -5,10 +5,13 @@ VAE through the native tiler (`decode_blend`), spatial tiles only for video so e
 clip (temporal tiles make Wan video blink). Follows ComfyUI's fallback hygiene: other models are
 evicted first, and an out-of-memory retry runs only after the `except` block has released the failed
 attempt's tensors."""
+import json
+import re
 import sys
+import time
 
 from . import budget as budget_mod
-from . import comfy_adapters, native_loader
+from . import comfy_adapters, comfy_tiled_decode, native_loader
 
 MODES = ["auto", "full", "exact", "fast", "blend"]
 NATIVE_FAMILIES = ("kl", "wan2.1", "wan2.2")
@@ -36,19 +39,38 @@ def _is_oom(error) -> bool:
 
 
 class _Progress:
-    """Native per-tile callbacks -> ComfyUI's progress bar (which also raises on interrupt)."""
+    """Native progress callbacks -> ComfyUI's progress bar (which also raises on interrupt).
 
-    def __init__(self):
+    The native decoders count fine steps (exact mode: one per tile per layer, 139,264 for a 1024 px
+    image), and every ProgressBar update is a websocket message. So the bar shows at most STEPS steps
+    and is updated at most every MIN_INTERVAL_S seconds (and at the end): <= 10 messages a second.
+    Cancelling does not depend on this: the decoders poll `cancel` between tiles."""
+
+    STEPS = 100
+    MIN_INTERVAL_S = 0.1
+
+    def __init__(self, clock=time.monotonic):
         self.bar = None
+        self.shown = -1
+        self.last = None
+        self.clock = clock
 
     def __call__(self, done, total):
         try:
             import comfy.utils
         except ImportError:
             return
+        if total <= 0:
+            return
+        steps = min(self.STEPS, total)
+        value = min(steps, done * steps // total)
+        now = self.clock()
+        if value <= self.shown or (value < steps and self.last is not None and now - self.last < self.MIN_INTERVAL_S):
+            return
         if self.bar is None:
-            self.bar = comfy.utils.ProgressBar(total)
-        self.bar.update_absolute(done, total)
+            self.bar = comfy.utils.ProgressBar(steps)
+        self.bar.update_absolute(value, steps)
+        self.shown, self.last = value, now
 
 
 def _cancelled() -> bool:
@@ -92,6 +114,50 @@ def _comfy_decode_fn(vae):
     return fn
 
 
+_NAME = re.compile(r"[^a-z0-9]")
+
+
+def _gpu_memory_bytes(name: str):
+    """The card's memory from the core's catalog for a GPU name or alias ('RTX 4090 24GB'), or None."""
+    try:
+        catalog = json.loads(native_loader.core().catalog())
+    except (native_loader.NativeUnavailable, ValueError, RuntimeError):
+        return None
+    wanted = _NAME.sub("", name.lower())
+    for gpu in catalog.get("gpus", []) or []:
+        names = [gpu.get("name", "")] + list(gpu.get("aliases", []) or [])
+        if any(_NAME.sub("", str(n).lower()) == wanted for n in names if n) and gpu.get("memory_bytes"):
+            return int(gpu["memory_bytes"])
+    return None
+
+
+def decode_budget_bytes(budget):
+    """The decode's budget in bytes (None: no limit, i.e. no GPU and no number given). A GPU name counts as
+    that card's memory less ComfyUI's reserve; any other text is an error naming the field (it used to be
+    ignored, so "abc" decoded without a budget)."""
+    fields = budget_mod.resolve(budget, reserve_applied_by_core=False)
+    if "gpu" in fields:
+        memory = _gpu_memory_bytes(fields["gpu"])
+        if memory is None:
+            raise ValueError(f"budget: expected 'auto', a number of GB or a GPU name Headroom knows (such as "
+                             f"'RTX 4090 24GB'), got {fields['gpu']!r}")
+        return max(1, memory - budget_mod.reserve_bytes())
+    return fields.get("vram_bytes")
+
+
+# The decode planner's advice names a tile size, an input of its API that this node does not have.
+_PLANNER_ADVICE = re.compile(r";\s*raise the budget \(free VRAM\) or lower the tile\s*$")
+
+
+def _node_budget_error(error: ValueError, mode: str) -> ValueError:
+    text = _PLANNER_ADVICE.sub("", str(error))
+    if mode in ("exact", "auto"):  # auto tiles with exact when a full decode does not fit
+        advice = "raise this node's budget, or free VRAM (close other programs on the card)"
+    else:
+        advice = "raise this node's budget, or set mode to auto or exact (they need the least memory)"
+    return ValueError(f"{text}; {advice}")
+
+
 class HeadroomVAEDecode:
     CATEGORY = "Headroom"
     FUNCTION = "decode"
@@ -105,12 +171,15 @@ class HeadroomVAEDecode:
             "required": {
                 "samples": ("LATENT",),
                 "vae": ("VAE",),
-                "mode": (MODES, {"default": "auto", "tooltip": "auto: whole decode when it fits, else tiles; "
-                                 "full: no tiles; exact: tiles with shared GroupNorm statistics (same image as "
-                                 "full); fast: tiles with local statistics; blend: ComfyUI's decode per tile, "
-                                 "feathered together."}),
+                "mode": (MODES, {"default": "auto", "tooltip": "auto: whole decode when it fits, else exact "
+                                 "tiles (never fast); full: no tiles; exact: tiles with shared GroupNorm "
+                                 "statistics (same image as full, least memory); fast: tiles with local "
+                                 "statistics and an 18-latent-pixel halo each side, which is recomputed per "
+                                 "tile: it can need more memory than exact and take about twice as long as "
+                                 "full, and colours may shift between tiles (kept for comparison); blend: "
+                                 "ComfyUI's decode per tile, feathered together."}),
                 "budget": ("STRING", {"default": "auto", "tooltip": "auto = free VRAM as ComfyUI counts it, "
-                                      "or a number of GB."}),
+                                      "a number of GB, or a GPU name such as 'RTX 4090 24GB'."}),
             }
         }
 
@@ -118,14 +187,18 @@ class HeadroomVAEDecode:
         if mode not in MODES:
             raise ValueError(f"mode: expected one of {', '.join(MODES)}, got {mode!r}")
         latent = comfy_adapters.latent_tensor(samples)
-        fields = budget_mod.resolve(budget, reserve_applied_by_core=False)
-        budget_bytes = fields.get("vram_bytes")
+        budget_bytes = decode_budget_bytes(budget)
         evict_other_models()
         try:
             ops = native_loader.torch_ops()
         except native_loader.NativeUnavailable as e:
-            image = vae.decode(latent)
-            return self._done(self._as_image(image), f"ComfyUI decode (native decoder unavailable: {e})")
+            try:
+                core = native_loader.core()
+            except native_loader.NativeUnavailable:
+                core = None
+            upscale = _vae_upscale(vae, latent.dim() == 5)[-1]
+            image, text = comfy_tiled_decode.decode(vae, latent, budget_bytes, e, core, upscale)
+            return self._done(self._as_image(image), text)
 
         state_dict = comfy_adapters.vae_state_dict(vae)
         family = None
@@ -139,6 +212,8 @@ class HeadroomVAEDecode:
         try:
             image, info = self._run(ops, family, state_dict, vae, latent, mode, budget_bytes, retry=False)
         except Exception as e:  # noqa: BLE001 - only OOM is handled, the rest re-raises
+            if isinstance(e, ValueError) and str(e).startswith("budget:"):
+                raise _node_budget_error(e, mode) from None
             if not _is_oom(e):
                 cancelled = getattr(ops, "DecodeCancelled", None)
                 if (cancelled is not None and isinstance(e, cancelled)) or "decode cancelled" in str(e):
@@ -150,7 +225,12 @@ class HeadroomVAEDecode:
             mm = _mm()
             if mm is not None:
                 mm.soft_empty_cache()
-            image, info = self._run(ops, family, state_dict, vae, latent, mode, budget_bytes, retry=True)
+            try:
+                image, info = self._run(ops, family, state_dict, vae, latent, mode, budget_bytes, retry=True)
+            except ValueError as e:
+                if str(e).startswith("budget:"):
+                    raise _node_budget_error(e, mode) from None
+                raise
             info["retried_after_oom"] = True
         return self._done(image, self._summary(info))
 

@@ -14,6 +14,7 @@ PACKAGES=(
   nlohmann-json3-dev catch2 libbenchmark-dev zlib1g-dev
   clang libclang-rt-14-dev
   chromium
+  mingw-w64 wine wine64
 )
 [ -n "$BASE_PY" ] || PACKAGES+=(python3)
 # Debian's own python3 needs its venv and header packages; pyenv's builds carry both.

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds Headroom and runs every test: Catch2 (ctest), then pytest over the Python tests, the browser
-# tests (Python playwright driving Debian's chromium) and the GPU script's CPU dry run.
+# Builds Headroom and runs every test: Catch2 (ctest), the MinGW build of the core with its tests under
+# Wine, then pytest over the Python tests, the browser tests (Python playwright driving Debian's chromium),
+# the core wheel and the GPU script's CPU dry run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
@@ -18,5 +19,7 @@ else:
     print(f"_headroom_torch built against torch {ht.built_torch_version()}, running under torch {torch.__version__}")'
 echo "== native tests (ctest)"
 ctest --test-dir "$BUILD" --output-on-failure
+echo "== Windows build of the core (MinGW), its tests under Wine"
+bash scripts/test_windows.sh
 echo "== python and browser tests (pytest)"
 HEADROOM_BUILD_DIR="$BUILD" "$PY" -m pytest tests/python tests/web -q -p no:cacheprovider

@@ -25,7 +25,9 @@ export function createClient(api) {
     vram: () => call("/headroom/vram"),
     presets: () => call("/headroom/presets"),
     estimate: (workflow, budget) => call("/headroom/estimate", { workflow, budget }),
-    applyPreset: (workflow, preset, budget) => call("/headroom/apply-preset", { workflow, preset, budget }),
+    // budget: the settings' text ("auto", "12", a GPU name) or fields such as { vram_bytes } (a card's size).
+    applyPreset: (workflow, preset, budget) => call("/headroom/apply-preset", {
+      workflow, preset, ...(budget && typeof budget === "object" ? budget : { budget }) }),
     explain: (text) => call("/headroom/explain", { text }),
     settings: (values) => call("/headroom/settings", values),
     panel: (open, clientId) => call("/headroom/panel", { open, client_id: clientId ?? null }),

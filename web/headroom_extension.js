@@ -27,11 +27,16 @@ export function createHeadroomExtension(app, api) {
   const client = createClient(api);
   const getBudget = () => readSetting(app, SETTING_IDS.budget, "auto");
   const pushSettings = (values) => client.settings(values).catch(() => {});
-  const ext = { app, client, panel: null, watch: null, seenErrors: new Set() };
+  const ext = { app, client, panel: null, host: null, watch: null, seenErrors: new Set() };
 
   function openPanel(el) {
+    // Today's frontend (1.58: ExtensionSlot mounts the tab through a Vue function ref) calls render()
+    // again with the same element whenever the sidebar re-renders, e.g. right after a preset changes a
+    // widget: keep the panel that is there, with its undo.
+    if (ext.panel && ext.host === el && el.contains(ext.panel.element)) return;
     ensureStyle(el.ownerDocument);
     ext.panel = createPanel({ app, client, getBudget });
+    ext.host = el;
     el.replaceChildren(ext.panel.element);
     ext.panel.refresh();
     client.panel(true, clientIdOf(api)).catch(() => {});
@@ -44,7 +49,9 @@ export function createHeadroomExtension(app, api) {
     clearInterval(ext.watch);
     ext.watch = null;
     if (ext.panel) client.panel(false, clientIdOf(api)).catch(() => {});
+    ext.panel?.destroy?.();  // stops its watch on the graph
     ext.panel = null;
+    ext.host = null;
   }
 
   ext.definition = {
@@ -81,6 +88,13 @@ export function createHeadroomExtension(app, api) {
       if (ext.seenErrors.has(detail.error)) return;
       ext.seenErrors.add(detail.error);
       toast(app, { severity: "warn", summary: "Headroom could not check this workflow", detail: detail.error, life: 6000 });
+      return;
+    }
+    if (detail.estimated === false) {  // no peak (e.g. no diffusion loader): say so once, never "fits"
+      const reason = detail.not_estimated ?? "the core gave no peak";
+      if (ext.seenErrors.has(reason)) return;
+      ext.seenErrors.add(reason);
+      toast(app, { severity: "warn", summary: "Headroom could not estimate this workflow", detail: reason, life: 6000 });
       return;
     }
     if (!detail.over_budget && !detail.applied) {

@@ -1,6 +1,7 @@
 // When a run fails with an out-of-memory error: a toast with Headroom's diagnosis and a button that
 // applies the suggested fix to the graph. Own DOM, so the button works on every frontend version.
-import { applyChanges, serializeWorkflow } from "./headroom_graph.js";
+import { applyChanges, serializeWorkflow, undoChanges } from "./headroom_graph.js";
+import { changeText } from "./headroom_format.js";
 
 const OOM_PATTERN = /out of memory|OutOfMemoryError|CUDA error: out of memory|CUBLAS_STATUS_ALLOC_FAILED|failed to allocate/i;
 
@@ -14,11 +15,29 @@ function diagnosisText(result) {
   return (d && typeof d === "object" ? d.text ?? d.id : d) ?? "Not recognised as an out-of-memory message.";
 }
 
-// The fix the button applies: a preset the diagnosis names, else the first preset (the catalog lists them
-// cheapest first) that makes this workflow fit, computed by the server on the current graph; else the
-// preset with the lowest peak.
+// Diagnoses that a smaller workflow answers: the job needs more memory than the card has. Fragmentation,
+// another process on the card or system RAM need other levers, so no preset is offered for them.
+const SHRINK_DIAGNOSES = new Set(["out_of_memory"]);
+
+function diagnosisId(result) {
+  const d = result?.diagnosis;
+  return d && typeof d === "object" ? d.id : null;
+}
+
+// The card the message is about: its total from the message when it says, else the user's budget.
+export function budgetOf(result, getBudget) {
+  const total = result?.total_bytes;
+  return Number.isSafeInteger(total) && total > 0 ? { vram_bytes: total } : getBudget();
+}
+
+// The fix the button applies: a preset the diagnosis names, else (only when the job needs more memory
+// than the card has) the first preset (the catalog lists them cheapest first) that makes this workflow
+// fit on the card of the message, computed by the server on the current graph; else the preset with the
+// lowest peak. No button for other diagnoses.
 export async function suggestedFix({ app, client, result, getBudget }) {
   for (const fix of result?.fixes ?? []) if (fix && typeof fix === "object" && fix.preset) return fix;
+  const id = diagnosisId(result);
+  if (id !== null && id !== undefined && !SHRINK_DIAGNOSES.has(id)) return null;
   let presets;
   try {
     presets = (await client.presets()).presets ?? [];
@@ -26,8 +45,9 @@ export async function suggestedFix({ app, client, result, getBudget }) {
     return null;
   }
   const workflow = serializeWorkflow(app);
+  const budget = budgetOf(result, getBudget);
   const previews = await Promise.all(presets.map((p) =>
-    client.applyPreset(workflow, p.name ?? p.id, getBudget()).catch(() => null)));
+    client.applyPreset(workflow, p.name ?? p.id, budget).catch(() => null)));
   // The catalog's preset for "the card of this request" is the planner's own cheapest fit.
   const own = presets.findIndex((p) => p.target === "request");
   if (own >= 0 && previews[own]?.changes?.length && !/not|over/.test(previews[own].after?.verdict ?? "not")) {
@@ -60,6 +80,8 @@ export function showOomToast({ app, client, result, fix, getBudget = () => "auto
     position: "fixed", right: "16px", bottom: "16px", maxWidth: "420px", zIndex: 10000,
     background: "#2b1d1d", color: "#fff", border: "1px solid #b04a4a", borderRadius: "6px",
     padding: "10px 12px", font: "13px/1.4 sans-serif", boxShadow: "0 4px 16px rgba(0,0,0,.5)",
+    // Fix texts carry long unbroken names (PYTORCH_CUDA_ALLOC_CONF=..., model files): wrap them anywhere.
+    overflowWrap: "anywhere", wordBreak: "break-word", boxSizing: "border-box", maxHeight: "60vh", overflowY: "auto",
   });
   const title = doc.createElement("div");
   title.style.fontWeight = "bold";
@@ -83,10 +105,10 @@ export function showOomToast({ app, client, result, fix, getBudget = () => "auto
     apply.addEventListener("click", async () => {
       apply.disabled = true;
       try {
-        const res = await client.applyPreset(serializeWorkflow(app), fix.preset, getBudget());
+        const res = await client.applyPreset(serializeWorkflow(app), fix.preset, budgetOf(result, getBudget));
         const record = applyChanges(app, res.changes);
         onApplied?.(fix.preset, record);
-        toast.remove();
+        showApplied(record);
       } catch (err) {
         diagnosis.textContent = `Could not apply the fix: ${err.message}`;
         apply.disabled = false;
@@ -102,6 +124,23 @@ export function showOomToast({ app, client, result, fix, getBudget = () => "auto
   buttons.appendChild(dismiss);
   toast.append(title, diagnosis, fixes, buttons);
   doc.body.appendChild(toast);
+
+  // After Apply: what changed, and an Undo that puts the widgets back.
+  function showApplied(record) {
+    diagnosis.textContent = record.length
+      ? `Applied ${fixText(fix)}: ${record.map(changeText).join("; ")}. Queue the workflow again.`
+      : `${fixText(fix)} changes nothing in this workflow.`;
+    fixes.replaceChildren();
+    const undo = doc.createElement("button");
+    undo.className = "headroom-undo-fix";
+    undo.textContent = "Undo";
+    undo.addEventListener("click", () => {
+      undoChanges(app, record);
+      onApplied?.(null, []);
+      toast.remove();
+    });
+    buttons.replaceChildren(...(record.length ? [undo] : []), dismiss);
+  }
   return toast;
 }
 

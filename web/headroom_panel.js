@@ -20,6 +20,10 @@ const CSS = `
 .headroom-stage-bar{height:8px;background:#3a8d50;border-radius:2px}.headroom-stage-bar.over{background:#b04a4a}
 .headroom-verdict.over{color:#ff7b7b}.headroom-verdict.fits{color:#7bd88f}.headroom-verdict.tight{color:#e6c15a}
 .headroom-preset{display:flex;justify-content:space-between;align-items:center;gap:6px;margin:3px 0}
+.headroom-preset-text{display:flex;flex-direction:column;min-width:0}
+.headroom-preset-changes,.headroom-preset-effect,.headroom-preset-note{font-size:11px;opacity:.85;overflow-wrap:anywhere}
+.headroom-preset-effect.better{color:#7bd88f}.headroom-preset-effect.worse{color:#ff7b7b}
+.headroom-not-estimated{color:#e6c15a;white-space:pre-wrap}
 .headroom-preset button,.headroom-undo{cursor:pointer}
 .headroom-error{color:#ff7b7b;white-space:pre-wrap}
 `;
@@ -72,17 +76,30 @@ export function renderBar(snapshot) {
   return wrap;
 }
 
+// True when the core gave a peak and a verdict it could judge (it says "unknown" with a reason when it
+// could not estimate the workflow, e.g. no diffusion loader): never shown as a fit.
+export function isEstimated(estimate) {
+  return estimate?.peak_bytes !== null && estimate?.peak_bytes !== undefined && estimate?.verdict !== "unknown";
+}
+
 export function renderStages(estimate, cardBytes) {
   const wrap = el("div", "headroom-estimate");
   if (!estimate) return wrap;
+  if (!isEstimated(estimate)) {
+    const reason = estimate.reason ?? estimate.notes?.[0] ?? "the core gave no peak for this workflow";
+    wrap.appendChild(el("div", "headroom-not-estimated", `Not estimated: ${reason}. No peak, so no verdict.`));
+    return wrap;
+  }
   const limit = estimate.budget_bytes ?? cardBytes;
+  // Without a budget the bars compare the stages with each other (the largest is full length).
+  const scale = limit || Math.max(0, ...(estimate.stages ?? []).map((s) => s.peak_bytes ?? 0));
   const table = el("table", "headroom-stages");
   for (const stage of estimate.stages ?? []) {
     const row = el("tr", stage.name === estimate.peak_stage ? "peak" : "");
     row.dataset.stage = stage.name;
     const barCell = el("td", "bar");
     const bar = el("div", `headroom-stage-bar${limit && stage.peak_bytes > limit ? " over" : ""}`);
-    bar.style.width = `${limit ? pct(stage.peak_bytes, limit) : 100}%`;
+    bar.style.width = `${scale ? pct(stage.peak_bytes, scale) : 0}%`;
     barCell.appendChild(bar);
     row.append(el("td", "", stage.name), el("td", "", gib(stage.peak_bytes)), barCell);
     table.appendChild(row);
@@ -93,14 +110,50 @@ export function renderStages(estimate, cardBytes) {
   const over = /not|over/.test(word);
   const verdict = el("div", `headroom-verdict ${word ? (over ? "over" : word === "tight" ? "tight" : "fits") : ""}`,
     limit ? `Peak ${gib(estimate.peak_bytes)} in ${estimate.peak_stage} — ${word} (${gib(limit)})`
-          : `Peak ${gib(estimate.peak_bytes)} in ${estimate.peak_stage}`);
+          : `Peak ${gib(estimate.peak_bytes)} in ${estimate.peak_stage} (no budget: set one to get a verdict)`);
   wrap.append(table, verdict);
   return wrap;
 }
 
+// "1.7× slower" from the plan's slowdown (1.0 = every weight resident, no streaming).
+export function speedText(slowdown) {
+  if (typeof slowdown !== "number" || !Number.isFinite(slowdown)) return null;
+  return slowdown <= 1.05 ? "full speed" : `${slowdown.toFixed(1)}× slower`;
+}
+
+function valueText(value) {
+  return value === undefined || value === null || value === "" ? "?" : String(value);
+}
+
+// What a preset does to this workflow: the widgets it changes, then the verdict and the speed before →
+// after (a peak that barely moves can hide a verdict or speed that moves a lot).
+export function presetSummary(preview) {
+  const changes = (preview?.changes ?? []).map((c) =>
+    c?.widget ? `${c.widget} ${valueText(c.from)} → ${valueText(c.to)}` : changeText(c));
+  const before = preview?.before ?? {};
+  const after = preview?.after ?? {};
+  const effect = [];
+  let better = 0;
+  if (before.verdict || after.verdict) {
+    effect.push(before.verdict === after.verdict ? `still ${valueText(after.verdict)}`
+      : `${valueText(before.verdict)} → ${valueText(after.verdict)}`);
+    const rank = (v) => (/not|over/.test(v ?? "") ? 0 : v === "tight" ? 1 : v ? 2 : -1);
+    better += Math.sign(rank(after.verdict) - rank(before.verdict));
+  }
+  const s0 = speedText(before.slowdown), s1 = speedText(after.slowdown);
+  if (s0 || s1) {
+    effect.push(s0 === s1 ? `speed: ${s1 ?? s0}` : `speed: ${s0 ?? "?"} → ${s1 ?? "?"}`);
+    if (typeof before.slowdown === "number" && typeof after.slowdown === "number") {
+      better += Math.sign(Math.round((before.slowdown - after.slowdown) * 10));
+    }
+  }
+  return { changes, effect, better };
+}
+
 export function createPanel({ app, client, getBudget = () => "auto" }) {
   const root = el("div", "headroom-panel");
-  const state = { snapshot: null, estimate: null, presets: [], previews: {}, undo: null, applied: null, error: null };
+  const state = { snapshot: null, estimate: null, presets: [], previews: {}, previewErrors: {}, undo: null, applied: null,
+    error: null, estimatedSignature: null };
   const cardSlot = el("div");
   const estimateSlot = el("div");
   const presetSlot = el("div", "headroom-presets");
@@ -112,6 +165,12 @@ export function createPanel({ app, client, getBudget = () => "auto" }) {
   header.append(el("h3", "", "This workflow"), refreshButton);
   Object.assign(header.style, { display: "flex", justifyContent: "space-between", alignItems: "center" });
   root.append(cardSlot, header, estimateSlot, presetSlot, errorSlot);
+
+  // "fit this card" (the catalog's target "request") needs a card or a budget to fit.
+  function needsCard(preset) {
+    const budget = String(getBudget() ?? "auto").trim().toLowerCase();
+    return preset.target === "request" && !state.snapshot?.total_bytes && (budget === "" || budget === "auto");
+  }
 
   function renderPresets() {
     presetSlot.replaceChildren(el("h3", "", "Presets"));
@@ -126,10 +185,31 @@ export function createPanel({ app, client, getBudget = () => "auto" }) {
         : (preset.title ?? name);
       const button = el("button", "headroom-apply", "Apply");
       button.addEventListener("click", () => api.applyPreset(name));
+      const text = el("div", "headroom-preset-text");
       const labelEl = el("span", "headroom-preset-label", label);
       if (preset.description) labelEl.title = preset.description;
       if (preview?.after?.verdict) labelEl.dataset.verdict = preview.after.verdict;
-      row.append(labelEl, button);
+      text.appendChild(labelEl);
+      if (needsCard(preset)) {
+        text.appendChild(el("span", "headroom-preset-note",
+          "needs a card: no GPU here, so set Headroom's budget (Settings → Headroom) to a number of GB or a GPU name"));
+        button.disabled = true;
+      } else if (state.previewErrors[name]) {
+        text.appendChild(el("span", "headroom-preset-note", state.previewErrors[name]));
+      } else if (preview) {
+        const { changes, effect, better } = presetSummary(preview);
+        if (!changes.length) {
+          text.appendChild(el("span", "headroom-preset-changes", "changes nothing in this workflow"));
+          button.disabled = true;
+        } else {
+          text.appendChild(el("span", "headroom-preset-changes", changes.join("; ")));
+        }
+        if (effect.length) {
+          text.appendChild(el("span", `headroom-preset-effect${better > 0 ? " better" : better < 0 ? " worse" : ""}`,
+            effect.join(" · ")));
+        }
+      }
+      row.append(text, button);
       presetSlot.appendChild(row);
     }
     if (state.undo?.length) {
@@ -161,20 +241,52 @@ export function createPanel({ app, client, getBudget = () => "auto" }) {
     },
     async refresh() {
       state.error = null;
+      let workflow;
       try {
-        const workflow = serializeWorkflow(app);
+        workflow = serializeWorkflow(app);
         const [vram, estimate, presets] = await Promise.all([
           client.vram(), client.estimate(workflow, getBudget()), client.presets()]);
         state.snapshot = vram.snapshot;
         state.estimate = estimate;
         state.presets = presets.presets ?? [];
-        const previews = await Promise.all(state.presets.map((p) =>
-          client.applyPreset(workflow, p.name ?? p.id, getBudget()).catch(() => null)));
-        state.presets.forEach((p, i) => { state.previews[p.name ?? p.id] = previews[i]; });
+        const previews = await Promise.all(state.presets.map((p) => (needsCard(p) ? null
+          : client.applyPreset(workflow, p.name ?? p.id, getBudget()).catch((err) => ({ error: err.message })))));
+        state.presets.forEach((p, i) => {
+          const name = p.name ?? p.id;
+          state.previews[name] = previews[i]?.error ? null : previews[i];
+          state.previewErrors[name] = previews[i]?.error ?? null;
+        });
       } catch (err) {
         return fail(err);
+      } finally {
+        if (workflow) state.estimatedSignature = graphSignature(workflow);
       }
       render();
+    },
+    // The graph changed since the last estimate (a widget, a node's mode, a link): estimate again.
+    // Called on the user's edits (debounced) and on a slow timer; cheap when nothing changed.
+    async refreshIfChanged() {
+      if (state.refreshing || !root.isConnected) return false;
+      let signature;
+      try {
+        signature = graphSignature(serializeWorkflow(app));
+      } catch {
+        return false;
+      }
+      if (signature === state.estimatedSignature) return false;
+      state.refreshing = true;
+      try {
+        await api.refresh();
+      } finally {
+        state.refreshing = false;
+      }
+      return true;
+    },
+    destroy() {
+      clearInterval(watch.timer);
+      clearTimeout(watch.debounce);
+      for (const [type, fn] of watch.listeners) root.ownerDocument.removeEventListener(type, fn, true);
+      watch.listeners = [];
     },
     // Rewrites the live graph with the preset's changes (computed by the server on the current graph).
     async applyPreset(name) {
@@ -186,20 +298,55 @@ export function createPanel({ app, client, getBudget = () => "auto" }) {
         state.undo = applyChanges(app, result.changes);
         state.applied = name;
         state.previews[name] = result;
-        state.estimate = await client.estimate(serializeWorkflow(app), getBudget()).catch(() => state.estimate);
+        await reestimate();
       } catch (err) {
         return fail(err);
       }
       render();
       return state.undo;
     },
-    undo() {
+    // Puts the widgets back and estimates the graph as it now is (not the preset's numbers).
+    async undo() {
       undoChanges(app, state.undo);
       state.undo = null;
       state.applied = null;
       render();
+      await reestimate();
+      render();
     },
   };
+
+  async function reestimate() {
+    const workflow = serializeWorkflow(app);
+    state.estimate = await client.estimate(workflow, getBudget()).catch(() => state.estimate);
+    state.estimatedSignature = graphSignature(workflow);
+  }
+
+  // Widget edits reach the graph through the canvas, Vue widgets or the properties panel, none of which
+  // tells an extension on every frontend; so the panel looks after input in the page (debounced) and
+  // every few seconds, and estimates again when the graph's signature moved.
+  const watch = { timer: null, debounce: null, listeners: [] };
+  const poke = () => {
+    clearTimeout(watch.debounce);
+    watch.debounce = setTimeout(() => api.refreshIfChanged(), WATCH_DEBOUNCE_MS);
+  };
+  for (const type of ["change", "input", "pointerup", "keyup"]) {
+    root.ownerDocument.addEventListener(type, poke, true);
+    watch.listeners.push([type, poke]);
+  }
+  watch.timer = setInterval(() => api.refreshIfChanged(), WATCH_INTERVAL_MS);
   render();
   return api;
+}
+
+const WATCH_DEBOUNCE_MS = 400;
+const WATCH_INTERVAL_MS = 3000;
+
+// What an estimate depends on in a UI-format graph: each node's type, mode and widget values, and the
+// links (a serialized graph also carries positions and sizes, which must not re-estimate).
+export function graphSignature(workflow) {
+  const nodes = (workflow?.nodes ?? []).map((n) => [n.id, n.type, n.mode ?? 0, n.widgets_values ?? null]);
+  const subgraphs = (workflow?.definitions?.subgraphs ?? []).map((g) =>
+    [g.id, (g.nodes ?? []).map((n) => [n.id, n.type, n.mode ?? 0, n.widgets_values ?? null]), g.links ?? null]);
+  return JSON.stringify([nodes, workflow?.links ?? null, subgraphs]);
 }

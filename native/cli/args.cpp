@@ -1,12 +1,13 @@
 #include "cli/args.hpp"
 
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
-#include <fstream>
-#include <iostream>
-#include <sstream>
+#include <unistd.h>
 
 #include "core/error.hpp"
+#include "core/file_reader.hpp"
+#include "core/units.hpp"
 
 namespace headroom::cli {
 
@@ -69,24 +70,35 @@ int Args::get_int(const std::string& name, int fallback, int min_value, int max_
 double Args::get_double(const std::string& name, double fallback) const {
   auto v = get(name);
   if (!v) return fallback;
+  // Decimal notation only: strtod alone would also take "0x10", "inf" and "nan".
+  const bool decimal = is_decimal_number(*v);
+  errno = 0;
   char* end = nullptr;
-  double x = std::strtod(v->c_str(), &end);
-  if (v->empty() || *end != '\0') throw InputError("--" + name, "expected a number, got '" + *v + "'");
+  double x = decimal ? std::strtod(v->c_str(), &end) : 0.0;
+  if (!decimal || *end != '\0' || errno == ERANGE || !std::isfinite(x))
+    throw InputError("--" + name, "expected a decimal number such as 3.5, got '" + *v + "'");
   return x;
+}
+
+std::optional<std::uint64_t> Args::get_size(const std::string& name, std::uint64_t bare_unit, bool allow_zero) const {
+  auto v = get(name);
+  if (!v) return std::nullopt;
+  std::uint64_t bytes = parse_size(*v, "--" + name, bare_unit);
+  if (bytes == 0 && !allow_zero)
+    throw InputError("--" + name, "must be more than 0, got '" + *v + "' (give a size such as 12GiB or 11.5)");
+  return bytes;
 }
 
 bool Args::has(const std::string& name) const { return switches_on_.count(name) > 0; }
 
-std::string read_text(const std::string& path, const std::string& field) {
-  std::stringstream ss;
-  if (path == "-") {
-    ss << std::cin.rdbuf();
-    return ss.str();
+std::string read_text(const std::string& path, const std::string& field, std::uint64_t max_bytes) {
+  try {
+    return path == "-" ? read_text_fd(STDIN_FILENO, "stdin", max_bytes) : read_text_file(path, max_bytes);
+  } catch (const InputError&) {
+    throw;
+  } catch (const Error& e) {
+    throw InputError(field, e.what());
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(field, "cannot open '" + path + "' for reading");
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 }  // namespace headroom::cli

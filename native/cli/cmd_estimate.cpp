@@ -53,7 +53,7 @@ std::string gb(std::uint64_t bytes) { return fixed1(bytes / 1e9) + " GB"; }
       {"batch", "--batch"}, {"cfg", "--cfg"}, {"reference_images", "--references"}, {"gpu", "--gpu"},
       {"vram", "--vram"}, {"decode_mode", "--decode"}, {"decode_tile_px", "--tile"},
       {"blocks_swapped", "--block-swap"}, {"lora_bytes", "--lora"}, {"reserve_bytes", "--reserve"},
-      {"free_bytes", "--free"}};
+      {"free_bytes", "--free"}, {"vram_bytes", "--vram"}};
   auto it = flags.find(e.field());
   if (it == flags.end()) throw e;
   std::string msg = e.what();
@@ -185,7 +185,7 @@ int cmd_estimate(const Argv& argv) {
     if (req["vram_bytes"].get<std::uint64_t>() < 256 * MiB)
       throw InputError("--vram", "expected the card's memory, e.g. 24 (GiB) or 12GB; got '" + *v + "'");
   }
-  if (auto v = args.get("free")) req["free_bytes"] = parse_size(*v, "--free", GiB);
+  if (auto v = args.get_size("free", GiB, false)) req["free_bytes"] = *v;
   if (auto v = args.get("lora")) req["lora_bytes"] = parse_size(*v, "--lora", MiB);
   if (auto v = args.get("reserve")) req["reserve_bytes"] = parse_size(*v, "--reserve", GiB);
   if (args.has("text-encoder-on-cpu")) req["text_encoder_on_cpu"] = true;

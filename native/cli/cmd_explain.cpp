@@ -41,6 +41,10 @@ const char* kTrainHelp =
     "parameter for a mixed-precision AdamW full fine-tune), LoRA/QLoRA adapters, activations and logits.\n"
     "Exit status: 0 fits (or no card given), 1 does not fit, 2 bad input.\n";
 
+// An error text, or a whole log around it: real ones are kB to a few MB. The parser is linear
+// (16 MiB in about 0.2 s), and the cap keeps `explain /dev/zero`-like input from filling memory.
+constexpr std::uint64_t kMaxErrorTextBytes = 16ull * 1024 * 1024;
+
 bool wants_help(const Argv& args) {
   for (const auto& a : args)
     if (a == "--help" || a == "-h") return true;
@@ -69,7 +73,7 @@ std::string size_or_dash(const json& v) {
 void copy_flags(const Args& a, json& request, const std::vector<std::pair<std::string, std::string>>& names) {
   for (const auto& [flag, field] : names)
     if (auto v = a.get(flag)) request[field] = *v;
-  if (auto v = a.get("vram")) request["vram_bytes"] = parse_size(*v, "--vram", GiB);
+  if (auto v = a.get_size("vram", GiB, false)) request["vram_bytes"] = *v;
 }
 
 void print_verdict(const json& r) {
@@ -98,7 +102,7 @@ int cmd_explain(const Argv& argv) {
   Args a(argv, {}, {"json"});
   if (a.positionals().size() > 1) throw InputError("FILE", "give one file (or - for stdin)");
   std::string path = a.positionals().empty() ? "-" : a.positionals()[0];
-  json r = api::explain(read_text(path, "FILE"));
+  json r = api::explain(read_text(path, "FILE", kMaxErrorTextBytes));
   if (a.has("json")) {
     // Figures copied from a pasted log are cleaned in the parser; replace anything left rather than fail.
     std::cout << r.dump(2, ' ', false, json::error_handler_t::replace) << "\n";

@@ -2,6 +2,7 @@
 // Exit status: 0 fits (or tight, or no card given), 1 does not fit, 2 bad input or a workflow we cannot size.
 #include <cstdio>
 #include <iostream>
+#include <map>
 
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
@@ -111,14 +112,24 @@ int cmd_plan(const Argv& argv) {
   if (args.get("gpu") && args.get("vram")) throw InputError("--gpu", "give --gpu or --vram, not both");
   const std::string path = args.positionals()[0];
   api::json request;
-  request["workflow"] = workflow::parse_workflow_text(read_text(path, "WORKFLOW.json"), path);
+  request["workflow"] = workflow::parse_workflow_text(read_text(path, "WORKFLOW.json", workflow::kMaxWorkflowBytes), path);
   request["source"] = path;
   if (auto g = args.get("gpu")) request["gpu"] = *g;
-  if (auto v = args.get("vram")) request["vram_bytes"] = parse_size(*v, "--vram");
-  if (auto f = args.get("free")) request["free_bytes"] = parse_size(*f, "--free");
+  if (auto v = args.get_size("vram", GiB, false)) request["vram_bytes"] = *v;
+  if (auto f = args.get_size("free", GiB, false)) request["free_bytes"] = *f;
   if (auto m = args.get("models")) request["models_dir"] = *m;
-  api::json r = api::plan(request);
-  if (args.has("json")) std::cout << r.dump(2) << "\n";
+  api::json r;
+  try {
+    r = api::plan(request);
+  } catch (const InputError& e) {
+    // Name the flag the user typed, not the request field it became.
+    static const std::map<std::string, std::string> flags = {
+        {"gpu", "--gpu"}, {"vram_bytes", "--vram"}, {"free_bytes", "--free"}, {"models_dir", "--models"}};
+    auto it = flags.find(e.field());
+    if (it == flags.end()) throw;
+    throw InputError(it->second, std::string(e.what()).substr(e.field().size() + 2));
+  }
+  if (args.has("json")) std::cout << r.dump(2, ' ', false, api::json::error_handler_t::replace) << "\n";
   else print_table(path, r);
   if (r["verdict"] == "unknown") return 2;
   return r["verdict"] == "does not fit" ? 1 : 0;

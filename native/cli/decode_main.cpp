@@ -1,16 +1,24 @@
 // headroom-decode: decodes a ComfyUI latent file (Save Latent's .latent / .safetensors) with a VAE
 // file, without ComfyUI: `headroom decode` execs this binary, so the estimator commands never load
 // LibTorch.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 
 #include <torch/torch.h>
 
 #include "cli/args.hpp"
 #include "core/error.hpp"
+#include "core/file_reader.hpp"
+#include "core/safetensors_header.hpp"
 #include "core/units.hpp"
 #include "torch/decode.hpp"
 #include "torch/state_dict_io.hpp"
@@ -23,10 +31,20 @@ namespace {
 const char* kUsage =
     "usage: headroom decode --vae VAE.safetensors --latent FILE [--mode full|exact|fast|blend|auto]\n"
     "                       [--tile PIXELS] [--budget SIZE] [--device cpu|cuda] [--dtype fp32|bf16|fp16] --out OUT\n"
+    "                       [--force]\n"
     "  FILE: a ComfyUI latent (safetensors with 'latent_tensor', as written by Save Latent)\n"
     "  OUT:  NAME.png (one PNG per image: NAME_00000.png... when there are several) or NAME.safetensors\n"
     "        (the IMAGE tensor [B, H, W, 3] float32 under 'image')\n"
-    "  --tile: tile edge in output pixels as in VAE Decode (Tiled); --budget: 6GiB, 6000MB ... (bare number: GiB)\n";
+    "  --tile: tile edge in output pixels as in VAE Decode (Tiled); --budget: 6GiB, 6000MB ... (bare number: GiB)\n"
+    "  --force: replace existing output files. Without it an existing file is never overwritten; even with it,\n"
+    "        OUT is never one of the inputs and never a symbolic link.\n";
+
+// Largest latent ComfyUI makes: 16384 px a side (nodes.MAX_RESOLUTION) is 2048 latent pixels at the
+// 8x of every VAE decoded here; batches up to 4096 (EmptyLatentImage's batch_size); Wan lengths up
+// to 16384 frames are 4096 latent frames. Larger is refused from the header, before any allocation.
+constexpr int64_t kMaxLatentSide = 16384 / 8;
+constexpr int64_t kMaxLatentBatch = 4096;
+constexpr int64_t kMaxLatentFrames = 16384 / 4;
 
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -43,8 +61,101 @@ void chunk(std::string& png, const char* type, const std::string& data) {
   put32(png, static_cast<uint32_t>(crc32(0, reinterpret_cast<const Bytef*>(body.data()), static_cast<uInt>(body.size()))));
 }
 
+// The decode cannot run on this machine (exit 1, as for "does not fit"), as opposed to bad input (2).
+struct DoesNotFit : hr::Error {
+  using hr::Error::Error;
+};
+
+// An input file's identity, to refuse writing over it under another name (a hard link, "./x").
+struct Input {
+  std::string flag, path;
+  dev_t dev = 0;
+  ino_t ino = 0;
+  bool exists = false;
+};
+
+Input input_of(const std::string& flag, const std::string& path) {
+  Input in{flag, path};
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) {
+    in.dev = st.st_dev;
+    in.ino = st.st_ino;
+    in.exists = true;
+  }
+  return in;
+}
+
+const Input* same_file(const struct stat& st, const std::vector<Input>& inputs) {
+  for (const auto& in : inputs)
+    if (in.exists && in.dev == st.st_dev && in.ino == st.st_ino) return &in;
+  return nullptr;
+}
+
+[[noreturn]] void refuse_input(const std::string& path, const Input& in) {
+  throw hr::InputError("--out", "'" + path + "' is the " + in.flag + " file ('" + in.path +
+                                    "'); decode never writes over its inputs, even with --force: give another name");
+}
+
+// Checked for every output before decoding, so a run never ends in a refusal after minutes of work.
+// `written`: false for --out itself when the images go to NAME_00000.png...: then only the rules
+// that hold even with --force apply to it.
+void check_output(const std::string& path, bool force, const std::vector<Input>& inputs, bool written = true) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return;
+    throw hr::InputError("--out", "cannot check '" + path + "': " + std::strerror(errno));
+  }
+  if (S_ISLNK(st.st_mode))
+    throw hr::InputError("--out", "'" + path + "' is a symbolic link; decode never writes through one: give the "
+                                  "real path or a new name");
+  if (const Input* in = same_file(st, inputs)) refuse_input(path, *in);
+  if (!S_ISREG(st.st_mode)) throw hr::InputError("--out", "'" + path + "' exists and is not a regular file");
+  if (!force && written) throw hr::InputError("--out", "'" + path + "' exists; give --force to replace it, or another name");
+}
+
+// Opens an output for writing under the same rules, race-free: O_NOFOLLOW refuses a symlink put
+// there since the check, O_EXCL an existing file without --force, and the inode is compared with
+// the inputs' before the file is truncated.
+int open_output(const std::string& path, bool force, const std::vector<Input>& inputs) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | (force ? 0 : O_EXCL), 0644);
+  if (fd < 0) {
+    const int err = errno;
+    if (err == EEXIST) throw hr::InputError("--out", "'" + path + "' exists; give --force to replace it, or another name");
+    if (err == ELOOP) throw hr::InputError("--out", "'" + path + "' is a symbolic link; decode never writes through one");
+    throw hr::InputError("--out", "cannot create '" + path + "': " + std::strerror(err) +
+                                      " (does the folder exist and is it writable?)");
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw hr::InputError("--out", "'" + path + "' is not a regular file");
+  }
+  if (const Input* in = same_file(st, inputs)) {
+    ::close(fd);
+    refuse_input(path, *in);
+  }
+  if (::ftruncate(fd, 0) != 0) {
+    const int err = errno;
+    ::close(fd);
+    throw hr::InputError("--out", "cannot truncate '" + path + "': " + std::strerror(err));
+  }
+  return fd;
+}
+
+void write_all(int fd, const std::string& path, const std::string& data) {
+  const char* p = data.data();
+  std::size_t n = data.size();
+  while (n > 0) {
+    ssize_t w = ::write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) throw hr::InputError("--out", "failed writing '" + path + "': " + std::strerror(errno) + " (disk full?)");
+    p += w;
+    n -= static_cast<std::size_t>(w);
+  }
+}
+
 // 8-bit RGB PNG of one [H, W, 3] float image in [0, 1] (rounded like PIL's conversion of x * 255).
-void write_png(const std::string& path, const at::Tensor& img) {
+void write_png(const std::string& path, const at::Tensor& img, bool force, const std::vector<Input>& inputs) {
   const int64_t H = img.size(0), W = img.size(1);
   at::Tensor u8 = img.mul(255.0).round_().clamp_(0, 255).to(at::kByte).contiguous();
   std::string raw;
@@ -68,10 +179,14 @@ void write_png(const std::string& path, const at::Tensor& img) {
   chunk(png, "IHDR", ihdr);
   chunk(png, "IDAT", z);
   chunk(png, "IEND", "");
-  FILE* f = std::fopen(path.c_str(), "wb");
-  if (!f) throw hr::InputError("--out", "cannot create '" + path + "' (does the folder exist and is it writable?)");
-  const bool ok = std::fwrite(png.data(), 1, png.size(), f) == png.size();
-  if (std::fclose(f) != 0 || !ok) throw hr::InputError("--out", "failed writing '" + path + "' (disk full?)");
+  int fd = open_output(path, force, inputs);
+  try {
+    write_all(fd, path, png);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  if (::close(fd) != 0) throw hr::InputError("--out", "failed writing '" + path + "': " + std::strerror(errno));
 }
 
 // ComfyUI checkpoints keep the VAE under a prefix; standalone VAE files do not.
@@ -89,8 +204,79 @@ ops::TensorMap load_vae(const std::string& path) {
   return sd;
 }
 
-at::Tensor load_latent(const std::string& path) {
-  ops::TensorMap t = ops::load_safetensors(path);
+// What the VAE decodes: the latent's rank and channels, from the state dict (as the decoders read them).
+struct LatentSpec {
+  std::string family;
+  int64_t rank = 4;
+  int64_t channels = -1;  // -1: unknown here, left to the decoder's own check
+};
+
+LatentSpec latent_spec(const ops::TensorMap& sd) {
+  LatentSpec s;
+  s.family = ops::detect_vae_family(sd);
+  s.rank = s.family == "kl" ? 4 : 5;
+  const char* key = s.family == "kl" ? "decoder.conv_in.weight" : "conv2.weight";
+  auto it = sd.find(key);
+  if (it != sd.end() && it->second.dim() >= 2) s.channels = it->second.size(1);
+  return s;
+}
+
+// The latent tensor's shape from the header (nothing is read or allocated before this passes).
+void check_latent_shape(const std::string& dtype, const std::vector<int64_t>& shape, const LatentSpec& spec) {
+  const bool kl = spec.family == "kl";
+  const std::string form = kl ? "[batch, channels, height, width]" : "[batch, channels, frames, height, width]";
+  if (static_cast<int64_t>(shape.size()) != spec.rank)
+    throw hr::InputError("--latent", "latent_tensor has " + std::to_string(shape.size()) + " axes " + ops::shape_string(shape) +
+                                         "; this " + spec.family + " VAE decodes " + form + " latents");
+  if (dtype != "F32" && dtype != "F16" && dtype != "BF16" && dtype != "F64")
+    throw hr::InputError("--latent", "latent_tensor is " + dtype + "; expected a floating-point latent (F32, F16 or BF16)");
+  if (spec.channels > 0 && shape[1] != spec.channels)
+    throw hr::InputError("--latent", "latent_tensor has " + std::to_string(shape[1]) + " channels but this VAE decodes " +
+                                         std::to_string(spec.channels) + "-channel latents; is it from another model family?");
+  for (int64_t d : shape)
+    if (d == 0) throw hr::InputError("--latent", "latent_tensor is empty " + ops::shape_string(shape));
+  const int64_t h = shape[shape.size() - 2], w = shape[shape.size() - 1];
+  if (h > kMaxLatentSide || w > kMaxLatentSide || shape[0] > kMaxLatentBatch || (!kl && shape[2] > kMaxLatentFrames))
+    throw hr::InputError("--latent", "latent_tensor " + ops::shape_string(shape) + " is larger than any ComfyUI makes (at most " +
+                                         std::to_string(kMaxLatentSide) + " latent pixels a side = 16384 px, batch " +
+                                         std::to_string(kMaxLatentBatch) + ", " + std::to_string(kMaxLatentFrames) +
+                                         " latent frames)");
+  // The decoded IMAGE (float32 [images, 8h, 8w, 3]) lives in host memory: refuse what cannot.
+  const double images = static_cast<double>(shape[0]) * (kl ? 1.0 : 1.0 + 4.0 * static_cast<double>(shape[2] - 1));
+  const double bytes = images * 64.0 * static_cast<double>(h) * static_cast<double>(w) * 3.0 * 4.0;
+  const double ram = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+  if (ram > 0 && bytes > ram)
+    throw DoesNotFit("the decoded image of latent " + ops::shape_string(shape) + " needs " +
+                    hr::format_bytes(static_cast<std::uint64_t>(bytes)) + " of host memory, more than this machine's " +
+                    hr::format_bytes(static_cast<std::uint64_t>(ram)) + "; decode fewer images or frames at a time");
+}
+
+// Images the decoder will return for a latent of this shape (Wan: 1 + 4 (T - 1) frames per clip).
+// Clamped (the shape is not checked yet): only used to name the files to check before decoding.
+int64_t images_of(const std::vector<int64_t>& shape) {
+  auto axis = [&](std::size_t i) { return i < shape.size() ? std::clamp<int64_t>(shape[i], 1, 1 << 20) : 1; };
+  return shape.size() == 5 ? axis(0) * (1 + 4 * (axis(2) - 1)) : axis(0);
+}
+
+// The latent's shape from its header alone (a regular file, read-only, header bounds checked).
+std::vector<int64_t> latent_header_shape(const std::string& path) {
+  hr::FileSource source(path);
+  const hr::SafetensorsHeader h = hr::read_safetensors_header(source);
+  for (const auto& t : h.tensors)
+    if (t.name == "latent_tensor") {
+      std::vector<int64_t> shape;
+      for (std::uint64_t d : t.shape) shape.push_back(d > static_cast<std::uint64_t>(INT64_MAX) ? INT64_MAX : static_cast<int64_t>(d));
+      return shape;
+    }
+  throw hr::FileFormatError(path, "has no 'latent_tensor' tensor: not a latent saved by ComfyUI's Save Latent");
+}
+
+at::Tensor load_latent(const std::string& path, const LatentSpec& spec) {
+  auto keep = [](const std::string& k) { return k == "latent_tensor" || k == "latent_format_version_0"; };
+  auto check = [&spec](const std::string& key, const std::string& dtype, const std::vector<int64_t>& shape) {
+    if (key == "latent_tensor") check_latent_shape(dtype, shape, spec);
+  };
+  ops::TensorMap t = ops::load_safetensors(path, keep, check);
   auto it = t.find("latent_tensor");
   if (it == t.end())
     throw hr::FileFormatError(path, "has no 'latent_tensor' tensor: not a latent saved by ComfyUI's Save Latent");
@@ -107,7 +293,7 @@ int run(int argc, char** argv) {
       std::cout << kUsage;
       return 0;
     }
-  hr::cli::Args args(a, {"vae", "latent", "mode", "tile", "budget", "device", "dtype", "out"}, {});
+  hr::cli::Args args(a, {"vae", "latent", "mode", "tile", "budget", "device", "dtype", "out"}, {"force"});
   const auto vae = args.get("vae"), latent_path = args.get("latent"), out = args.get("out");
   if (!vae) throw hr::InputError("--vae", "is required (the VAE .safetensors file)");
   if (!latent_path) throw hr::InputError("--latent", "is required (a latent saved by ComfyUI's Save Latent)");
@@ -135,8 +321,29 @@ int run(int argc, char** argv) {
   else throw hr::InputError("--dtype", "'" + dtype + "' is not fp32, bf16 or fp16");
   o.progress = [](int done, int total) { std::cerr << "\rdecode: " << done << "/" << total << std::flush; };
 
+  // Outputs first: every path this run will write, checked before anything is read or decoded.
+  const bool force = args.has("force");
+  const std::vector<Input> inputs = {input_of("--vae", *vae), input_of("--latent", *latent_path)};
+  check_output(*out, force, inputs, false);  // an input or a symlink: refused before anything is read
+  {
+    hr::FileSource vae_file(*vae);  // the VAE's header first: a bad VAE is named before the latent
+    hr::read_safetensors_header(vae_file);
+  }
+  const std::vector<int64_t> latent_shape = latent_header_shape(*latent_path);
+  const int64_t images = images_of(latent_shape);
+  if (!png || images == 1) check_output(*out, force, inputs);
+  auto png_path = [&](int64_t i, int64_t count) {
+    if (count == 1) return *out;
+    char suffix[32];
+    std::snprintf(suffix, sizeof suffix, "_%05lld.png", static_cast<long long>(i));
+    return out->substr(0, out->size() - 4) + suffix;
+  };
+  if (png && images > 1)
+    // (open_output enforces the same rules again as each file is written, past this many too.)
+    for (int64_t i = 0; i < std::min<int64_t>(images, 100000); ++i) check_output(png_path(i, images), force, inputs);
+
   const ops::TensorMap sd = load_vae(*vae);
-  at::Tensor z = load_latent(*latent_path);
+  at::Tensor z = load_latent(*latent_path, latent_spec(sd));
   const auto t0 = std::chrono::steady_clock::now();
   ops::DecodeInfo info;
   at::Tensor image = ops::decode(sd, z, o, &info);
@@ -145,16 +352,20 @@ int run(int argc, char** argv) {
 
   std::vector<std::string> written;
   if (png) {
-    const std::string stem = out->substr(0, out->size() - 4);
     for (int64_t i = 0; i < image.size(0); ++i) {
-      char suffix[32];
-      std::snprintf(suffix, sizeof suffix, "_%05lld.png", static_cast<long long>(i));
-      const std::string p = image.size(0) == 1 ? *out : stem + suffix;
-      write_png(p, image[i]);
+      const std::string p = png_path(i, image.size(0));
+      write_png(p, image[i], force, inputs);
       written.push_back(p);
     }
   } else {
-    ops::save_safetensors(*out, {{"image", image}});
+    int fd = open_output(*out, force, inputs);
+    try {
+      ops::save_safetensors_fd(fd, *out, {{"image", image}});
+    } catch (...) {
+      ::close(fd);
+      throw;
+    }
+    if (::close(fd) != 0) throw hr::InputError("--out", "failed writing '" + *out + "': " + std::strerror(errno));
     written.push_back(*out);
   }
   std::cout << "decoded " << ops::shape_string(z.sizes()) << " -> " << ops::shape_string(image.sizes()) << " ("
@@ -177,6 +388,12 @@ int main(int argc, char** argv) {
     std::cerr << "headroom decode: " << e.what() << "\n" << kUsage;
     return 2;
   } catch (const hr::FileFormatError& e) {
+    std::cerr << "headroom decode: " << e.what() << "\n";
+    return 2;
+  } catch (const DoesNotFit& e) {
+    std::cerr << "headroom decode: " << e.what() << "\n";
+    return 1;
+  } catch (const hr::Error& e) {  // an input that is a folder, FIFO or device
     std::cerr << "headroom decode: " << e.what() << "\n";
     return 2;
   } catch (const std::exception& e) {

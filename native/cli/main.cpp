@@ -1,8 +1,16 @@
 // `headroom`: the estimator, planner, inspector and OOM explainer from the command line.
 // `headroom decode` runs the LibTorch decoder in a separate binary (headroom-decode) so that
 // the estimator commands never load LibTorch and start in milliseconds.
+#ifdef _WIN32
+#define NOMINMAX
+#define WIN32_LEAN_AND_MEAN
+#include <windows.h>
+#include <process.h>
+#else
 #include <unistd.h>
+#endif
 
+#include <cerrno>
 #include <climits>
 #include <cstring>
 #include <iostream>
@@ -27,10 +35,38 @@ const char* kUsage =
     "  explain [FILE|-]            diagnose an out-of-memory error message\n"
     "  llm --model NAME ...        LLM inference memory (weights + KV cache)\n"
     "  train --model NAME ...      training memory (full, LoRA, QLoRA)\n"
-    "  decode --vae F --latent F --out F ...   decode a saved latent (needs the LibTorch build)\n"
+    "  decode --vae F --latent F --out F [--force]   decode a saved latent (needs the LibTorch build)\n"
     "\n"
     "Run `headroom COMMAND --help` for a command's options.\n";
 
+#ifdef _WIN32
+// Windows: the decoder binary beside this one, run as a child (there is no exec), its status passed on.
+std::string self_dir(const char* argv0) {
+  char buf[MAX_PATH];
+  DWORD n = GetModuleFileNameA(nullptr, buf, sizeof buf);
+  std::string path = n > 0 && n < sizeof buf ? std::string(buf, n) : std::string(argv0);
+  auto slash = path.find_last_of("/\\");
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+int run_decode(const char* argv0, int argc, char** argv) {
+  std::string exe = self_dir(argv0) + "\\headroom-decode.exe";
+  if (GetFileAttributesA(exe.c_str()) == INVALID_FILE_ATTRIBUTES) {
+    std::cerr << "headroom decode: " << exe << " is missing: this build has no LibTorch decoders.\n";
+    return 2;
+  }
+  std::vector<const char*> args;
+  args.push_back(exe.c_str());
+  for (int i = 2; i < argc; ++i) args.push_back(argv[i]);
+  args.push_back(nullptr);
+  intptr_t status = _spawnv(_P_WAIT, exe.c_str(), args.data());
+  if (status < 0) {
+    std::cerr << "headroom decode: cannot run " << exe << ": " << std::strerror(errno) << "\n";
+    return 2;
+  }
+  return static_cast<int>(status);
+}
+#else
 std::string self_dir(const char* argv0) {
   char buf[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
@@ -43,8 +79,8 @@ int run_decode(const char* argv0, int argc, char** argv) {
   std::string exe = self_dir(argv0) + "/headroom-decode";
   if (access(exe.c_str(), X_OK) != 0) {
     std::cerr << "headroom decode: " << exe
-              << " is missing: this build has no LibTorch. Install libtorch-dev (or torch for the Python "
-                 "you build with) and rebuild with scripts/run.sh.\n";
+              << " is missing: this build has no LibTorch. Install torch for the Python you build with "
+                 "(bash scripts/deps.sh does) and rebuild with scripts/build.sh.\n";
     return 2;
   }
   std::vector<char*> args;
@@ -55,6 +91,7 @@ int run_decode(const char* argv0, int argc, char** argv) {
   std::cerr << "headroom decode: cannot run " << exe << ": " << std::strerror(errno) << "\n";
   return 2;
 }
+#endif
 
 }  // namespace
 

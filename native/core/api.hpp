@@ -54,6 +54,10 @@ json apply_preset(const json& request);
 // Headers of .safetensors / .gguf files; one object per path.
 json inspect(const std::vector<std::string>& paths);
 
+// {tensors: {name: {dtype (bf16, fp16, fp32, fp8_e4m3fn, ...), shape}}} -> inspect's answer for one file
+// (without path): the model, role, precision and bytes of a state dict already in memory.
+json recognise(const json& request);
+
 // An error text -> {recognised, format, requested_bytes, total_bytes, free_bytes, allocated_bytes (by
 // PyTorch), reserved_unallocated_bytes, reserved_total_bytes, process_bytes, other_processes
 // ([{pid, bytes}] or null), gpu_index, backend (cuda|rocm|mps|xpu|directml|vulkan|metal|cpu|unknown),

@@ -7,6 +7,7 @@
 #include "core/catalog.hpp"
 #include "core/data_files.hpp"
 #include "core/error.hpp"
+#include "core/json_reader.hpp"
 #include "core/estimator.hpp"
 #include "core/units.hpp"
 
@@ -24,29 +25,29 @@ const std::set<std::string>& known_fields() {
 
 std::string get_string(const json& r, const char* key) {
   const json& v = r[key];
-  if (!v.is_string()) throw InputError(key, "expected a string, got " + v.dump());
+  if (!v.is_string()) throw InputError(key, "expected a string, got " + json_preview(v));
   return v.get<std::string>();
 }
 
 long long get_int(const json& r, const char* key, long long lo, long long hi) {
   const json& v = r[key];
-  if (!v.is_number()) throw InputError(key, "expected a whole number, got " + v.dump());
+  if (!v.is_number()) throw InputError(key, "expected a whole number, got " + json_preview(v));
   double d = v.get<double>();
   if (!(d == std::floor(d)) || d < static_cast<double>(lo) || d > static_cast<double>(hi))
     throw InputError(key, "expected a whole number from " + std::to_string(lo) + " to " + std::to_string(hi) +
-                              ", got " + v.dump());
+                              ", got " + json_preview(v));
   return static_cast<long long>(d);
 }
 
 double get_number(const json& r, const char* key) {
   const json& v = r[key];
-  if (!v.is_number()) throw InputError(key, "expected a number, got " + v.dump());
+  if (!v.is_number()) throw InputError(key, "expected a number, got " + json_preview(v));
   return v.get<double>();
 }
 
 bool get_bool(const json& r, const char* key) {
   const json& v = r[key];
-  if (!v.is_boolean()) throw InputError(key, "expected true or false, got " + v.dump());
+  if (!v.is_boolean()) throw InputError(key, "expected true or false, got " + json_preview(v));
   return v.get<bool>();
 }
 
@@ -211,7 +212,7 @@ json estimate(const json& request) {
                 {"fp8_compute", g.fp8_compute ? json(*g.fp8_compute) : json(nullptr)}};
   }
   if (request.contains("vram_bytes")) {
-    rt.vram_bytes = static_cast<std::uint64_t>(get_int(request, "vram_bytes", 0, 1ll << 50));
+    rt.vram_bytes = static_cast<std::uint64_t>(get_int(request, "vram_bytes", 0, static_cast<long long>(kMaxMemoryBytes)));
     if (rt.vram_bytes != 0 && rt.vram_bytes < 256 * MiB)
       throw InputError("vram_bytes", "a card smaller than 256 MiB cannot run ComfyUI; give bytes (24 GiB = 25769803776)");
   }
@@ -221,7 +222,7 @@ json estimate(const json& request) {
     if (rt.vram_bytes < 256 * MiB) throw InputError("vram", "a card smaller than 256 MiB cannot run ComfyUI");
   }
   if (request.contains("free_bytes")) {
-    rt.free_bytes = static_cast<std::uint64_t>(get_int(request, "free_bytes", 1, 1ll << 50));
+    rt.free_bytes = static_cast<std::uint64_t>(get_int(request, "free_bytes", 1, static_cast<long long>(kMaxMemoryBytes)));
     if (rt.vram_bytes && rt.free_bytes > rt.vram_bytes)
       throw InputError("free_bytes", "is more than the card's memory (" + std::to_string(rt.vram_bytes) + " bytes)");
   }

@@ -1,6 +1,7 @@
 // api::plan and api::apply_preset: JSON in, JSON out, for the CLI, the Python module and the routes.
 #include <algorithm>
 #include <set>
+#include <unordered_set>
 
 #include "core/api.hpp"
 #include "core/catalog.hpp"
@@ -38,16 +39,20 @@ Runtime runtime_of(const json& request) {
     rt.vram_bytes = g.memory_bytes;
     if (g.fp8_compute) rt.fp8_compute = *g.fp8_compute ? 1 : 0;  // as api::estimate does
   } else if (request.contains("vram_bytes")) {
-    if (!request["vram_bytes"].is_number_unsigned() || request["vram_bytes"].get<std::uint64_t>() == 0)
-      throw InputError("vram_bytes", "expected a positive integer number of bytes");
+    if (!request["vram_bytes"].is_number_unsigned() || request["vram_bytes"].get<std::uint64_t>() == 0 ||
+        request["vram_bytes"].get<std::uint64_t>() > kMaxMemoryBytes)
+      throw InputError("vram_bytes", "expected a whole number of bytes from 1 to " + std::to_string(kMaxMemoryBytes) +
+                                         " (1 PiB), e.g. 25769803776 for 24 GiB");
     rt.vram_bytes = request["vram_bytes"].get<std::uint64_t>();
   } else if (request.contains("vram")) {
     if (!request["vram"].is_string()) throw InputError("vram", "expected a size such as \"12GB\" or \"11.5GiB\"");
     rt.vram_bytes = parse_size(request["vram"].get<std::string>(), "vram");
   }
   if (request.contains("free_bytes")) {
-    if (!request["free_bytes"].is_number_unsigned() || request["free_bytes"].get<std::uint64_t>() == 0)
-      throw InputError("free_bytes", "expected a positive integer number of bytes (free VRAM as ComfyUI counts it)");
+    if (!request["free_bytes"].is_number_unsigned() || request["free_bytes"].get<std::uint64_t>() == 0 ||
+        request["free_bytes"].get<std::uint64_t>() > kMaxMemoryBytes)
+      throw InputError("free_bytes", "expected a whole number of bytes from 1 to " + std::to_string(kMaxMemoryBytes) +
+                                         " (free VRAM as ComfyUI counts it)");
     rt.free_bytes = request["free_bytes"].get<std::uint64_t>();
     if (rt.vram_bytes && rt.free_bytes > rt.vram_bytes)
       throw InputError("free_bytes", "is more than the card's memory (" + std::to_string(rt.vram_bytes) + " bytes)");
@@ -121,8 +126,13 @@ json plan(const json& request) {
     if (rt.vram_bytes) out["vram_bytes"] = rt.vram_bytes;
   }
   if (!out.contains("notes") || !out["notes"].is_array()) out["notes"] = json::array();
-  for (const auto& n : info.job.notes)  // the estimator may already carry the job's notes
-    if (std::find(out["notes"].begin(), out["notes"].end(), json(n)) == out["notes"].end()) out["notes"].push_back(n);
+  // The estimator may already carry the job's notes. A set, not a search of the array per note:
+  // a workflow with thousands of loaders has thousands of notes.
+  std::unordered_set<std::string> seen;
+  for (const auto& n : out["notes"])
+    if (n.is_string()) seen.insert(n.get<std::string>());
+  for (const auto& n : info.job.notes)
+    if (seen.insert(n).second) out["notes"].push_back(n);
   return out;
 }
 

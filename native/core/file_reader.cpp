@@ -1,14 +1,19 @@
 #include "core/file_reader.hpp"
 
-#include <fcntl.h>
-#include <sys/stat.h>
+#ifdef _WIN32
+#include <io.h>
+#else
 #include <unistd.h>
+#endif
 
 #include <cerrno>
 #include <cstring>
 
 #include "core/error.hpp"
+#include "core/file_reader_common.hpp"
 
+// The operating-system side (FileSource, read_text_file) is in file_reader_posix.cpp and
+// file_reader_win32.cpp; this file holds what is the same everywhere.
 namespace headroom {
 
 void ByteSource::read(std::uint64_t offset, void* dst, std::size_t n, const std::string& what) {
@@ -23,46 +28,37 @@ void ByteSource::read(std::uint64_t offset, void* dst, std::size_t n, const std:
   bytes_read_ += n;
 }
 
-FileSource::FileSource(std::string path) : path_(std::move(path)) {
-  fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd_ < 0) throw Error(path_ + ": cannot open for reading: " + std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd_, &st) != 0) {
-    int err = errno;
-    ::close(fd_);
-    fd_ = -1;
-    throw Error(path_ + ": cannot stat: " + std::strerror(err));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd_);
-    fd_ = -1;
-    throw Error(path_ + ": expected a regular file (a directory or device cannot be inspected)");
-  }
-  size_ = static_cast<std::uint64_t>(st.st_size);
-}
-
-FileSource::~FileSource() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
-void FileSource::read_raw(std::uint64_t offset, void* dst, std::size_t n) {
-  auto* out = static_cast<unsigned char*>(dst);
-  while (n > 0) {
-    ssize_t got = ::pread(fd_, out, n, static_cast<off_t>(offset));
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) throw Error(path_ + ": read failed at offset " + std::to_string(offset) + ": " + std::strerror(errno));
-    // The file shrank under us after fstat: report it like any other truncation.
-    if (got == 0)
-      throw FileFormatError(path_, "truncated: the file ended at byte " + std::to_string(offset) +
-                                       " while reading (was it being written?)");
-    out += got;
-    n -= static_cast<std::size_t>(got);
-    offset += static_cast<std::uint64_t>(got);
-  }
+std::string too_long(const std::string& name, std::uint64_t max_bytes) {
+  return name + ": longer than " + std::to_string(max_bytes) + " bytes, the limit for this input";
 }
 
 void MemorySource::read_raw(std::uint64_t offset, void* dst, std::size_t n) {
   std::memcpy(dst, data_ + offset, n);
+}
+
+namespace {
+
+long read_some(int fd, char* buf, unsigned n) {
+#ifdef _WIN32
+  return _read(fd, buf, n);
+#else
+  return static_cast<long>(::read(fd, buf, n));
+#endif
+}
+
+}  // namespace
+
+std::string read_text_fd(int fd, const std::string& name, std::uint64_t max_bytes) {
+  std::string text;
+  char buf[65536];
+  for (;;) {
+    const long got = read_some(fd, buf, sizeof buf);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) throw Error(name + ": read failed: " + std::strerror(errno));
+    if (got == 0) return text;
+    if (text.size() + static_cast<std::size_t>(got) > max_bytes) throw Error(too_long(name, max_bytes));
+    text.append(buf, static_cast<std::size_t>(got));
+  }
 }
 
 }  // namespace headroom

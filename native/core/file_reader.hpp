@@ -27,7 +27,9 @@ class ByteSource {
   std::uint64_t bytes_read_ = 0;
 };
 
-// A file opened O_RDONLY: model files are never written.
+// A regular file opened read-only: model files are never written. It is opened without blocking and
+// checked with fstat before any read, so a FIFO, device or folder is refused at once (a FIFO would
+// otherwise block the open until a writer comes; /dev/zero would never end).
 class FileSource : public ByteSource {
  public:
   explicit FileSource(std::string path);  // throws Error when it cannot be opened
@@ -41,8 +43,10 @@ class FileSource : public ByteSource {
   void read_raw(std::uint64_t offset, void* dst, std::size_t n) override;
 
  private:
+  // A file descriptor on POSIX, a HANDLE on Windows (file_reader_posix.cpp, file_reader_win32.cpp).
+  static constexpr std::intptr_t kNoHandle = -1;
   std::string path_;
-  int fd_ = -1;
+  std::intptr_t handle_ = kNoHandle;
   std::uint64_t size_ = 0;
 };
 
@@ -62,5 +66,12 @@ class MemorySource : public ByteSource {
   const unsigned char* data_;
   std::size_t size_;
 };
+
+// Whole text files (workflows, error logs) through the same checks: a regular file of at most
+// `max_bytes`, else Error naming `path` and the limit. Nothing is read from an over-long file.
+std::string read_text_file(const std::string& path, std::uint64_t max_bytes);
+
+// Up to `max_bytes` from an open descriptor (stdin for "-"); throws Error naming `name` when it has more.
+std::string read_text_fd(int fd, const std::string& name, std::uint64_t max_bytes);
 
 }  // namespace headroom

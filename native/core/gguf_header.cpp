@@ -6,6 +6,7 @@
 #include <set>
 
 #include "core/error.hpp"
+#include "core/json_reader.hpp"
 
 namespace headroom {
 namespace {
@@ -299,7 +300,7 @@ GgufHeader read_gguf_header(ByteSource& source) {
     if (!a->is_number_unsigned() || a->get<std::uint64_t>() == 0 ||
         (a->get<std::uint64_t>() & (a->get<std::uint64_t>() - 1)) != 0 || a->get<std::uint64_t>() > (1u << 30))
       throw FileFormatError(path, "general.alignment: expected a power of two as an unsigned integer, found " +
-                                      a->dump(-1, ' ', false, json::error_handler_t::replace));
+                                      json_preview(*a));
     h.alignment = a->get<std::uint64_t>();
   }
 

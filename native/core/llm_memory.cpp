@@ -9,6 +9,7 @@
 #include "core/catalog.hpp"
 #include "core/data_files.hpp"
 #include "core/error.hpp"
+#include "core/json_reader.hpp"
 #include "core/text_distance.hpp"
 #include "core/units.hpp"
 
@@ -72,10 +73,10 @@ double get_number(const json& request, const std::string& field, double fallback
   } else if (v.is_string()) {
     const std::string s = v.get<std::string>();
     char* end = nullptr;
-    x = std::strtod(s.c_str(), &end);
-    if (s.empty() || *end != '\0') throw InputError(field, "expected a number, got '" + s + "'");
+    x = is_decimal_number(s) ? std::strtod(s.c_str(), &end) : 0.0;
+    if (!is_decimal_number(s) || *end != '\0') throw InputError(field, "expected a decimal number, got '" + s + "'");
   } else {
-    throw InputError(field, "expected a number, got " + v.dump());
+    throw InputError(field, "expected a number, got " + json_preview(v));
   }
   if (!std::isfinite(x) || x < min_value || x > max_value) {
     char buf[160];
@@ -100,25 +101,25 @@ std::int64_t get_int(const json& request, const std::string& field, std::int64_t
     x = static_cast<long double>(v.get<std::int64_t>());
   } else if (v.is_number()) {
     x = v.get<double>();
-    if (x != std::floor(x)) throw InputError(field, "expected a whole number, got " + v.dump());
+    if (x != std::floor(x)) throw InputError(field, "expected a whole number, got " + json_preview(v));
   } else if (v.is_string()) {
     const std::string s = v.get<std::string>();
     char* end = nullptr;
-    x = std::strtold(s.c_str(), &end);
-    if (s.empty() || *end != '\0' || x != std::floor(x))
+    x = is_decimal_number(s) ? std::strtold(s.c_str(), &end) : 0.5L;
+    if (!is_decimal_number(s) || *end != '\0' || x != std::floor(x))
       throw InputError(field, "expected a whole number, got '" + s + "'");
   } else {
-    throw InputError(field, "expected a whole number, got " + v.dump());
+    throw InputError(field, "expected a whole number, got " + json_preview(v));
   }
   if (x < min_value || x > max_value)
     throw InputError(field, "must be a whole number from " + std::to_string(min_value) + " to " +
-                                std::to_string(max_value) + ", got " + (v.is_string() ? v.get<std::string>() : v.dump()));
+                                std::to_string(max_value) + ", got " + (v.is_string() ? v.get<std::string>() : json_preview(v)));
   return static_cast<std::int64_t>(x);
 }
 
 std::string get_string(const json& request, const std::string& field, const std::string& fallback) {
   if (!request.contains(field) || request[field].is_null()) return fallback;
-  if (!request[field].is_string()) throw InputError(field, "expected a string, got " + request[field].dump());
+  if (!request[field].is_string()) throw InputError(field, "expected a string, got " + json_preview(request[field]));
   std::string s = request[field].get<std::string>();
   if (s.empty()) throw InputError(field, "must not be empty");
   return s;

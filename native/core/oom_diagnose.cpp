@@ -36,40 +36,61 @@ std::string alloc_conf_var(const Report& r) {
 
 std::string smi(const Report& r) { return r.backend == "rocm" ? "rocm-smi --showpids" : "nvidia-smi"; }
 
-// Fixes for the general case, by the software that ran out.
-void general_fixes(const Report& r, std::vector<Fix>& f) {
-  if (r.app == "comfyui") {
+bool comfy(const Report& r) { return r.app == "comfyui"; }
+
+// The allocator settings exist on Linux only ("expandable_segments not supported on this platform" on
+// Windows; PyTorch's CUDA caching allocator docs). Unknown OS: offer it, and say where it works.
+bool expandable_segments_apply(const Report& r) { return r.os != "windows" && r.os != "macos"; }
+std::string linux_only(const Report& r) { return r.os == "linux" ? std::string() : std::string(" (Linux only)"); }
+
+// Fixes for the general case, by the software that ran out. `offer_plan_preset`: the diagnosis is
+// "the job needs more memory than the card has", which the planner's "fit this card" preset answers;
+// for fragmentation or another process on the card it would be an unrelated change.
+void general_fixes(const Report& r, std::vector<Fix>& f, bool offer_plan_preset) {
+  if (comfy(r)) {
+    // ComfyUI's own levers: widgets of its nodes and its launch flags (comfy/cli_args.py).
     std::string nd = node(r);
-    if (r.extra.contains("comfy_offloaded_bytes"))
+    const bool partial = r.extra.contains("comfy_offloaded_bytes");
+    if (partial)
       f.push_back({"comfy_reserve_vram",
                    "ComfyUI had already left part of the model in RAM (loaded partially), so its estimate of the "
-                   "room needed for activations was too small: start it with --reserve-vram 1.5 (GiB kept free)."});
+                   "room needed for activations was too small: start it with --reserve-vram 1.5 (GB kept free)."});
     bool decode = nd.find("VAEDecode") != std::string::npos || nd.find("VAE Decode") != std::string::npos;
     if (decode)
       f.push_back({"comfy_tiled_decode",
-                   "Replace VAE Decode with VAE Decode (Tiled) (or Headroom's tiled decode); a 512 px tile fits "
-                   "most cards, smaller tiles use less memory."});
+                   "Replace VAE Decode with VAE Decode (Headroom) (mode auto decodes in tiles that fit the free "
+                   "memory) or VAE Decode (Tiled) with tile_size 512 or lower."});
     if (r.backend != "mps")  // Apple's MPS has no float8 type
       f.push_back({"comfy_fp8_weights",
                    "Load the diffusion model in fp8: in Load Diffusion Model set weight_dtype to fp8_e4m3fn (halves "
-                   "the weights; activations stay 16-bit)."});
+                   "the weights; activations stay 16-bit), or start ComfyUI with --fp8_e4m3fn-unet."});
+    f.push_back({"smaller_shape", "Lower batch_size, width/height or length (frames) in the Empty Latent node: memory "
+                                  "grows with pixels x frames; upscale afterwards."});
     f.push_back({"comfy_gguf", "Use a GGUF quantised model (Q8_0, Q5_K_M or Q4_K_M) with the ComfyUI-GGUF loaders."});
     if (!decode)
-      f.push_back({"comfy_tiled_decode", "If it fails at the VAE decode, use VAE Decode (Tiled)."});
+      f.push_back({"comfy_tiled_decode",
+                   "If it fails at the VAE decode, use VAE Decode (Headroom) or VAE Decode (Tiled)."});
     if (r.backend == "mps")
       f.push_back({"mps_watermark", "PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0 lifts PyTorch's limit on Apple silicon, "
                                     "but the system may then swap heavily or freeze."});
+    if (!partial)
+      f.push_back({"comfy_reserve_vram",
+                   "Start ComfyUI with --reserve-vram 1.5 (GB it keeps free for activations and other programs; "
+                   "raise it if a browser or another app shares the card)."});
     f.push_back({"comfy_lowvram",
-                 "Start ComfyUI with --lowvram: weights that do not fit stay in RAM and stream to the GPU per "
-                 "layer (slower, but activations get the room)."});
-    f.push_back({"smaller_shape", "Lower batch_size, resolution or frame count (memory grows with pixels x frames); "
-                                  "upscale afterwards."});
+                 "Start ComfyUI with --novram to stream every weight to the GPU per layer (slowest, least VRAM). "
+                 "With --disable-dynamic-vram, --lowvram keeps the weights that do not fit in RAM; with dynamic "
+                 "VRAM (the default) it changes nothing."});
     // "fit this card" is the planner's cheapest set of changes for the current card (presets.json); the
     // web toast offers the first fix that names a preset as a one-click button.
-    f.push_back({"headroom_plan",
-                 "Let Headroom apply the cheapest changes that fit this card (preset \"fit this card\"), or run "
-                 "`headroom plan workflow.json --gpu YOUR_CARD` to see the peak per stage.",
-                 "fit this card"});
+    if (offer_plan_preset)
+      f.push_back({"headroom_plan",
+                   "Let Headroom apply the cheapest changes that fit this card (preset \"fit this card\"), or run "
+                   "`headroom plan workflow.json --gpu YOUR_CARD` to see the peak per stage.",
+                   "fit this card"});
+    else
+      f.push_back({"headroom_plan", "Add Preflight (Headroom) before the sampler to see the peak per stage against "
+                                    "the card before the next run."});
     return;
   }
   if (r.origin == "llama.cpp") {
@@ -157,7 +178,7 @@ Diagnosis diagnose(Report& r) {
              "; this is not GPU memory. Models offloaded from the GPU, cached models and the decoded images all "
              "live in RAM.";
     d.fixes.push_back({"free_ram", "Close other programs, or give the system more swap / a larger page file."});
-    if (r.app == "comfyui")
+    if (comfy(r))
       d.fixes.push_back({"comfy_ram_growth",
                          "If RAM grows over many runs, restart ComfyUI between batches, or start it with "
                          "--cache-none so finished outputs are not kept."});
@@ -252,8 +273,9 @@ Diagnosis diagnose(Report& r) {
                        "Use memory-efficient attention so the full attention matrix is never built (PyTorch SDPA, "
                        "xformers or SageAttention; ComfyUI: --use-pytorch-cross-attention or "
                        "--use-sage-attention)."});
-    if (r.app == "comfyui")
-      d.fixes.push_back({"comfy_tiled_decode", "If it fails at the VAE decode, use VAE Decode (Tiled)."});
+    if (comfy(r))
+      d.fixes.push_back({"comfy_tiled_decode",
+                         "If it fails at the VAE decode, use VAE Decode (Headroom) or VAE Decode (Tiled)."});
     if (r.backend == "mps")
       d.fixes.push_back({"mps_watermark", "PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0 removes the limit, but the system "
                                           "may then swap heavily or freeze; prefer a smaller shape."});
@@ -305,8 +327,11 @@ Diagnosis diagnose(Report& r) {
                          "In multi-GPU training, call torch.cuda.set_device(local_rank) before creating any tensor so "
                          "every rank does not also put a context on GPU 0."});
     }
-    d.fixes.push_back({"pick_idle_gpu", "Run on an idle GPU: CUDA_VISIBLE_DEVICES=N (HIP_VISIBLE_DEVICES on ROCm)."});
-    general_fixes(r, d.fixes);
+    if (comfy(r))
+      d.fixes.push_back({"pick_idle_gpu", "Run ComfyUI on an idle GPU: start it with --cuda-device N."});
+    else
+      d.fixes.push_back({"pick_idle_gpu", "Run on an idle GPU: CUDA_VISIBLE_DEVICES=N (HIP_VISIBLE_DEVICES on ROCm)."});
+    general_fixes(r, d.fixes, false);
     return d;
   }
 
@@ -324,18 +349,31 @@ Diagnosis diagnose(Report& r) {
     d.text = "PyTorch holds " + b(*reserved_free) + " reserved but unallocated" +
              (have_req ? ", more than the " + b(req) + " requested," : std::string()) +
              " yet no single free block is large enough: the cache is fragmented.";
-    Fix expandable{"expandable_segments",
-                   "Set " + alloc_conf_var(r) + "=expandable_segments:True before starting Python (Linux; not "
-                   "supported on Windows), so freed blocks can grow instead of fragmenting."};
-    Fix split{"max_split_size", "Set " + alloc_conf_var(r) + "=max_split_size_mb:512 so large cached blocks are "
-                                "not split for small tensors" +
-                                    std::string(r.extra.contains("windows") ? " (works on Windows)." : ".")};
-    if (r.extra.contains("windows")) std::swap(expandable, split);
-    d.fixes.push_back(expandable);
-    d.fixes.push_back(split);
-    d.fixes.push_back({"empty_cache", "Free cached blocks between stages: torch.cuda.empty_cache() after large "
-                                      "temporary tensors are dropped."});
-    general_fixes(r, d.fixes);
+    const std::string var = alloc_conf_var(r);
+    if (expandable_segments_apply(r)) {
+      d.fixes.push_back({"expandable_segments",
+                         comfy(r) ? "Start ComfyUI with " + var + "=expandable_segments:True in its environment (e.g. `" +
+                                        var + "=expandable_segments:True python main.py`)" + linux_only(r) +
+                                        ", so freed blocks can grow instead of fragmenting."
+                                  : "Set " + var + "=expandable_segments:True before starting Python" + linux_only(r) +
+                                        ", so freed blocks can grow instead of fragmenting."});
+    }
+    d.fixes.push_back({"max_split_size", (comfy(r) ? "Start ComfyUI with " : "Set ") + var +
+                                             "=max_split_size_mb:512" + (comfy(r) ? " in its environment" : "") +
+                                             " so large cached blocks are not split for small tensors."});
+    if (comfy(r)) {
+      d.fixes.push_back({"comfy_cuda_malloc",
+                         "Or start ComfyUI with --cuda-malloc: PyTorch's cudaMallocAsync backend hands freed memory back "
+                         "to the driver instead of keeping a fragmented cache (ComfyUI leaves it off on cards where it "
+                         "misbehaved)."});
+      d.fixes.push_back({"comfy_restart",
+                         "ComfyUI unloads its models after an out-of-memory error; if the next run fails the same way, "
+                         "restart ComfyUI (a new process starts with an empty cache)."});
+    } else {
+      d.fixes.push_back({"empty_cache", "Free cached blocks between stages: torch.cuda.empty_cache() after large "
+                                        "temporary tensors are dropped."});
+    }
+    general_fixes(r, d.fixes, false);
     return d;
   }
 
@@ -356,7 +394,7 @@ Diagnosis diagnose(Report& r) {
   } else {
     d.text = "The GPU ran out of memory; the message carries no figures about what used it.";
   }
-  general_fixes(r, d.fixes);
+  general_fixes(r, d.fixes, true);
   return d;
 }
 

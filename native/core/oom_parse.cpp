@@ -1,5 +1,7 @@
 #include "core/oom_parse.hpp"
 
+#include <algorithm>
+
 #include "core/oom_recognisers.hpp"
 #include "core/oom_text.hpp"
 
@@ -44,10 +46,45 @@ void comfyui_context(const std::string& n, Report& r) {
   }
 }
 
+// The caller's "headroom-context: app=comfyui os=linux" line (see oom_parse.hpp): the last such line,
+// removed from the text so no recogniser reads it. Unknown keys and values are ignored.
+struct Context {
+  std::string app, os;
+};
+
+Context take_context(std::string& text) {
+  static const char kTag[] = "headroom-context:";
+  Context c;
+  std::size_t p = rfind_str(text, kTag);
+  if (p == std::string::npos || (p > 0 && text[p - 1] != '\n')) return c;
+  std::size_t e = text.find('\n', p);
+  if (e == std::string::npos) e = text.size();
+  std::string line = text.substr(p + sizeof(kTag) - 1, std::min<std::size_t>(e - p, 400) - (sizeof(kTag) - 1));
+  text.erase(p, e - p);
+  std::size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r')) ++i;
+    std::size_t j = i;
+    while (j < line.size() && line[j] != ' ' && line[j] != '\t' && line[j] != '\r') ++j;
+    std::string token = line.substr(i, j - i);
+    i = j;
+    std::size_t eq = token.find('=');
+    if (eq == std::string::npos) continue;
+    std::string key = token.substr(0, eq), value = token.substr(eq + 1);
+    if (key == "app" && (value == "comfyui" || value == "vllm" || value == "llama.cpp" || value == "ollama"))
+      c.app = value;
+    else if (key == "os" && (value == "linux" || value == "windows" || value == "macos"))
+      c.os = value;
+  }
+  return c;
+}
+
 }  // namespace
 
-Report parse(const std::string& text) {
+Report parse(const std::string& input) {
   Report r;
+  std::string text = input;
+  const Context context = take_context(text);
   const std::string n = normalise(text);
   using Recogniser = bool (*)(const std::string&, Report&);
   // Most specific first: a vLLM or ComfyUI log may also contain a generic "OutOfMemoryError", and a
@@ -77,6 +114,8 @@ Report parse(const std::string& text) {
     else if (contains(n, "llama runner process") || contains(n, "ollama")) r.app = "ollama";
   }
   comfyui_context(n, r);
+  // What the text itself shows wins over what the caller says (a vLLM log pasted into ComfyUI's node).
+  if (r.app.empty()) r.app = context.app;
   // Several training ranks on one machine: their CUDA contexts are a common "other process".
   if (contains(text, "DistributedDataParallel") || contains(text, "torch.distributed") || contains(text, "[rank") ||
       contains(text, "local_rank"))
@@ -84,7 +123,9 @@ Report parse(const std::string& text) {
   // Windows paths in the traceback: expandable segments are unavailable there.
   if (contains(text, "\\site-packages\\") || contains(text, "C:\\") || contains(text, "python_embeded") ||
       contains(text, "ComfyUI_windows_portable"))
-    r.extra["windows"] = true;
+    r.os = "windows";
+  if (r.os.empty()) r.os = context.os;
+  if (r.os == "windows") r.extra["windows"] = true;
   for (auto& [k, v] : r.extra.items())
     if (v.is_string()) v = clean_utf8(v.get<std::string>());
   if (r.total_bytes && r.allocated_bytes && *r.allocated_bytes > *r.total_bytes && r.backend != "mps") {

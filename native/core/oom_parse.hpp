@@ -19,6 +19,13 @@
 namespace headroom::oom {
 
 // Fills every field of Report except `diagnosis` (see oom_diagnose.hpp).
+//
+// A caller that knows where the error happened says so in a line of its own:
+//   headroom-context: app=comfyui os=linux
+// (app: comfyui | vllm | llama.cpp | ollama; os: linux | windows | macos). It fills Report::app and
+// Report::os only where the message itself does not tell (a vLLM log stays vLLM; Windows paths in the
+// traceback stay Windows), so ComfyUI's Explain OOM gets ComfyUI's levers for a bare PyTorch message and
+// allocator settings only for the OS they work on. The line is removed before the message is read.
 Report parse(const std::string& text);
 
 }  // namespace headroom::oom

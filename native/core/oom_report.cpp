@@ -32,6 +32,7 @@ nlohmann::json to_json(const Report& r) {
   j["backend"] = r.recognised ? nlohmann::json(r.backend) : nlohmann::json(nullptr);
   j["origin"] = r.recognised ? nlohmann::json(r.origin) : nlohmann::json(nullptr);
   j["app"] = r.app.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.app);
+  j["os"] = r.os.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.os);
   j["extra"] = r.extra;
   j["notes"] = r.notes;
   if (r.recognised) {

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -19,6 +20,11 @@ struct Fix {
   std::string id;    // stable, e.g. "expandable_segments"
   std::string text;  // plain words, with the exact setting or flag to use
   std::string preset;  // a presets.json name that applies this fix to a ComfyUI workflow ("" = none)
+
+  // A constructor (not aggregate braces) so a fix without a preset names no empty member: braces with
+  // two of three members gave -Wmissing-field-initializers at every fix (54 warnings in install.py).
+  Fix(std::string id_, std::string text_, std::string preset_ = {})
+      : id(std::move(id_)), text(std::move(text_)), preset(std::move(preset_)) {}
 };
 
 struct Diagnosis {
@@ -46,6 +52,7 @@ struct Report {
   std::string origin;   // pytorch | cuda-runtime | hip-runtime | cublas | cudnn | miopen | vllm |
                         // llama.cpp | ollama | transformers | xla
   std::string app;      // comfyui | vllm | llama.cpp | ollama | "" when the text does not say
+  std::string os;       // linux | windows | macos | "" when neither the text nor the caller says
 
   nlohmann::json extra = nlohmann::json::object();  // figures outside the fixed set, bytes where sizes
   std::vector<std::string> notes;                    // caveats about the figures, in plain words

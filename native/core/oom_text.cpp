@@ -286,9 +286,9 @@ std::size_t rfind_str(const std::string& s, const char* needle, std::size_t pos)
   const char* base = s.data();
   std::size_t end = std::min(pos, s.size() - m) + 1;  // candidate starts lie in [0, end)
   while (end > 0) {
-    const void* hit = memrchr(base, needle[0], end);
-    if (!hit) return std::string::npos;
-    std::size_t i = static_cast<std::size_t>(static_cast<const char*>(hit) - base);
+    // std::string::rfind of one char, not memrchr: that is a GNU extension (no MSVC, no mingw).
+    const std::size_t i = s.rfind(needle[0], end - 1);
+    if (i == std::string::npos) return std::string::npos;
     if (std::memcmp(base + i, needle, m) == 0) return i;
     end = i;
   }

@@ -271,9 +271,14 @@ std::optional<PlanChange> plan_change(const std::string& kind, const Job& job, c
   return c;
 }
 
-Plan make_plan(const Job& job, const Runtime& rt, const PlanOptions& options) {
+Plan make_plan(const Job& job_in, const Runtime& rt, const PlanOptions& options) {
   Plan plan;
-  plan.estimate = options.reuse ? options.reuse->estimate : estimate(job, rt);
+  plan.estimate = options.reuse ? options.reuse->estimate : estimate(job_in, rt);
+  // Candidates are priced without the job's notes, which never change an estimate: every candidate
+  // copies its job, and a workflow with thousands of loaders carries thousands of notes. The notes
+  // go back on the jobs of the changes returned.
+  Job job = job_in;
+  job.notes.clear();
   plan.verdict = plan.estimate.verdict;
   const std::uint64_t need = need_bytes(plan.estimate);
   const PresetData& data = preset_data();
@@ -322,6 +327,11 @@ Plan make_plan(const Job& job, const Runtime& rt, const PlanOptions& options) {
     }
     plan.cumulative_fits = cur_fits;
   }
+
+  for (auto* list : {&plan.changes, &plan.cumulative})
+    for (auto& c : *list) c.job.notes = job_in.notes;
+  for (auto& [kind, c] : plan.singles)
+    if (c) c->job.notes = job_in.notes;
 
   if (options.smallest_gpu) {
     std::vector<const GpuInfo*> gpus;

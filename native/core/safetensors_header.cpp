@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "core/error.hpp"
+#include "core/json_reader.hpp"
 
 namespace headroom {
 namespace {
@@ -16,31 +17,7 @@ std::uint64_t le64(const unsigned char* p) {
   return v;
 }
 
-// nlohmann's parser is iterative, but its serializer recurses: refuse absurd nesting up front.
-int json_depth(const std::string& text) {
-  int depth = 0, deepest = 0;
-  bool in_string = false, escaped = false;
-  for (char c : text) {
-    if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      deepest = std::max(deepest, ++depth);
-    } else if (c == '}' || c == ']') {
-      --depth;
-    }
-  }
-  return deepest;
-}
-
-std::string describe(const json& v) {
-  std::string s = v.dump(-1, ' ', false, json::error_handler_t::replace);
-  if (s.size() > 80) s = s.substr(0, 77) + "...";
-  return s;
-}
+std::string describe(const json& v) { return json_preview(v, 80); }
 
 std::uint64_t as_u64(const std::string& path, const std::string& where, const json& v) {
   if (v.is_number_unsigned()) return v.get<std::uint64_t>();
@@ -137,18 +114,14 @@ SafetensorsHeader read_safetensors_header(ByteSource& source) {
 
   std::string text(static_cast<std::size_t>(h.header_bytes), '\0');
   source.read(8, text.data(), text.size(), "JSON header");
-  // Writers may pad the header with trailing spaces to align the data section.
-  if (json_depth(text) > kMaxSafetensorsJsonDepth)
-    throw FileFormatError(path, "JSON header nests deeper than " + std::to_string(kMaxSafetensorsJsonDepth) +
-                                    " levels; a safetensors header needs 3");
-  json doc;
-  try {
-    doc = json::parse(text);
-  } catch (const json::exception& e) {  // parse_error, and out_of_range for numbers like 1e999
-    throw FileFormatError(path, std::string("header is not valid JSON: ") + e.what());
-  }
-  if (!doc.is_object())
-    throw FileFormatError(path, "header: expected a JSON object of tensors, found " + describe(doc));
+  // Writers may pad the header with trailing spaces to align the data section. The reader refuses
+  // nesting and any top level but an object at the first token, before parsing the rest.
+  JsonLimits limits;
+  limits.max_depth = kMaxSafetensorsJsonDepth;
+  limits.object_only = true;
+  limits.expected = "a safetensors header is an object of tensors, 3 levels deep";
+  limits.what = "header";
+  json doc = read_json(text, path, limits);
 
   for (auto it = doc.begin(); it != doc.end(); ++it) {
     if (it.key() == "__metadata__") {

@@ -5,6 +5,7 @@
 
 #include "core/data_files.hpp"
 #include "core/error.hpp"
+#include "core/json_reader.hpp"
 
 namespace headroom::train {
 namespace {
@@ -27,7 +28,7 @@ bool get_bool(const json& request, const std::string& field) {
     if (s == "true" || s == "1" || s == "yes" || s == "on") return true;
     if (s == "false" || s == "0" || s == "no" || s == "off") return false;
   }
-  throw InputError(field, "expected true or false, got " + v.dump());
+  throw InputError(field, "expected true or false, got " + json_preview(v));
 }
 
 void require_shape(const llm::Architecture& a, const char* why) {

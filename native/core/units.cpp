@@ -44,9 +44,16 @@ std::uint64_t parse_size(const std::string& text, const std::string& field, std:
   else if (unit == "gib") scale = static_cast<double>(GiB);
   else if (unit == "tib") scale = static_cast<double>(GiB) * 1024.0;
   else throw InputError(field, expected + " (unknown unit '" + unit + "')");
-  double bytes = value * scale;
-  if (bytes >= 1.8e19) throw InputError(field, "size '" + text + "' is too large");
-  return static_cast<std::uint64_t>(std::llround(bytes));
+  double bytes = std::round(value * scale);
+  // Checked in double before converting: a value past 2^63 would not survive llround.
+  if (!(bytes <= static_cast<double>(kMaxMemoryBytes)))
+    throw InputError(field, "size '" + text + "' is more than 1 PiB; give the memory in bytes, MB or GiB (e.g. 24GiB)");
+  return static_cast<std::uint64_t>(bytes);
+}
+
+bool is_decimal_number(const std::string& text) {
+  return !text.empty() && text.find_first_not_of("0123456789.eE+-") == std::string::npos &&
+         text.find_first_of("0123456789") != std::string::npos;
 }
 
 std::string format_bytes(std::uint64_t bytes) {

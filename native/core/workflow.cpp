@@ -3,12 +3,14 @@
 #include "core/workflow.hpp"
 
 #include <algorithm>
-#include <fstream>
+#include <cmath>
+#include <map>
 #include <set>
-#include <sstream>
 #include <unordered_set>
 
 #include "core/error.hpp"
+#include "core/file_reader.hpp"
+#include "core/json_reader.hpp"
 #include "core/workflow_models_dir.hpp"
 #include "core/workflow_names.hpp"
 
@@ -69,7 +71,12 @@ std::string text(const std::optional<json>& v) { return v && v->is_string() ? v-
 std::optional<long long> integer(const std::optional<json>& v) {
   if (!v) return std::nullopt;
   if (v->is_number_integer()) return v->get<long long>();
-  if (v->is_number_float()) return static_cast<long long>(v->get<double>());
+  if (v->is_number_float()) {
+    // Whole values only, and only where the conversion is defined (1e300 would be undefined behaviour).
+    const double d = v->get<double>();
+    if (d != std::floor(d) || !(std::fabs(d) < 9.0e18)) return std::nullopt;
+    return static_cast<long long>(d);
+  }
   return std::nullopt;
 }
 
@@ -136,6 +143,16 @@ class Analyser {
   bool image_sized_latent_ = false;  // the latent follows an input image (inpaint, Kontext, img2img)
   double cfg_ = -1;
   std::vector<std::string>& notes() { return info_.job.notes; }
+  // --models: one walk of the folder and one header read per file, however many loaders name it.
+  ModelsFolderIndex models_index_;
+  std::map<std::pair<std::string, std::string>, HeaderFacts> facts_;
+
+  const HeaderFacts& header_facts(const std::string& path, const std::string& role) {
+    auto key = std::make_pair(path, role);
+    auto it = facts_.find(key);
+    if (it == facts_.end()) it = facts_.emplace(key, read_header_facts(path, role)).first;
+    return it->second;
+  }
 
   std::optional<WidgetRef> ref(const Node& n, const std::string& widget) {
     WidgetRef r;
@@ -162,12 +179,12 @@ class Analyser {
   }
 
   void read_header(Component& c, const std::string& role) {
-    auto path = find_model_file(opt_.models_dir, c.file, role);
+    auto path = find_model_file(opt_.models_dir, c.file, role, &models_index_);
     if (!path) {
       notes().push_back("'" + c.file + "' not found under " + opt_.models_dir + "; estimated from its name");
       return;
     }
-    HeaderFacts facts = read_header_facts(*path, role);
+    const HeaderFacts& facts = header_facts(*path, role);
     if (!facts.error.empty()) {
       notes().push_back("could not read the header of " + *path + " (" + facts.error + "); estimated from its name");
       return;
@@ -206,8 +223,8 @@ class Analyser {
         notes().push_back("LoRA '" + file + "' (#" + n.id + ") is patched into the weights; its size is unknown "
                           "without --models and not counted");
         if (!opt_.models_dir.empty()) {
-          auto path = find_model_file(opt_.models_dir, file, role);
-          HeaderFacts f = path ? read_header_facts(*path, role) : HeaderFacts{};
+          auto path = find_model_file(opt_.models_dir, file, role, &models_index_);
+          HeaderFacts f = path ? header_facts(*path, role) : HeaderFacts{};
           if (f.gpu_bytes) {
             info_.job.lora_bytes += *f.gpu_bytes;
             notes().back() = "LoRA '" + file + "' (#" + n.id + "): " + std::to_string(*f.gpu_bytes) +
@@ -285,6 +302,18 @@ class Analyser {
     std::optional<long long> wi, hi;
     if (w) wi = integer(w->value);
     if (h) hi = integer(h->value);
+    // A literal that is not a positive whole number is a bad value, not a computed one: say which.
+    const std::pair<const char*, const std::optional<WidgetRef>*> sizes[] = {{"width", &w}, {"height", &h}};
+    for (const auto& [name, r] : sizes) {
+      if (!*r) continue;  // no literal: linked to a node that computes it (reported below)
+      auto value = integer((*r)->value);
+      const Input* in = n.input(name);
+      const Node* from = in && in->from_node ? g_.node(*in->from_node) : nullptr;
+      if ((value && *value > 0) || (from && from->type != "PrimitiveNode")) continue;
+      notes().push_back(n.type + " #" + n.id + ": " + name + " is " + json_preview((*r)->value, 40) +
+                        ", expected a whole number of pixels from 16 to 16384; size unknown");
+      return;
+    }
     if (!wi.has_value() || !hi.has_value() || *wi <= 0 || *hi <= 0) {
       notes().push_back(n.type + " #" + n.id + ": width/height are computed by other nodes; size unknown");
       return;
@@ -447,11 +476,7 @@ WorkflowInfo analyse_workflow(const json& wf, const std::string& source, const P
 }
 
 WorkflowInfo analyse_workflow_file(const std::string& path, const ParseOptions& options) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError("workflow", "cannot open '" + path + "' for reading");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return analyse_workflow(parse_workflow_text(ss.str(), path), path, options);
+  return analyse_workflow(parse_workflow_text(read_text_file(path, kMaxWorkflowBytes), path), path, options);
 }
 
 }  // namespace headroom::workflow

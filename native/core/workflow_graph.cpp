@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "core/error.hpp"
+#include "core/json_reader.hpp"
 
 namespace headroom::workflow {
 
@@ -52,7 +53,7 @@ constexpr int kSubgraphOutput = -20;
 std::string id_text(const json& id, const std::string& source, const Pointer& where) {
   if (id.is_number_integer()) return std::to_string(id.get<long long>());
   if (id.is_string()) return id.get<std::string>();
-  throw FileFormatError(source, where.to_string() + ": expected a node id (number or string), got " + id.dump());
+  throw FileFormatError(source, where.to_string() + ": expected a node id (number or string), got " + json_preview(id));
 }
 
 struct Link {
@@ -95,12 +96,19 @@ class Flattener {
   Graph graph_;
   // (instance flat id, output slot) -> what feeds it inside the subgraph
   std::map<std::pair<std::string, int>, Binding> outputs_;
+  std::size_t nodes_seen_ = 0;  // every node entry flattened, instances included
+  std::size_t links_seen_ = 0;
 
   std::map<std::string, Link> read_links(const json& scope, const Pointer& at) {
     std::map<std::string, Link> links;
     if (!scope.contains("links")) return links;
     const json& ls = scope["links"];
     if (!ls.is_array()) throw FileFormatError(source_, (at / "links").to_string() + ": expected an array");
+    links_seen_ += ls.size();
+    if (links_seen_ > kMaxWorkflowLinks)
+      throw FileFormatError(source_, (at / "links").to_string() + ": the workflow has more than " +
+                                         std::to_string(kMaxWorkflowLinks) +
+                                         " links once subgraphs are expanded (each instance counted); real workflows have a few hundred");
     for (std::size_t i = 0; i < ls.size(); ++i) {
       const json& l = ls[i];
       auto here_ptr = [&] { return at / "links" / i; };
@@ -150,6 +158,10 @@ class Flattener {
     for (std::size_t i = 0; i < nodes.size(); ++i) {
       const json& jn = nodes[i];
       Pointer np = at / "nodes" / i;
+      if (++nodes_seen_ > kMaxWorkflowNodes)
+        throw FileFormatError(source_, np.to_string() + ": the workflow has more than " +
+                                           std::to_string(kMaxWorkflowNodes) +
+                                           " nodes once subgraphs are expanded (each instance counted); real workflows have under 1,000");
       if (!jn.is_object() || !jn.contains("id") || !jn.contains("type") || !jn["type"].is_string())
         throw FileFormatError(source_, np.to_string() + ": a node needs an 'id' and a string 'type'");
       std::string raw_id = id_text(jn["id"], source_, np);
@@ -301,6 +313,10 @@ bool looks_like_api(const json& wf) {
 }
 
 Graph build_api(const json& wf, const Pointer& at, const std::string& source) {
+  if (wf.size() > kMaxWorkflowNodes)
+    throw FileFormatError(source, (at.empty() ? std::string("the prompt") : at.to_string()) + ": " +
+                                      std::to_string(wf.size()) + " nodes, more than the " +
+                                      std::to_string(kMaxWorkflowNodes) + " a workflow may have (real ones have under 1,000)");
   Graph g;
   g.api_format = true;
   for (auto it = wf.begin(); it != wf.end(); ++it) {
@@ -349,22 +365,9 @@ Graph build_graph(const json& wf, const std::string& source) {
 }
 
 json parse_workflow_text(const std::string& text, const std::string& source) {
-  try {
-    return json::parse(text);
-  } catch (const json::parse_error& e) {
-    std::size_t line = 1, col = 1;
-    for (std::size_t i = 0; i + 1 < e.byte && i < text.size(); ++i) {
-      if (text[i] == '\n') {
-        ++line;
-        col = 1;
-      } else {
-        ++col;
-      }
-    }
-    throw FileFormatError(source, "invalid JSON at line " + std::to_string(line) + ", column " +
-                                      std::to_string(col) + " (byte " + std::to_string(e.byte) +
-                                      "): " + e.what());
-  }
+  JsonLimits limits;
+  limits.expected = "a ComfyUI workflow nests about 8 levels";
+  return read_json(text, source, limits);
 }
 
 }  // namespace headroom::workflow

@@ -2,6 +2,8 @@
 // A ComfyUI workflow flattened into one graph of executable nodes, whatever format it came in:
 // UI format (nodes + links + widgets_values, subgraphs expanded) or API format ({id: {class_type, inputs}}).
 // Every literal value remembers where it lives in the source JSON, so a preset can rewrite it in place.
+#include <cstddef>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -13,6 +15,19 @@ namespace headroom::workflow {
 
 using nlohmann::json;
 using Pointer = nlohmann::json::json_pointer;
+
+// Limits on a workflow document, checked while it is read so a hostile one fails fast.
+// Nodes after flattening (every subgraph instance expanded, instances themselves counted): ComfyUI's
+// templates have well under 1,000, so 20,000 is 20x the largest real workflow; it bounds one estimate
+// to about a second and a few hundred MB even for a 2 kB document whose subgraphs each instantiate
+// the next one ten times (10^6 nodes and more otherwise).
+constexpr std::size_t kMaxWorkflowNodes = 20000;
+// Links read over all instances (a subgraph's links are read once per instance): real workflows
+// have about as many links as nodes, so 5x the node limit.
+constexpr std::size_t kMaxWorkflowLinks = 5 * kMaxWorkflowNodes;
+// Bytes of workflow text read from a file: the route's body limit (nodes/routes.py MAX_BODY_BYTES);
+// a large subgraph workflow is about 100 kB.
+constexpr std::uint64_t kMaxWorkflowBytes = 16ull * 1024 * 1024;
 
 // ComfyUI node modes (LiteGraph): 0 always, 2 never (muted), 4 bypass.
 constexpr int kModeMuted = 2;
@@ -55,7 +70,8 @@ struct Graph {
 // neither format, with the path inside the document that is wrong.
 Graph build_graph(const json& workflow, const std::string& source);
 
-// Parses workflow text; errors carry the path, line and column.
+// Parses workflow text (through read_json: nesting is capped at kMaxJsonDepth); errors carry the
+// path, line and column.
 json parse_workflow_text(const std::string& text, const std::string& source);
 
 // Widget names of a UI-format node type in widgets_values order ("" = a frontend-only entry such as

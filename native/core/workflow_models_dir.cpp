@@ -37,7 +37,8 @@ bool is_regular(const fs::path& p) {
 
 }  // namespace
 
-std::optional<std::string> find_model_file(const std::string& dir, const std::string& file, const std::string& role) {
+std::optional<std::string> find_model_file(const std::string& dir, const std::string& file, const std::string& role,
+                                           ModelsFolderIndex* index) {
   // ComfyUI on Windows names files in subfolders "flux\\x.safetensors" (os.path.relpath); read the
   // separator as one here too, so those names are found and "..\\x" is caught as the escape it is.
   std::string name = file;
@@ -54,6 +55,11 @@ std::optional<std::string> find_model_file(const std::string& dir, const std::st
     for (const auto& sub : it->second)
       if (is_regular(root / sub / rel)) return (root / sub / rel).string();
   // Anywhere below (custom subfolders such as diffusion_models/wan/); bounded walk.
+  if (index) {
+    const std::string* found = index->find(dir, rel.filename().string());
+    if (found && is_regular(*found)) return *found;
+    return std::nullopt;
+  }
   std::error_code ec;
   std::size_t seen = 0;
   for (fs::recursive_directory_iterator i(root, fs::directory_options::skip_permission_denied, ec), end;
@@ -61,6 +67,19 @@ std::optional<std::string> find_model_file(const std::string& dir, const std::st
     if (i->path().filename() == rel.filename() && is_regular(i->path())) return i->path().string();
   }
   return std::nullopt;
+}
+
+const std::string* ModelsFolderIndex::find(const std::string& dir, const std::string& filename) {
+  if (!built_) {
+    built_ = true;
+    std::error_code ec;
+    std::size_t seen = 0;
+    for (fs::recursive_directory_iterator i(fs::path(dir), fs::directory_options::skip_permission_denied, ec), end;
+         !ec && i != end && seen < kMaxEntriesScanned; i.increment(ec), ++seen)
+      if (is_regular(i->path())) first_.emplace(i->path().filename().string(), i->path().string());
+  }
+  auto it = first_.find(filename);
+  return it == first_.end() ? nullptr : &it->second;
 }
 
 namespace {

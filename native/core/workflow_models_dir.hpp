@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <unordered_map>
 
 namespace headroom::workflow {
 
@@ -11,7 +12,23 @@ namespace headroom::workflow {
 // checkpoints/, text_encoders/, clip/, vae/, loras/, clip_vision/), then anywhere below DIR.
 // A name with "..", or an absolute one, is refused (nullopt): workflows must not point outside DIR.
 // Backslashes count as separators (Windows workflows name subfolders "flux\\x.safetensors").
-std::optional<std::string> find_model_file(const std::string& dir, const std::string& file, const std::string& role);
+// The walk below DIR is bounded (kMaxEntriesScanned entries). Give `index` to share one walk between
+// the lookups of a workflow: without it, every loader that names a missing file walks DIR again, and
+// a workflow of thousands of loaders costs thousands of walks.
+class ModelsFolderIndex;
+std::optional<std::string> find_model_file(const std::string& dir, const std::string& file, const std::string& role,
+                                           ModelsFolderIndex* index = nullptr);
+
+// File names below one models folder, walked once on first use; first match in walk order wins,
+// as in find_model_file's own walk.
+class ModelsFolderIndex {
+ public:
+  const std::string* find(const std::string& dir, const std::string& filename);
+
+ private:
+  bool built_ = false;
+  std::unordered_map<std::string, std::string> first_;
+};
 
 struct HeaderFacts {
   std::string model;                      // canonical catalog name, "" if not recognised

@@ -80,6 +80,8 @@ PYBIND11_MODULE(_headroom_core, m) {
           return out.dump();
         },
         py::arg("text"), "Diagnose an out-of-memory error message.");
+  m.def("recognise", [](const std::string& r) { return call_json(headroom::api::recognise, r); },
+        py::arg("request_json"), "Which catalog model a state dict is, from tensor names, dtypes and shapes.");
   m.def("llm", [](const std::string& r) { return call_json(headroom::api::llm, r); }, py::arg("request_json"));
   m.def("train", [](const std::string& r) { return call_json(headroom::api::train, r); }, py::arg("request_json"));
   m.attr("__version__") = "0.1.0";

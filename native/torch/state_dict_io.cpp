@@ -1,18 +1,20 @@
 #include "torch/state_dict_io.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "core/file_reader.hpp"
+#include "core/safetensors_header.hpp"
 
 namespace headroom::torch_ops {
 namespace {
-
-// Headers above this are not VAE/latent files; refuse before allocating (real ones are < 1 MiB).
-constexpr std::uint64_t kMaxHeaderBytes = 100ull * 1024 * 1024;
 
 struct DtypeInfo {
   const char* name;
@@ -46,78 +48,43 @@ std::string shape_string(at::IntArrayRef shape) {
   return s.str();
 }
 
-TensorMap load_safetensors(const std::string& path, const std::function<bool(const std::string&)>& keep) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw FileFormatError(path, "cannot open the file (check the path and permissions)");
-  in.seekg(0, std::ios::end);
-  const std::uint64_t file_size = static_cast<std::uint64_t>(in.tellg());
-  in.seekg(0);
-  if (file_size < 8) throw FileFormatError(path, "not a safetensors file: shorter than its 8-byte header length");
-  unsigned char len_bytes[8];
-  in.read(reinterpret_cast<char*>(len_bytes), 8);
-  std::uint64_t header_len = 0;
-  for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | len_bytes[i];
-  if (header_len > kMaxHeaderBytes || header_len > file_size - 8)
-    throw FileFormatError(path, "not a safetensors file: header length " + std::to_string(header_len) +
-                                    " exceeds the file (" + std::to_string(file_size) + " bytes)");
-  std::string header(header_len, '\0');
-  in.read(header.data(), static_cast<std::streamsize>(header_len));
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(header);
-  } catch (const std::exception& e) {
-    throw FileFormatError(path, std::string("safetensors header is not valid JSON: ") + e.what());
-  }
-  if (!j.is_object()) throw FileFormatError(path, "safetensors header is not a JSON object");
-  const std::uint64_t data_start = 8 + header_len;
-  const std::uint64_t data_size = file_size - data_start;
-
-  TensorMap out;
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    const std::string& key = it.key();
-    if (key == "__metadata__") continue;
-    if (keep && !keep(key)) continue;
-    const auto& e = it.value();
-    if (!e.is_object() || !e.contains("dtype") || !e.contains("shape") || !e.contains("data_offsets") ||
-        !e["dtype"].is_string() || !e["shape"].is_array() || !e["data_offsets"].is_array() ||
-        e["data_offsets"].size() != 2)
-      throw FileFormatError(path, "tensor '" + key + "': header entry needs dtype, shape and data_offsets [begin, end]");
-    const std::string dname = e["dtype"].get<std::string>();
-    const DtypeInfo* dt = dtype_by_name(dname);
-    if (!dt) throw FileFormatError(path, "tensor '" + key + "': dtype " + dname + " is not supported (use F32, F16 or BF16)");
+TensorMap load_safetensors(const std::string& path, const std::function<bool(const std::string&)>& keep,
+                           const TensorCheck& check) {
+  FileSource source(path);
+  const SafetensorsHeader h = read_safetensors_header(source);
+  const std::uint64_t data_start = 8 + h.header_bytes;
+  struct Wanted {
+    const SafetensorsTensor* t;
+    const DtypeInfo* dt;
     std::vector<int64_t> shape;
-    std::uint64_t numel = 1;
-    for (const auto& d : e["shape"]) {
-      if (!d.is_number_unsigned() && !(d.is_number_integer() && d.get<int64_t>() >= 0))
-        throw FileFormatError(path, "tensor '" + key + "': shape entries must be non-negative integers");
-      const std::uint64_t v = d.get<std::uint64_t>();
-      if (v != 0 && numel > (data_size + 1) / v + 1)
-        throw FileFormatError(path, "tensor '" + key + "': shape is larger than the file");
-      numel *= v;
-      shape.push_back(static_cast<int64_t>(v));
+  };
+  std::vector<Wanted> wanted;
+  for (const auto& t : h.tensors) {
+    if (keep && !keep(t.name)) continue;
+    const DtypeInfo* dt = dtype_by_name(t.dtype);
+    if (!dt)
+      throw FileFormatError(path, "tensor '" + t.name + "': dtype " + t.dtype + " is not supported (use F32, F16 or BF16)");
+    std::vector<int64_t> shape;
+    for (std::uint64_t d : t.shape) {
+      // The header parser proved shape x dtype = the tensor's bytes, all inside the file.
+      shape.push_back(static_cast<int64_t>(d));
     }
-    const auto& offs = e["data_offsets"];
-    if (!offs[0].is_number_unsigned() || !offs[1].is_number_unsigned())
-      throw FileFormatError(path, "tensor '" + key + "': data_offsets must be non-negative integers");
-    const std::uint64_t b = offs[0].get<std::uint64_t>(), en = offs[1].get<std::uint64_t>();
-    if (b > en || en > data_size)
-      throw FileFormatError(path, "tensor '" + key + "': data_offsets [" + std::to_string(b) + ", " + std::to_string(en) +
-                                      "] fall outside the data section (" + std::to_string(data_size) + " bytes)");
-    if (en - b != numel * static_cast<std::uint64_t>(dt->bytes))
-      throw FileFormatError(path, "tensor '" + key + "': " + std::to_string(en - b) + " bytes of data for " + dname + " " +
-                                      shape_string(shape) + " (expected " + std::to_string(numel * dt->bytes) + ")");
-    at::Tensor t = at::empty(shape, at::TensorOptions().dtype(dt->type));
-    if (en > b) {
-      in.seekg(static_cast<std::streamoff>(data_start + b));
-      in.read(static_cast<char*>(t.data_ptr()), static_cast<std::streamsize>(en - b));
-      if (!in) throw FileFormatError(path, "tensor '" + key + "': file ended while reading its data");
-    }
-    out.emplace(key, std::move(t));
+    wanted.push_back({&t, dt, std::move(shape)});
+  }
+  if (check)
+    for (const auto& w : wanted) check(w.t->name, w.t->dtype, w.shape);
+  TensorMap out;
+  for (const auto& w : wanted) {
+    at::Tensor t = at::empty(w.shape, at::TensorOptions().dtype(w.dt->type));
+    if (w.t->end > w.t->begin)
+      source.read(data_start + w.t->begin, t.data_ptr(), static_cast<std::size_t>(w.t->end - w.t->begin),
+                  "tensor '" + w.t->name + "'");
+    out.emplace(w.t->name, std::move(t));
   }
   return out;
 }
 
-void save_safetensors(const std::string& path, const TensorMap& tensors) {
+void save_safetensors_fd(int fd, const std::string& path, const TensorMap& tensors) {
   nlohmann::json header = nlohmann::json::object();
   std::vector<at::Tensor> ordered;
   std::uint64_t offset = 0;
@@ -132,16 +99,37 @@ void save_safetensors(const std::string& path, const TensorMap& tensors) {
   }
   std::string h = header.dump();
   while (h.size() % 8) h.push_back(' ');  // the format aligns the data section to 8 bytes
-  std::ofstream out(path, std::ios::binary);
-  if (!out) throw InputError("out", "cannot create '" + path + "' (check the folder exists and is writable)");
-  unsigned char len_bytes[8];
-  std::uint64_t len = h.size();
-  for (int i = 0; i < 8; ++i) len_bytes[i] = static_cast<unsigned char>(len >> (8 * i));
-  out.write(reinterpret_cast<const char*>(len_bytes), 8);
-  out.write(h.data(), static_cast<std::streamsize>(h.size()));
-  for (const auto& t : ordered)
-    out.write(static_cast<const char*>(t.data_ptr()), static_cast<std::streamsize>(t.numel() * t.element_size()));
-  if (!out) throw InputError("out", "failed writing '" + path + "' (disk full?)");
+  std::string prefix(8, '\0');
+  const std::uint64_t len = h.size();
+  for (int i = 0; i < 8; ++i) prefix[i] = static_cast<char>(len >> (8 * i));
+  auto put = [&](const void* data, std::size_t n) {
+    const char* p = static_cast<const char*>(data);
+    while (n > 0) {
+      ssize_t w = ::write(fd, p, n);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) throw InputError("out", "failed writing '" + path + "': " + std::strerror(errno) + " (disk full?)");
+      p += w;
+      n -= static_cast<std::size_t>(w);
+    }
+  };
+  put(prefix.data(), prefix.size());
+  put(h.data(), h.size());
+  for (const auto& t : ordered) put(t.data_ptr(), static_cast<std::size_t>(t.numel() * t.element_size()));
+}
+
+void save_safetensors(const std::string& path, const TensorMap& tensors) {
+  // Tests and tools write fixtures here; it never replaces a symlink's target.
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0)
+    throw InputError("out", "cannot create '" + path + "': " + std::strerror(errno) +
+                                " (check the folder exists and is writable)");
+  try {
+    save_safetensors_fd(fd, path, tensors);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  if (::close(fd) != 0) throw InputError("out", "failed writing '" + path + "': " + std::strerror(errno));
 }
 
 const at::Tensor& require(const TensorMap& sd, const std::string& key, const std::vector<int64_t>& shape,

@@ -14,15 +14,25 @@ namespace headroom::torch_ops {
 // Same type as decode.hpp's StateDict.
 using TensorMap = std::map<std::string, at::Tensor>;
 
+// Called with each kept tensor's key, dtype name and shape once the whole header is read and
+// before anything is allocated or read: throw to refuse the file.
+using TensorCheck = std::function<void(const std::string& key, const std::string& dtype, const std::vector<int64_t>& shape)>;
+
 // Loads every tensor of a .safetensors file (8-byte little-endian header length, JSON header,
 // raw data) onto the CPU. `keep` (optional) selects keys, e.g. to skip a VAE's encoder.
+// The file is read through the core's FileSource and header parser (a regular file only, opened
+// read-only and without blocking; header size and nesting capped; offsets and sizes validated).
 // Throws FileFormatError(path, ...) for a truncated file, a bad header, offsets outside the data,
-// a size that does not match dtype x shape, or a dtype we cannot represent.
+// a size that does not match dtype x shape, or a dtype we cannot represent; Error for a folder,
+// FIFO or device.
 TensorMap load_safetensors(const std::string& path,
-                           const std::function<bool(const std::string&)>& keep = nullptr);
+                           const std::function<bool(const std::string&)>& keep = nullptr,
+                           const TensorCheck& check = nullptr);
 
 // Writes tensors (made contiguous, moved to the CPU) as a .safetensors file.
 void save_safetensors(const std::string& path, const TensorMap& tensors);
+// The same into an open file descriptor (see decode_main's safe output files); `path` names it in errors.
+void save_safetensors_fd(int fd, const std::string& path, const TensorMap& tensors);
 
 // "[512, 16, 3, 3]"
 std::string shape_string(at::IntArrayRef shape);

@@ -1,10 +1,11 @@
 #pragma once
 // Builders for the .safetensors and .gguf files the inspector tests write themselves.
-// Files are written header-first and then extended with ftruncate, so tensor data costs no disk.
-#include <fcntl.h>
-#include <unistd.h>
-
+// Files are written header-first and then extended with resize_file, so tensor data costs no disk.
+#include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
 #include <cstdlib>
 #include <cstring>
 #include <algorithm>
@@ -19,36 +20,46 @@ namespace testfiles {
 
 using nlohmann::json;
 
-// A fresh directory under $TMPDIR, removed with everything in it at the end of the test.
+// A fresh directory under the system's temporary folder, removed with everything in it at the end of
+// the test. std::filesystem throughout, so the same tests build with MinGW and run under Wine; paths are
+// UTF-8 (u8path), as the core takes them.
 class TempDir {
  public:
   TempDir() {
-    const char* base = std::getenv("TMPDIR");
-    std::string tmpl = std::string(base && *base ? base : "/tmp") + "/headroom-inspect-XXXXXX";
-    std::vector<char> buf(tmpl.begin(), tmpl.end());
-    buf.push_back('\0');
-    if (!mkdtemp(buf.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = buf.data();
+    namespace fs = std::filesystem;
+    static std::atomic<unsigned> counter{0};
+    const auto stamp = std::chrono::steady_clock::now().time_since_epoch().count();
+    for (int attempt = 0; attempt < 100; ++attempt) {
+      fs::path p = fs::temp_directory_path() /
+                   ("headroom-inspect-" + std::to_string(stamp) + "-" + std::to_string(counter++));
+      if (fs::create_directory(p)) {
+        path_ = p.u8string();
+        return;
+      }
+    }
+    throw std::runtime_error("cannot create a temporary folder");
   }
-  ~TempDir() { std::system(("rm -rf '" + path_ + "'").c_str()); }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(std::filesystem::u8path(path_), ec);
+  }
   std::string file(const std::string& name) const { return path_ + "/" + name; }
+  const std::string& path() const { return path_; }
 
  private:
   std::string path_;
 };
 
-// Writes `head` and extends the file to `total` bytes (a sparse hole of zeros).
+// Writes `head` and extends the file to `total` bytes (a sparse hole of zeros where the file system has them).
 inline void write_file(const std::string& path, const std::string& head, std::uint64_t total) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) throw std::runtime_error("cannot create " + path);
-  std::size_t done = 0;
-  while (done < head.size()) {
-    ssize_t n = ::write(fd, head.data() + done, head.size() - done);
-    if (n <= 0) throw std::runtime_error("write failed: " + path);
-    done += static_cast<std::size_t>(n);
+  const auto p = std::filesystem::u8path(path);
+  {
+    std::ofstream out(p, std::ios::binary | std::ios::trunc);
+    if (!out) throw std::runtime_error("cannot create " + path);
+    out.write(head.data(), static_cast<std::streamsize>(head.size()));
+    if (!out) throw std::runtime_error("write failed: " + path);
   }
-  if (total > head.size() && ::ftruncate(fd, static_cast<off_t>(total)) != 0) throw std::runtime_error("ftruncate failed");
-  ::close(fd);
+  if (total > head.size()) std::filesystem::resize_file(p, total);
 }
 inline void write_file(const std::string& path, const std::string& bytes) { write_file(path, bytes, bytes.size()); }
 

@@ -513,6 +513,100 @@ TEST_CASE("oom: on Windows the fragmentation fix that works there comes first") 
                    "capacity of 12.00 GiB of which 38.73 MiB is free. Of the allocated memory 6.68 GiB is allocated by "
                    "PyTorch, and 3.96 GiB is reserved by PyTorch but unallocated.");
   CHECK(r["diagnosis"]["id"] == "fragmentation");
+  CHECK(r["os"] == "windows");
   CHECK(r["fixes"][0]["id"] == "max_split_size");
-  CHECK(r["fixes"][1]["id"] == "expandable_segments");
+  // expandable_segments is not supported on Windows: not offered there at all.
+  for (const auto& f : r["fixes"]) {
+    CHECK(f["id"] != "expandable_segments");
+    CHECK(f["text"].get<std::string>().find("expandable_segments") == std::string::npos);
+  }
+}
+
+namespace {
+
+// A PyTorch sentence with 3.96 GiB reserved but unallocated, more than the 884 MiB requested.
+const char* kFragmented =
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 884.00 MiB. GPU 0 has a total capacity of 12.00 "
+    "GiB of which 38.73 MiB is free. Of the allocated memory 6.68 GiB is allocated by PyTorch, and 3.96 GiB is "
+    "reserved by PyTorch but unallocated.";
+// Nothing cached: 11.2 GiB allocated of a 12 GiB card, 2 GiB requested.
+const char* kTooBig =
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 12.00 GiB "
+    "of which 120.00 MiB is free. Of the allocated memory 11.20 GiB is allocated by PyTorch, and 40.00 MiB is "
+    "reserved by PyTorch but unallocated.";
+
+std::string all_fix_text(const json& r) {
+  std::string out;
+  for (const auto& f : r["fixes"]) out += f["text"].get<std::string>() + "\n";
+  return out;
+}
+
+bool has_fix(const json& r, const char* id) {
+  for (const auto& f : r["fixes"])
+    if (f["id"] == id) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("oom: the caller's context line gives a bare PyTorch message ComfyUI's levers") {
+  json plain = explain(kTooBig);
+  CHECK(plain["app"].is_null());
+  CHECK(all_fix_text(plain).find("torch.inference_mode()") != std::string::npos);  // a PyTorch programmer's lever
+
+  json comfy = explain(std::string(kTooBig) + "\nheadroom-context: app=comfyui os=linux\n");
+  CHECK(comfy["app"] == "comfyui");
+  CHECK(comfy["os"] == "linux");
+  CHECK(comfy["diagnosis"]["id"] == "out_of_memory");
+  CHECK(comfy["requested_bytes"] == plain["requested_bytes"]);  // the line changes no figure
+  std::string text = all_fix_text(comfy);
+  CHECK(text.find("torch.") == std::string::npos);
+  CHECK(text.find("inference_mode") == std::string::npos);
+  CHECK(text.find("weight_dtype") != std::string::npos);      // Load Diffusion Model's widget
+  CHECK(text.find("VAE Decode (Headroom)") != std::string::npos);
+  CHECK(text.find("batch_size") != std::string::npos);
+  CHECK(text.find("--reserve-vram") != std::string::npos);    // launch flags of comfy/cli_args.py
+  CHECK(text.find("--novram") != std::string::npos);
+  std::string preset;
+  for (const auto& f : comfy["fixes"])
+    if (f.contains("preset")) preset = f["preset"];
+  CHECK(preset == "fit this card");  // the job needs more than the card: the planner's preset answers it
+}
+
+TEST_CASE("oom: the message's own evidence wins over the context line") {
+  json r = explain(std::string("  File \"C:\\ComfyUI_windows_portable\\ComfyUI\\execution.py\", line 1\n") +
+                   kFragmented + "\nheadroom-context: app=comfyui os=linux");
+  CHECK(r["os"] == "windows");
+  json v = explain("Memory profiling results: total_gpu_memory=23.58GiB gpu_memory_utilization=0.90\nThe model's max "
+                   "seq len (29000) is larger than the maximum number of tokens that can be stored in KV cache "
+                   "(23648). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing "
+                   "the engine.\nheadroom-context: app=comfyui");  // oom-033, pasted into ComfyUI
+  CHECK(v["origin"] == "vllm");
+  CHECK(v["app"] == "vllm");
+  json junk = explain(std::string(kFragmented) + "\nheadroom-context: app=<script> os=plan9 x");
+  CHECK(junk["app"].is_null());
+  CHECK(junk["os"].is_null());
+  json mid = explain(std::string(kFragmented) + " headroom-context: app=comfyui");  // not a line of its own
+  CHECK(mid["app"].is_null());
+}
+
+TEST_CASE("oom: fragmentation in ComfyUI: allocator settings for its OS, no preset, no torch calls") {
+  json linux_r = explain(std::string(kFragmented) + "\nheadroom-context: app=comfyui os=linux");
+  CHECK(linux_r["diagnosis"]["id"] == "fragmentation");
+  CHECK(linux_r["fixes"][0]["id"] == "expandable_segments");
+  std::string first = linux_r["fixes"][0]["text"];
+  CHECK(first.find("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True") != std::string::npos);
+  std::string text = all_fix_text(linux_r);
+  CHECK(text.find("Windows") == std::string::npos);  // said only where it applies
+  CHECK(text.find("torch.cuda.empty_cache") == std::string::npos);
+  CHECK(has_fix(linux_r, "comfy_cuda_malloc"));
+  for (const auto& f : linux_r["fixes"]) CHECK(!f.contains("preset"));  // "fit this card" is unrelated here
+
+  json windows_r = explain(std::string(kFragmented) + "\nheadroom-context: app=comfyui os=windows");
+  CHECK(!has_fix(windows_r, "expandable_segments"));
+  CHECK(windows_r["fixes"][0]["id"] == "max_split_size");
+
+  json unknown = explain(kFragmented);  // no OS known: offered, with where it works
+  CHECK(unknown["fixes"][0]["id"] == "expandable_segments");
+  CHECK(unknown["fixes"][0]["text"].get<std::string>().find("Linux only") != std::string::npos);
 }

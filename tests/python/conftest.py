@@ -1,5 +1,6 @@
 """Shared fixtures: where the native build and the shared reference data are, and the pack itself
 imported the way ComfyUI imports a custom-node folder (a package from its __init__.py)."""
+import contextlib
 import importlib.util
 import json
 import os
@@ -99,3 +100,30 @@ def oom_examples(shared_dir):
 @pytest.fixture(scope="session")
 def pack():
     return load_pack()
+
+
+@contextlib.contextmanager
+def natives_installed(core=None, torch_ops=None, core_cause=None, torch_cause=None):
+    """The pack's native loader answers with these stand-ins (or, with a cause, reports the module as
+    unavailable) and the settings start from their defaults; both are reset afterwards."""
+    load_pack()
+    from headroom_pack.nodes import native_loader, settings
+    native_loader.reset()
+    if core is not None or core_cause is not None:
+        native_loader._cache[native_loader.CORE_MODULE] = (core, core_cause)
+    if torch_ops is not None or torch_cause is not None:
+        native_loader._cache[native_loader.TORCH_MODULE] = (torch_ops, torch_cause)
+    settings.reset()
+    try:
+        yield core
+    finally:
+        native_loader.reset()
+        settings.reset()
+
+
+@pytest.fixture
+def fake_core():
+    """A FakeCore (tests/python/fakes.py) as the pack's estimator core."""
+    import fakes
+    with natives_installed(fakes.FakeCore()) as core:
+        yield core

@@ -23,9 +23,16 @@ class FakeVAE:
         self.scale = upscale
         self.video = video
         self.decode_calls = []
+        self.tiled_calls = []
 
     def get_sd(self):
         return self.sd
+
+    def decode_tiled(self, samples, tile_x=None, tile_y=None, overlap=None, tile_t=None, overlap_t=None):
+        """ComfyUI's VAE.decode_tiled signature (comfy/sd.py); records the tiles it was asked for."""
+        self.tiled_calls.append({"tile_x": tile_x, "tile_y": tile_y, "overlap": overlap, "tile_t": tile_t,
+                                 "overlap_t": overlap_t})
+        return self.decode(samples)
 
     def decode(self, latent):
         self.decode_calls.append(tuple(latent.shape))

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import fakes
-from conftest import load_pack
+from conftest import load_pack, natives_installed
 
 PACK = load_pack()
 from headroom_pack.nodes import native_loader  # noqa: E402
@@ -16,21 +16,10 @@ GIB = 2 ** 30
 
 
 @pytest.fixture
-def fake_core():
-    core = fakes.FakeCore()
-    native_loader.reset()
-    native_loader._cache[native_loader.CORE_MODULE] = (core, None)
-    yield core
-    native_loader.reset()
-
-
-@pytest.fixture
 def no_native():
-    native_loader.reset()
-    native_loader._cache[native_loader.CORE_MODULE] = (None, "_headroom_core is not built (test)")
-    native_loader._cache[native_loader.TORCH_MODULE] = (None, "_headroom_torch is not built (test)")
-    yield
-    native_loader.reset()
+    with natives_installed(core_cause="_headroom_core is not built (test)",
+                           torch_cause="_headroom_torch is not built (test)"):
+        yield
 
 
 def node(name):
@@ -151,11 +140,13 @@ def test_vae_decode_other_vae_uses_comfy_decode_through_blend_spatial_only(fake_
     assert vae.decode_calls[0][2] == 3
 
 
-def test_vae_decode_without_native_falls_back_to_comfy(no_native):
+def test_vae_decode_without_native_falls_back_to_comfys_tiled_decode(no_native):
     vae = fakes.FakeVAE()
     out = node("HeadroomVAEDecode").decode(fakes.latent_image(h=2, w=3), vae, mode="auto", budget="8")
     assert out["result"][0].shape == (1, 16, 24, 3)
-    assert "native decoder unavailable" in out["ui"]["text"][0] and "install.py" in out["ui"]["text"][0]
+    assert len(vae.tiled_calls) == 1 and len(vae.decode_calls) == 1  # never one whole, unbudgeted decode
+    text = out["ui"]["text"][0]
+    assert "ComfyUI tiled decode" in text and "native decoder is unavailable" in text and "install.py" in text
 
 
 def test_vae_decode_honours_interrupt(fake_core, monkeypatch):
@@ -287,7 +278,9 @@ def test_explain_node_reads_the_last_failed_run_from_comfy_history(fake_core, mo
         prompt_queue=types.SimpleNamespace(history=history)))
     monkeypatch.setitem(sys.modules, "server", server)
     out = node("HeadroomExplainOOM").explain("")
-    assert fake_core.calls[-1] == ("explain", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1 GiB")
+    assert fake_core.calls[-1][0] == "explain"
+    assert fake_core.calls[-1][1].startswith("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1 GiB\n"
+                                             "headroom-context: app=comfyui")
     assert "the model filled the card" in out["result"][0]
 
 

@@ -5,7 +5,7 @@ import copy
 import pytest
 
 import fakes
-from conftest import load_pack
+from conftest import load_pack, natives_installed
 
 load_pack()
 from headroom_pack.nodes import native_loader, prompt_handler, settings  # noqa: E402
@@ -20,27 +20,32 @@ PROMPT = {
 
 @pytest.fixture
 def env(monkeypatch):
-    core = fakes.FakeCore()
-    native_loader.reset()
-    native_loader._cache[native_loader.CORE_MODULE] = (core, None)
-    settings.reset()
     sent = []
     monkeypatch.setattr(prompt_handler, "send", lambda event, data, sid: sent.append((event, data, sid)))
-    yield core, sent
-    native_loader.reset()
-    settings.reset()
+    with natives_installed(fakes.FakeCore()) as core:
+        yield core, sent
 
 
 def request(prompt=PROMPT):
     return {"prompt": copy.deepcopy(prompt), "client_id": "c1", "extra_data": {"extra_pnginfo": {"workflow": {}}}}
 
 
+def unstamped(prompt):
+    """The prompt without the Preflight nodes' cache stamp (prompt_handler.stamp_preflight_nodes)."""
+    return {k: {kk: vv for kk, vv in n.items() if kk != "is_changed"} for k, n in prompt.items()}
+
+
 def test_pass_does_nothing(env):
     core, sent = env
     settings.update({"queue_action": "pass", "budget": "12"})
-    data = request()
-    assert prompt_handler.on_prompt(data) is data
+    no_preflight = {k: v for k, v in PROMPT.items() if v["class_type"] != "HeadroomPreflight"}
+    data = request(no_preflight)
+    assert prompt_handler.on_prompt(data) is data and data["prompt"] == no_preflight
     assert core.calls == [] and sent == []
+    # With a Preflight node, pass only stamps it (its report depends on the whole prompt) and sends nothing.
+    data = request()
+    assert prompt_handler.on_prompt(data) is data and unstamped(data["prompt"]) == PROMPT
+    assert sent == [] and "is_changed" in data["prompt"]["9"]
 
 
 def test_warn_sends_peak_stage_fix_and_keeps_prompt(env):
@@ -48,7 +53,7 @@ def test_warn_sends_peak_stage_fix_and_keeps_prompt(env):
     settings.update({"queue_action": "warn", "budget": "12"})
     data = request()
     out = prompt_handler.on_prompt(data)
-    assert out is data and out["prompt"] == PROMPT
+    assert out is data and unstamped(out["prompt"]) == PROMPT
     event, payload, sid = sent[-1]
     assert event == "headroom.preflight" and sid == "c1"
     assert payload["over_budget"] and payload["peak_stage"] == "sample" and payload["peak_bytes"] == 20 * 2**30
@@ -59,7 +64,7 @@ def test_warn_when_it_fits_reports_fit(env):
     core, sent = env
     settings.update({"queue_action": "warn", "budget": "24"})
     out = prompt_handler.on_prompt(request())
-    assert out["prompt"] == PROMPT and sent[-1][1]["over_budget"] is False
+    assert unstamped(out["prompt"]) == PROMPT and sent[-1][1]["over_budget"] is False
 
 
 def test_block_replaces_prompt_with_failing_gate(env):
@@ -76,7 +81,7 @@ def test_block_replaces_prompt_with_failing_gate(env):
 def test_block_lets_fitting_prompt_through(env):
     settings.update({"queue_action": "block", "budget": "24"})
     data = request()
-    assert prompt_handler.on_prompt(data)["prompt"] == PROMPT
+    assert unstamped(prompt_handler.on_prompt(data)["prompt"]) == PROMPT
 
 
 def test_auto_fix_applies_cheapest_fix_and_records_it(env):
@@ -124,7 +129,7 @@ def test_auto_fix_uses_the_fit_this_card_preset_for_planner_changes(env):
     core.presets = [{"name": "max quality"}, {"name": "fit this card", "target": "request"}]
     settings.update({"queue_action": "auto-fix", "budget": "12"})
     out = prompt_handler.on_prompt(request())
-    kind, req = core.calls[-1]
+    kind, req = [c for c in core.calls if c[0] == "apply_preset"][-1]
     assert kind == "apply_preset" and req["preset"] == "fit this card" and req["vram_bytes"] == 12 * 2**30
     assert out["extra_data"]["extra_pnginfo"]["headroom"]["fix"] == "preset fit this card"
 
@@ -134,7 +139,7 @@ def test_auto_fix_without_widget_changes_leaves_prompt(env):
     core.changes = [{"kind": "gguf_q8", "applies_by_preset": False, "description": "GGUF Q8 file"}]
     settings.update({"queue_action": "auto-fix", "budget": "12"})
     data = request()
-    assert prompt_handler.on_prompt(data)["prompt"] == PROMPT
+    assert unstamped(prompt_handler.on_prompt(data)["prompt"]) == PROMPT
     assert "no fix Headroom can apply" in sent[-1][1]["fix_unavailable"]
 
 
@@ -161,3 +166,32 @@ def test_real_core_blocks_and_auto_fixes_a_real_workflow(monkeypatch):
     blocked = prompt_handler.on_prompt({"prompt": workflow, "client_id": "c"})
     assert list(blocked["prompt"]) == ["headroom_gate"] and "OVER BUDGET" in blocked["prompt"]["headroom_gate"]["inputs"]["reason"]
     settings.reset()
+
+
+def test_preflight_stamp_follows_the_whole_prompts_workload(env):
+    """Issue 13, item 16: ComfyUI served a Preflight from its cache (same inputs) although the prompt's
+    workload had changed elsewhere. The stamp is ComfyUI's is_changed for that node: it moves when the
+    estimate moves (here: a decode node added downstream), and stays for a new seed or prompt text."""
+    core, _ = env
+    settings.update({"queue_action": "pass"})
+
+    def stamp_of(prompt):
+        data = request(prompt)
+        prompt_handler.on_prompt(data)
+        return data["prompt"]["9"]["is_changed"]
+
+    base = stamp_of(PROMPT)
+    core._result = (lambda original: (lambda req: {**original(req), "stages_seen": sorted(
+        n["class_type"] for n in req["workflow"].values())}))(core._result)
+    with_decode = {**PROMPT, "8": {"class_type": "VAEDecode", "inputs": {"samples": ["9", 0], "vae": ["1", 0]}}}
+    same = stamp_of(PROMPT)
+    changed = stamp_of(with_decode)
+    assert isinstance(base, list) and len(base) == 1
+    assert same == stamp_of(PROMPT) and changed != same
+    # ComfyUI consults node["is_changed"] only for classes that define IS_CHANGED.
+    from headroom_pack.nodes.preflight import HeadroomPreflight
+    assert callable(getattr(HeadroomPreflight, "IS_CHANGED", None))
+    # The stamp is computed without a budget, so free VRAM moving between runs does not re-run it.
+    plan_requests = [req for kind, req in core.calls if kind == "plan"]
+    assert all("vram_bytes" not in r and "free_bytes" not in r for r in plan_requests)
+

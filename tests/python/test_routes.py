@@ -12,17 +12,6 @@ load_pack()
 from headroom_pack.nodes import native_loader, routes, settings  # noqa: E402
 
 
-@pytest.fixture
-def fake_core():
-    core = fakes.FakeCore()
-    native_loader.reset()
-    native_loader._cache[native_loader.CORE_MODULE] = (core, None)
-    settings.reset()
-    yield core
-    native_loader.reset()
-    settings.reset()
-
-
 WORKFLOW = {"1": {"class_type": "UNETLoader", "inputs": {"unet_name": "flux1-dev.safetensors",
                                                         "weight_dtype": "default"}}}
 
@@ -93,7 +82,9 @@ def test_presets_apply_preset_explain_vram(fake_core):
     presets, applied, explained, vram_status, vram = run_with_client(check)
     assert presets["presets"][0]["name"] == "fp8-weights"
     assert applied["before"]["peak_bytes"] > applied["after"]["peak_bytes"]
-    assert fake_core.calls[-1] == ("explain", "CUDA out of memory")
+    # The message as sent, then the line that says where it happened (native/core/oom_parse.hpp).
+    assert fake_core.calls[-1][0] == "explain"
+    assert fake_core.calls[-1][1].startswith("CUDA out of memory\nheadroom-context: app=comfyui")
     assert ("apply_preset", {"workflow": WORKFLOW, "preset": "fp8-weights", "gpu": "RTX 3060 12GB"}) in fake_core.calls
     assert explained["recognised"] is True
     assert vram_status == 200 and "total_bytes" in vram["snapshot"] and vram["native"]["core"]["available"]

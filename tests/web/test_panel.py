@@ -118,8 +118,13 @@ def test_oom_toast_appears_for_a_recorded_error_and_its_button_applies_the_fix(o
     assert page.text_content(".headroom-apply-fix") == "Apply: fp8 weights"
     unet = next(n for n in read_json(REPO / "workflows" / "wan2.2_ti2v_5b.json")["nodes"] if n["type"] == "UNETLoader")
     page.click(".headroom-apply-fix")
-    page.wait_for_function("() => !document.querySelector('.headroom-toast')")
+    # The toast then says what changed and offers Undo (issue 13, item 14).
+    page.wait_for_selector(".headroom-undo-fix")
     assert widget(page, unet["id"], "weight_dtype") == "fp8_e4m3fn"
+    assert "weight_dtype" in page.text_content(".headroom-diagnosis")
+    page.click(".headroom-undo-fix")
+    page.wait_for_function("() => !document.querySelector('.headroom-toast')")
+    assert widget(page, unet["id"], "weight_dtype") == "default"
     assert errors == []
 
 
@@ -206,3 +211,161 @@ def test_screenshot_of_the_panel_for_the_readme(open_panel):
     if os.environ.get("HEADROOM_UPDATE_SCREENSHOT") == "1":
         (REPO / "docs").mkdir(parents=True, exist_ok=True)
         shutil.copyfile(path, REPO / "docs" / "panel.png")
+
+
+# ---- issue 13: re-estimating, preset rows, the OOM toast, no card ----
+
+def verdict_text(page):
+    return page.text_content(".headroom-verdict")
+
+
+def test_undo_and_widget_edits_re_estimate(open_panel, server):
+    """Item 12: after Undo the estimate kept the preset's numbers, and a widget change did not re-estimate."""
+    page, errors = open_panel("/templates/text_to_video_wan.json")
+    unet = template_node("text_to_video_wan.json", "UNETLoader")
+    assert "does not fit" in verdict_text(page)
+    page.click('.headroom-preset[data-preset="fp8-weights"] button')
+    page.wait_for_selector(".headroom-undo")
+    page.wait_for_function("() => document.querySelector('.headroom-verdict').textContent.includes('fits')"
+                           " && !document.querySelector('.headroom-verdict').textContent.includes('not')")
+    page.click(".headroom-undo")
+    page.wait_for_function("() => document.querySelector('.headroom-verdict').textContent.includes('does not fit')")
+    assert widget(page, unet["id"], "weight_dtype") == "default"
+    # The user changes a widget on the canvas: the panel estimates the graph again, by itself.
+    before = len(server.routed("/headroom/estimate"))
+    page.evaluate("""(id) => {
+      const w = window.__comfy.graph.getNodeById(id).widgets.find((w) => w.name === "weight_dtype");
+      w.value = "fp8_e4m3fn";
+      document.body.dispatchEvent(new Event("change", { bubbles: true }));
+    }""", unet["id"])
+    page.wait_for_function("() => !document.querySelector('.headroom-verdict').textContent.includes('not')")
+    sent = server.routed("/headroom/estimate")[before:]
+    assert sent and sent[-1]["body"]["workflow"]["nodes"]
+    # Input that changes nothing in the graph does not re-estimate.
+    settled = len(server.routed("/headroom/estimate"))
+    page.evaluate("() => document.body.dispatchEvent(new Event('pointerup', { bubbles: true }))")
+    page.wait_for_timeout(900)
+    assert len(server.routed("/headroom/estimate")) == settled
+    assert errors == []
+
+
+def test_preset_rows_say_what_they_change_and_what_it_does(open_panel):
+    """Item 13: 'fit 8 GB: 7.4 → 7.4 GiB' hid a switch to fp8 and 121 → 101 frames."""
+    page, errors = open_panel("/templates/text_to_video_wan.json")
+    row = '.headroom-preset[data-preset="half-frames"]'
+    assert page.text_content(f"{row} .headroom-preset-changes") == "length 33 → 17"
+    assert page.text_content(f"{row} .headroom-preset-effect") == "does not fit → fits"
+    assert "better" in page.get_attribute(f"{row} .headroom-preset-effect", "class")
+    fp8 = '.headroom-preset[data-preset="fp8-weights"]'
+    assert page.text_content(f"{fp8} .headroom-preset-changes") == "weight_dtype default → fp8_e4m3fn"
+    # A preset this workflow has nothing for says so, and cannot be applied.
+    decode = '.headroom-preset[data-preset="headroom-decode"]'
+    assert page.text_content(f"{decode} .headroom-preset-changes") == "changes nothing in this workflow"
+    assert page.is_disabled(f"{decode} button")
+    # Speed: the plan's slowdown before and after, from the route (same peak, different speed).
+    summary = page.evaluate("""async () => {
+      const { presetSummary } = await import("/extensions/headroom/headroom_panel.js");
+      return presetSummary({ changes: [{ node_id: 1, widget: "weight_dtype", from: "default", to: "fp8_e4m3fn" },
+                                       { node_id: 2, widget: "length", from: 121, to: 101 }],
+        before: { peak_bytes: 7.4 * 2 ** 30, verdict: "tight", slowdown: 1.73 },
+        after: { peak_bytes: 7.4 * 2 ** 30, verdict: "tight", slowdown: 1.0 } });
+    }""")
+    assert summary == {"changes": ["weight_dtype default → fp8_e4m3fn", "length 121 → 101"],
+                       "effect": ["still tight", "speed: 1.7× slower → full speed"], "better": 1}
+    assert errors == []
+
+
+def _panel_without_card(page, presets, estimate):
+    """A panel on this page with a client that has no GPU reading; returns the calls it made."""
+    return page.evaluate("""async ([presets, estimate]) => {
+      const { createPanel } = await import("/extensions/headroom/headroom_panel.js");
+      const calls = [];
+      const client = {
+        vram: async () => ({ snapshot: { device: null, total_bytes: null } }),
+        estimate: async () => estimate,
+        presets: async () => ({ presets }),
+        applyPreset: async (wf, name, budget) => {
+          calls.push([name, budget]);
+          return { before: { peak_bytes: 9 }, after: { peak_bytes: 5 }, changes: [{ node_id: 1, widget: "w", from: 1, to: 2 }] };
+        },
+      };
+      const panel = createPanel({ app: window.__comfy.app, client, getBudget: () => "auto" });
+      const host = document.createElement("div");
+      host.id = "nocard";
+      document.body.appendChild(host);
+      host.appendChild(panel.element);
+      await panel.refresh();
+      panel.destroy();
+      return calls;
+    }""", [presets, estimate])
+
+
+def test_no_card_fit_this_card_asks_for_a_budget_and_is_not_requested(open_panel):
+    """Item 16: on a machine without a GPU "fit this card" showed the API's message and a 400 each refresh."""
+    page, errors = open_panel("/templates/flux_schnell.json")
+    estimate = {"peak_bytes": 6 * 2 ** 30, "peak_stage": "sample", "stages": [
+        {"name": "text_encode", "peak_bytes": 2 * 2 ** 30}, {"name": "sample", "peak_bytes": 6 * 2 ** 30},
+        {"name": "decode", "peak_bytes": 3 * 2 ** 30}]}
+    calls = _panel_without_card(page, [{"name": "fit 8 GB"}, {"name": "fit this card", "target": "request"}], estimate)
+    assert calls == [["fit 8 GB", "auto"]]
+    row = '#nocard .headroom-preset[data-preset="fit this card"]'
+    assert "set Headroom's budget" in page.text_content(f"{row} .headroom-preset-note")
+    assert page.is_disabled(f"{row} button")
+    # Without a budget the stage bars compare the stages: the largest is full, the others in proportion.
+    widths = page.eval_on_selector_all("#nocard .headroom-stage-bar", "bars => bars.map((b) => parseFloat(b.style.width))")
+    assert widths == pytest.approx([100 / 3, 100, 50], abs=1e-3)
+    assert "no budget" in page.text_content("#nocard .headroom-verdict")
+    assert errors == []
+
+
+def test_an_estimate_the_core_could_not_make_says_so(open_panel):
+    """Item 11: "Peak n/a in ?" read as a result."""
+    page, errors = open_panel("/templates/flux_schnell.json")
+    _panel_without_card(page, [], {"peak_bytes": None, "verdict": "unknown", "stages": [], "budget_bytes": 12 * 2 ** 30,
+                                   "reason": "no diffusion model loader runs in this workflow"})
+    text = page.text_content("#nocard .headroom-estimate")
+    assert "Not estimated: no diffusion model loader runs in this workflow" in text
+    assert "n/a" not in text and "fits" not in text
+    # The queue-time event says so once, as a warning.
+    page.evaluate("""() => { for (let i = 0; i < 2; i++) window.__comfy.api.emit("headroom.preflight", {
+      action: "warn", verdict: "unknown", over_budget: false, estimated: false,
+      not_estimated: "no diffusion model loader runs in this workflow" }); }""")
+    toasts = page.evaluate("() => window.__comfy.toasts")
+    assert len(toasts) == 1 and toasts[0]["summary"] == "Headroom could not estimate this workflow"
+    assert errors == []
+
+
+def test_oom_toast_offers_no_unrelated_preset_and_fits_the_card_of_the_message(open_panel):
+    """Item 14: a fragmentation diagnosis got "Apply: fit this card", computed against the settings' budget."""
+    page, errors = open_panel("/templates/flux_schnell.json")
+    result = page.evaluate("""async () => {
+      const { suggestedFix, showOomToast } = await import("/extensions/headroom/headroom_oom.js");
+      const calls = [];
+      const client = {
+        presets: async () => ({ presets: [{ name: "fit 8 GB" }, { name: "fit this card", target: "request" }] }),
+        applyPreset: async (wf, name, budget) => {
+          calls.push([name, budget]);
+          return { after: { peak_bytes: 5, verdict: "fits" }, changes: [{ node_id: 1, widget: "w", to: 1 }] };
+        },
+      };
+      const app = window.__comfy.app;
+      const fragmented = { diagnosis: { id: "fragmentation", text: "the cache is fragmented" }, total_bytes: 12 * 2 ** 30,
+        fixes: [{ id: "expandable_segments", text: "Start ComfyUI with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" }] };
+      const forFragmentation = await suggestedFix({ app, client, result: fragmented, getBudget: () => "24" });
+      const callsAfterFragmentation = calls.length;
+      const tooBig = { diagnosis: { id: "out_of_memory", text: "needs more" }, total_bytes: 12 * 2 ** 30, fixes: [] };
+      const forOom = await suggestedFix({ app, client, result: tooBig, getBudget: () => "24" });
+      // A long unbroken name must wrap inside the toast.
+      const long = { diagnosis: { id: "fragmentation", text: "x" },
+        fixes: [{ id: "a", text: "PYTORCH_CUDA_ALLOC_CONF=" + "expandable_segments:True,".repeat(12) + "garbage_collection_threshold:0.6" }] };
+      const toast = showOomToast({ app, client, result: long, fix: null });
+      const overflow = toast.scrollWidth - toast.clientWidth;
+      const buttons = toast.querySelectorAll(".headroom-apply-fix").length;
+      toast.remove();
+      return { forFragmentation, callsAfterFragmentation, forOom, calls, overflow, buttons };
+    }""")
+    assert result["forFragmentation"] is None and result["callsAfterFragmentation"] == 0
+    assert result["forOom"] == {"preset": "fit this card", "text": "fit this card"}
+    assert all(budget == {"vram_bytes": 12 * 2 ** 30} for _, budget in result["calls"])
+    assert result["overflow"] <= 0 and result["buttons"] == 0
+    assert errors == []

@@ -1,0 +1,115 @@
+// The C interface over core/api.hpp: a table from function name to handler, every exception turned
+// into an error document, so no C++ exception or abort ever crosses into the caller's process.
+#include "capi/headroom_capi.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "core/api.hpp"
+#include "core/error.hpp"
+#include "core/json_reader.hpp"
+
+namespace {
+
+using nlohmann::json;
+using Handler = std::function<json(const json&)>;
+
+// The request's one string or list field for the functions whose C++ signature is not a JSON object.
+json field_of(const json& request, const char* key, json::value_t type, const char* expected) {
+  auto it = request.find(key);
+  if (it == request.end() || it->type() != type)
+    throw headroom::InputError(key, std::string("expected ") + expected);
+  for (const auto& kv : request.items())
+    if (kv.key() != key) throw headroom::InputError(kv.key(), std::string("unknown field; this function takes only ") + key);
+  return *it;
+}
+
+const std::map<std::string, Handler>& handlers() {
+  static const std::map<std::string, Handler> table = {
+      {"catalog", [](const json&) { return headroom::api::catalog(); }},
+      {"estimate", [](const json& r) { return headroom::api::estimate(r); }},
+      {"plan", [](const json& r) { return headroom::api::plan(r); }},
+      {"apply_preset", [](const json& r) { return headroom::api::apply_preset(r); }},
+      {"inspect",
+       [](const json& r) {
+         json paths = field_of(r, "paths", json::value_t::array, "a list of file paths");
+         std::vector<std::string> list;
+         for (const auto& p : paths) {
+           if (!p.is_string()) throw headroom::InputError("paths", "expected every entry to be a path string");
+           list.push_back(p.get<std::string>());
+         }
+         return headroom::api::inspect(list);
+       }},
+      {"explain",
+       [](const json& r) {
+         return headroom::api::explain(field_of(r, "text", json::value_t::string, "the error text").get<std::string>());
+       }},
+      {"recognise", [](const json& r) { return headroom::api::recognise(r); }},
+      {"llm", [](const json& r) { return headroom::api::llm(r); }},
+      {"train", [](const json& r) { return headroom::api::train(r); }},
+  };
+  return table;
+}
+
+json error_document(const char* kind, const json& field, const std::string& message) {
+  return {{"error", {{"kind", kind}, {"field", field}, {"message", message}}}};
+}
+
+json run(const char* function, const char* request_json) {
+  if (function == nullptr) throw headroom::InputError("function", "expected a name, got NULL");
+  auto it = handlers().find(function);
+  if (it == handlers().end()) {
+    std::string names;
+    for (const auto& kv : handlers()) names += (names.empty() ? "" : ", ") + kv.first;
+    throw headroom::InputError("function", std::string("unknown '") + function + "'; expected one of " + names);
+  }
+  json request = json::object();
+  if (request_json != nullptr && *request_json != '\0') {
+    try {
+      request = headroom::read_json(request_json, "request", {headroom::kMaxJsonDepth, true, "a JSON object", ""});
+    } catch (const headroom::FileFormatError& e) {
+      throw headroom::InputError("request", std::string(e.what()).substr(e.path().size() + 2));
+    }
+  }
+  return it->second(request);
+}
+
+char* copy_out(const std::string& text) {
+  char* out = static_cast<char*>(std::malloc(text.size() + 1));
+  if (out != nullptr) std::memcpy(out, text.c_str(), text.size() + 1);
+  return out;
+}
+
+}  // namespace
+
+extern "C" char* headroom_call(const char* function, const char* request_json) {
+  try {
+    json result;
+    try {
+      result = json{{"ok", run(function, request_json)}};
+    } catch (const headroom::InputError& e) {
+      result = error_document("input", e.field(), e.what());
+    } catch (const headroom::FileFormatError& e) {
+      result = error_document("file", e.path(), e.what());
+    } catch (const std::bad_alloc&) {
+      result = error_document("internal", nullptr, "out of host memory");
+    } catch (const std::exception& e) {
+      result = error_document("internal", nullptr, std::string("internal error: ") + e.what());
+    }
+    // Invalid UTF-8 in a file name or header must not make the answer itself unreadable.
+    return copy_out(result.dump(-1, ' ', false, json::error_handler_t::replace));
+  } catch (...) {
+    return copy_out(R"({"error":{"kind":"internal","field":null,"message":"internal error"}})");
+  }
+}
+
+extern "C" void headroom_free(char* document) { std::free(document); }
+
+extern "C" const char* headroom_version(void) { return HEADROOM_VERSION; }
+
+extern "C" int headroom_abi_version(void) { return 1; }

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Cross-compiles the estimator core for Windows with Debian's MinGW-w64 (the C library headroom_core.dll,
+# the headroom.exe CLI and the Catch2 tests that need no POSIX process tools) and runs the tests under
+# Debian's Wine. Checks that the DLL and the CLI import only system DLLs.
+# usage: scripts/test_windows.sh   (build folder: build-mingw/, or $HEADROOM_MINGW_BUILD_DIR)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD="$(realpath -m "${HEADROOM_MINGW_BUILD_DIR:-build-mingw}")"
+CXX=x86_64-w64-mingw32-g++-posix
+if ! command -v "$CXX" >/dev/null || ! command -v wine >/dev/null; then
+  echo "test_windows: $CXX or wine missing (apt-get install mingw-w64 wine wine64)" >&2
+  exit 2
+fi
+mkdir -p "$BUILD/deps/include"
+# Debian's nlohmann_json and Catch2 configs add /usr/include, whose glibc headers must not meet MinGW's:
+# configs of our own point at the two header-only libraries alone.
+ln -sfn /usr/include/nlohmann "$BUILD/deps/include/nlohmann"
+ln -sfn /usr/include/catch2 "$BUILD/deps/include/catch2"
+for pkg in nlohmann_json Catch2; do
+  target=$([ "$pkg" = Catch2 ] && echo Catch2::Catch2 || echo nlohmann_json::nlohmann_json)
+  mkdir -p "$BUILD/deps/$pkg"
+  cat > "$BUILD/deps/$pkg/${pkg}Config.cmake" <<CM
+add_library($target INTERFACE IMPORTED)
+set_target_properties($target PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "$BUILD/deps/include")
+CM
+  # Debian 12 ships nlohmann_json 3.11.2 and Catch2 2.13 (scripts/deps.sh installs both).
+  version=$([ "$pkg" = Catch2 ] && echo 2.13.10 || echo 3.11.2)
+  printf 'set(PACKAGE_VERSION "%s")\nset(PACKAGE_VERSION_COMPATIBLE TRUE)\n' "$version" > "$BUILD/deps/$pkg/${pkg}ConfigVersion.cmake"
+done
+cat > "$BUILD/deps/toolchain.cmake" <<CM
+set(CMAKE_SYSTEM_NAME Windows)
+set(CMAKE_C_COMPILER x86_64-w64-mingw32-gcc-posix)
+set(CMAKE_CXX_COMPILER $CXX)
+set(CMAKE_RC_COMPILER x86_64-w64-mingw32-windres)
+set(CMAKE_FIND_ROOT_PATH /usr/x86_64-w64-mingw32)
+set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)
+CM
+LAUNCHER=()
+command -v ccache >/dev/null && LAUNCHER=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}"
+cmake -S . -B "$BUILD" -G Ninja -DCMAKE_TOOLCHAIN_FILE="$BUILD/deps/toolchain.cmake" -DCMAKE_BUILD_TYPE=Release \
+  -DHEADROOM_TORCH=OFF -DHEADROOM_CUDA=OFF -DHEADROOM_PYTHON=OFF -DHEADROOM_TESTS=ON \
+  -Dnlohmann_json_DIR="$BUILD/deps/nlohmann_json" -DCatch2_DIR="$BUILD/deps/Catch2" "${LAUNCHER[@]}" >/dev/null
+cmake --build "$BUILD" -j"$(nproc)" --target headroom_capi headroom headroom_tests
+
+# Only system DLLs: a user's Windows has no MinGW runtime to lend.
+for bin in "$BUILD/capi/headroom_core.dll" "$BUILD/headroom.exe"; do
+  imports=$(x86_64-w64-mingw32-objdump -p "$bin" | sed -n 's/.*DLL Name: //p' | sort -u | tr '\n' ' ')
+  for dll in $imports; do
+    case "${dll,,}" in kernel32.dll|msvcrt.dll|advapi32.dll|user32.dll|ws2_32.dll|bcrypt.dll|ucrtbase.dll|api-ms-win-*) ;;
+      *) echo "test_windows: $(basename "$bin") imports $dll, which Windows does not have" >&2; exit 1;; esac
+  done
+  echo "test_windows: $(basename "$bin") imports only: $imports"
+done
+
+export WINEPREFIX="${WINEPREFIX:-$BUILD/wineprefix}" WINEDEBUG=-all
+echo "== native tests under Wine (MinGW build)"
+wine "$BUILD/tests/native/headroom_tests.exe" --order rand

@@ -1,0 +1,79 @@
+"""Explain OOM inside ComfyUI (issue 13, item 14): the pack tells the core that the error happened in
+ComfyUI on this OS, so a bare PyTorch message gets ComfyUI's levers (weight_dtype, VAE Decode (Headroom),
+batch, resolution, launch flags) rather than torch calls, and expandable_segments only where it works."""
+import json
+
+import pytest
+
+import fakes
+from conftest import load_pack, native_core_or_none, natives_installed
+
+load_pack()
+from headroom_pack.nodes import explain, native_loader  # noqa: E402
+
+FRAGMENTED = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 884.00 MiB. GPU 0 has a total capacity "
+              "of 12.00 GiB of which 38.73 MiB is free. Of the allocated memory 6.68 GiB is allocated by PyTorch, and "
+              "3.96 GiB is reserved by PyTorch but unallocated.")
+TOO_BIG = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+           "12.00 GiB of which 120.00 MiB is free. Of the allocated memory 11.20 GiB is allocated by PyTorch, and "
+           "40.00 MiB is reserved by PyTorch but unallocated.")
+
+
+@pytest.mark.parametrize("system,line", [("Linux", "headroom-context: app=comfyui os=linux"),
+                                         ("Windows", "headroom-context: app=comfyui os=windows"),
+                                         ("Darwin", "headroom-context: app=comfyui os=macos"),
+                                         ("Plan9", "headroom-context: app=comfyui")])
+def test_context_line_names_comfyui_and_the_os(system, line):
+    assert explain.context_line(system) == line
+
+
+def test_node_and_route_send_the_context(monkeypatch):
+    with natives_installed(fakes.FakeCore()) as core:
+        explain.HeadroomExplainOOM().explain(TOO_BIG)
+    sent = core.calls[-1][1]
+    assert sent.startswith(TOO_BIG + "\n") and explain.context_line() in sent.splitlines()
+
+
+def _real_core_with_context():
+    core = native_core_or_none()
+    if core is None:
+        pytest.skip("_headroom_core is not built")
+    if "os" not in json.loads(core.explain("x")):
+        pytest.skip("the built _headroom_core predates the context line (rebuild: scripts/build.sh)")
+    return core
+
+
+def _fix_text(result):
+    return "\n".join(f["text"] for f in result["fixes"])
+
+
+@pytest.fixture
+def real_core():
+    core = _real_core_with_context()
+    native_loader.reset()
+    yield core
+    native_loader.reset()
+
+
+def test_bare_pytorch_message_gets_comfyui_levers(real_core, monkeypatch):
+    monkeypatch.setattr(explain.platform, "system", lambda: "Linux")
+    result = explain.explain_text(TOO_BIG)
+    text = _fix_text(result)
+    assert result["app"] == "comfyui" and result["diagnosis"]["id"] == "out_of_memory"
+    assert "torch." not in text and "inference_mode" not in text
+    for lever in ("weight_dtype", "VAE Decode (Headroom)", "batch_size", "--reserve-vram"):
+        assert lever in text
+
+
+@pytest.mark.parametrize("system", ["Linux", "Windows"])
+def test_fragmentation_fixes_fit_the_os(real_core, monkeypatch, system):
+    monkeypatch.setattr(explain.platform, "system", lambda: system)
+    result = explain.explain_text(FRAGMENTED)
+    text = _fix_text(result)
+    assert result["diagnosis"]["id"] == "fragmentation"
+    assert "torch.cuda.empty_cache" not in text
+    assert not any(f.get("preset") for f in result["fixes"])  # "fit this card" does not answer fragmentation
+    if system == "Linux":
+        assert result["fixes"][0]["id"] == "expandable_segments" and "Windows" not in text
+    else:
+        assert "expandable_segments" not in text and result["fixes"][0]["id"] == "max_split_size"

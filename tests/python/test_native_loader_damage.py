@@ -1,0 +1,194 @@
+"""Damaged native builds (issue 13, item 3): a truncated, empty, random or crash-on-load library must
+never take down the Python that loads the pack (ComfyUI). Each case copies the real built module into
+a temporary build folder, damages the copy, and loads the pack in a fresh Python with limits on time
+(60 s) and address space (2 GiB): that process must survive and report "corrupt build: run install.py
+again"; a module that is whole but broken keeps the loader's own message."""
+import hashlib
+import json
+import os
+import random
+import resource
+import struct
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from conftest import BUILD_PYTHON, REPO, load_pack
+
+load_pack()
+from headroom_pack.nodes import binary_check, native_loader  # noqa: E402
+
+
+def _built(prefix):
+    found = sorted(BUILD_PYTHON.glob(prefix + ".*.so")) if BUILD_PYTHON.is_dir() else []
+    return found[0] if found else None
+
+
+CORE_SO = _built("_headroom_core")
+TORCH_SO = _built("_headroom_torch")
+needs_core = pytest.mark.skipif(CORE_SO is None, reason="_headroom_core is not built")
+needs_torch = pytest.mark.skipif(TORCH_SO is None, reason="_headroom_torch is not built")
+
+LIMIT_S = 60
+LIMIT_AS = 2 * 1024 ** 3
+
+LOAD_AND_USE = textwrap.dedent(f"""
+    import importlib.util, json, sys
+    if {{hide_torch}}:
+        sys.modules["torch"] = None  # keeps the child small; the report then says torch is not installed
+    spec = importlib.util.spec_from_file_location("headroom_pack", {str(REPO / '__init__.py')!r},
+                                                  submodule_search_locations=[{str(REPO)!r}])
+    pack = importlib.util.module_from_spec(spec); sys.modules["headroom_pack"] = pack
+    spec.loader.exec_module(pack)
+    from headroom_pack.nodes import native_loader
+    try:
+        module = native_loader.{{getter}}()
+        message = None
+        works = bool(module.catalog()) if {{getter!r}} == "core" else callable(module.decode)
+    except native_loader.NativeUnavailable as e:
+        message, works = str(e), False
+    print(json.dumps({{{{"message": message, "works": works, "status": native_loader.status()}}}}))
+""")
+
+
+def _limits():
+    resource.setrlimit(resource.RLIMIT_AS, (LIMIT_AS, LIMIT_AS))
+
+
+def load_in_child(build_dir, getter="core"):
+    """Loads the pack with HEADROOM_BUILD_DIR=build_dir in a fresh, limited Python; returns its report.
+    Fails the test unless that Python itself exited normally (the ComfyUI it stands for survived)."""
+    env = {**os.environ, "HEADROOM_BUILD_DIR": str(build_dir)}
+    env.pop("PYTHONPATH", None)
+    code = LOAD_AND_USE.format(hide_torch=getter == "core", getter=getter)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=LIMIT_S, cwd="/", preexec_fn=_limits)
+    assert out.returncode == 0, f"the loading process died ({out.returncode}): {out.stderr[-2000:]}"
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def damaged_build(tmp_path, source, data):
+    python = tmp_path / "build" / "python"
+    python.mkdir(parents=True)
+    (python / source.name).write_bytes(data)
+    return tmp_path / "build"
+
+
+def executable_segment(data):
+    """(offset, size) of the first executable PT_LOAD segment of a 64-bit little-endian ELF file."""
+    phoff, = struct.unpack_from("<Q", data, 32)
+    phentsize, phnum = struct.unpack_from("<HH", data, 54)
+    for i in range(phnum):
+        p_type, p_flags, p_offset, _v, _p, p_filesz = struct.unpack_from("<IIQQQQ", data, phoff + i * phentsize)
+        if p_type == 1 and p_flags & 1:
+            return p_offset, p_filesz
+    raise AssertionError("no executable segment")
+
+
+@needs_core
+@pytest.mark.parametrize("keep", [0.5, 0.97, -1])
+def test_truncated_core_is_a_corrupt_build_and_the_process_survives(tmp_path, keep):
+    data = CORE_SO.read_bytes()
+    cut = len(data) + keep if keep < 0 else int(len(data) * keep)
+    result = load_in_child(damaged_build(tmp_path, CORE_SO, data[:cut]))
+    assert "corrupt build" in result["message"] and "run install.py again" in result["message"]
+    assert "install.py" in result["message"] and not result["works"]
+    assert result["status"]["core"]["available"] is False and "corrupt build" in result["status"]["core"]["cause"]
+
+
+@needs_core
+@pytest.mark.parametrize("content", ["empty", "random", "random-elf"])
+def test_empty_or_random_core_is_a_corrupt_build(tmp_path, content):
+    rng = random.Random(13)
+    data = {"empty": b"", "random": bytes(rng.getrandbits(8) for _ in range(65536)),
+            "random-elf": b"\x7fELF\x02\x01\x01" + bytes(rng.getrandbits(8) for _ in range(65536))}[content]
+    result = load_in_child(damaged_build(tmp_path, CORE_SO, data))
+    assert "corrupt build" in result["message"] and "run install.py again" in result["message"]
+
+
+@needs_core
+def test_whole_file_with_garbage_code_crashes_only_a_test_process(tmp_path):
+    """Headers intact, machine code replaced: only loading can tell, so the pack loads it in a child first."""
+    data = bytearray(CORE_SO.read_bytes())
+    offset, size = executable_segment(data)
+    rng = random.Random(3)
+    data[offset + 64:offset + size] = bytes(rng.getrandbits(8) for _ in range(size - 64))
+    binary_check.check_library(damaged_build(tmp_path, CORE_SO, bytes(data)) / "python" / CORE_SO.name)
+    result = load_in_child(tmp_path / "build")
+    assert "corrupt build" in result["message"] and "crashed a test process" in result["message"]
+
+
+@needs_core
+@needs_torch
+def test_present_but_broken_module_keeps_the_loaders_message(tmp_path):
+    """A whole library that is not the module (here the decoder under the core's name): the import's own
+    error, not "corrupt" and not "not built"."""
+    result = load_in_child(damaged_build(tmp_path, CORE_SO, TORCH_SO.read_bytes()))
+    assert "failed to import" in result["message"] and "PyInit__headroom_core" in result["message"]
+    assert "corrupt" not in result["message"] and "not built" not in result["message"]
+
+
+@needs_core
+def test_intact_copy_loads_and_works(tmp_path):
+    result = load_in_child(damaged_build(tmp_path, CORE_SO, CORE_SO.read_bytes()))
+    assert result["message"] is None and result["works"]
+
+
+@needs_torch
+def test_truncated_decoder_is_a_corrupt_build_and_the_process_survives(tmp_path):
+    data = TORCH_SO.read_bytes()
+    result = load_in_child(damaged_build(tmp_path, TORCH_SO, data[:len(data) * 2 // 3]), getter="torch_ops")
+    assert "decoder is unavailable" in result["message"] and "corrupt build" in result["message"]
+    assert result["status"]["torch"]["available"] is False
+
+
+@needs_core
+def test_recorded_build_is_not_loaded_in_a_child_but_a_changed_one_is(tmp_path, monkeypatch):
+    """install.py records size and SHA-256 of what it built; a file that matches loads directly."""
+    build = damaged_build(tmp_path, CORE_SO, CORE_SO.read_bytes())
+    so = build / "python" / CORE_SO.name
+    record = {"modules": {so.name: {"size": so.stat().st_size, "sha256": hashlib.sha256(so.read_bytes()).hexdigest()}}}
+    (build / "python" / native_loader.BUILD_INFO_FILE).write_text(json.dumps(record))
+    monkeypatch.setenv("HEADROOM_BUILD_DIR", str(build))
+    children = []
+    monkeypatch.setattr(native_loader, "_import_in_child", lambda name, path: children.append(path))
+    assert native_loader._vet(native_loader.CORE_MODULE, so) is None and children == []
+    with open(so, "r+b") as f:  # same size, one byte changed: no longer what install.py built
+        f.seek(so.stat().st_size // 2)
+        byte = f.read(1)
+        f.seek(-1, 1)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    os.utime(so, ns=(so.stat().st_atime_ns, so.stat().st_mtime_ns + 10 ** 9))
+    native_loader._vet(native_loader.CORE_MODULE, so)
+    assert children == [so]
+
+
+def test_binary_check_knows_system_libraries_and_refuses_cut_ones(tmp_path):
+    """The header check on a library of the system (not built by us), whole and cut at many lengths."""
+    candidates = [p for p in ("/usr/lib/x86_64-linux-gnu/libz.so.1", "/lib/x86_64-linux-gnu/libc.so.6",
+                              sys.executable) if os.path.exists(p)]
+    if not candidates:
+        pytest.skip("no system ELF file found")
+    source = os.path.realpath(candidates[0])
+    binary_check.check_library(source)
+    data = open(source, "rb").read()
+    target = tmp_path / "cut.so"
+    for cut in [1, 4, 16, 63, 64, 200, len(data) // 3, len(data) - 4096, len(data) - 1]:
+        target.write_bytes(data[:cut])
+        with pytest.raises(binary_check.Damaged):
+            binary_check.check_library(target)
+
+
+def test_install_records_what_it_built(tmp_path):
+    """install.py writes size and SHA-256 of each module it built (what the loader compares)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("headroom_install", REPO / "install.py")
+    install = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(install)
+    (tmp_path / "_headroom_core.cpython-311-x86_64-linux-gnu.so").write_bytes(b"abc")
+    (tmp_path / "notes.txt").write_text("x")
+    records = install.module_records(tmp_path)
+    assert records == {"_headroom_core.cpython-311-x86_64-linux-gnu.so":
+                       {"size": 3, "sha256": hashlib.sha256(b"abc").hexdigest()}}

@@ -1,0 +1,146 @@
+"""VAE Decode (Headroom) (issue 13, item 15): budget errors name this node's inputs (it has no tile
+input), every budget text is either a budget or an error, `auto` never picks `fast` and the tooltip says
+what `fast` costs, and progress reaches ComfyUI at most ~10 times a second."""
+import json
+import sys
+import types
+
+import pytest
+
+import fakes
+from conftest import load_pack, natives_installed
+from test_nodes_run import FakeTorchOps
+
+load_pack()
+from headroom_pack.nodes import native_loader, settings, vae_decode  # noqa: E402
+from headroom_pack.nodes.vae_decode import HeadroomVAEDecode  # noqa: E402
+
+GIB = 2 ** 30
+PLANNER_BUDGET_ERROR = ("budget: 1.00 GiB is too small for a fast tile of 8 latent px, which needs about 1.20 GiB; "
+                        "raise the budget (free VRAM) or lower the tile")  # native/core/decode_plan.cpp wording
+
+
+@pytest.fixture
+def ops():
+    core = fakes.FakeCore()
+    core.catalog = lambda: json.dumps({"gpus": [{"name": "RTX 3060 12GB", "aliases": ["3060"],
+                                                 "memory_bytes": 12 * GIB}], "models": [], "presets": []})
+    fake = FakeTorchOps("kl")
+    with natives_installed(core, fake):
+        yield fake
+
+
+@pytest.mark.parametrize("mode", ["fast", "auto", "exact"])
+def test_budget_error_names_this_nodes_inputs_not_a_tile(ops, mode):
+    def too_small(*a, **kw):
+        raise ValueError(PLANNER_BUDGET_ERROR)
+    ops.decode = too_small
+    with pytest.raises(ValueError) as info:
+        HeadroomVAEDecode().decode(fakes.latent_image(), fakes.FakeVAE(), mode=mode, budget="1")
+    text = str(info.value)
+    advice = text.split("which needs")[1]
+    assert text.startswith("budget:") and "1.00 GiB is too small" in text
+    assert "tile" not in advice  # the advice names no tile input
+    assert "this node's budget" in advice
+    if mode == "fast":
+        assert "set mode to auto or exact" in advice
+    else:  # auto and exact already use the least memory: no advice to switch to them
+        assert "set mode" not in advice and "free VRAM" in advice
+
+
+@pytest.mark.parametrize("budget", ["abc", "RTX 9999 1GB", "12 apples"])
+def test_unknown_budget_text_is_an_error_not_ignored(ops, budget):
+    with pytest.raises(ValueError, match="^budget: .*GPU name"):
+        HeadroomVAEDecode().decode(fakes.latent_image(), fakes.FakeVAE(), budget=budget)
+    assert ops.calls == []
+
+
+@pytest.mark.parametrize("budget", ["9" * 400, "inf", "-1", "0"])
+def test_out_of_range_budget_is_an_error(ops, budget):
+    with pytest.raises(ValueError, match="^budget"):
+        HeadroomVAEDecode().decode(fakes.latent_image(), fakes.FakeVAE(), budget=budget)
+
+
+def test_gpu_name_budget_is_that_cards_memory(ops):
+    HeadroomVAEDecode().decode(fakes.latent_image(), fakes.FakeVAE(), mode="exact", budget="rtx 3060 12gb")
+    _, mode, budget_bytes = ops.calls[-1]
+    assert budget_bytes == 12 * GIB - vae_decode.budget_mod.reserve_bytes()
+
+
+def test_fast_tooltip_says_what_it_costs_and_auto_never_picks_it():
+    mode_tip = HeadroomVAEDecode.INPUT_TYPES()["required"]["mode"][1]["tooltip"]
+    assert "never fast" in mode_tip and "more memory than exact" in mode_tip and "twice as long" in mode_tip
+
+
+class _Clock:
+    def __init__(self):
+        self.t = 0.0
+
+    def __call__(self):
+        return self.t
+
+
+def test_progress_is_throttled_to_ten_messages_a_second(monkeypatch):
+    """An exact 1024 px decode reports 139,264 steps; ComfyUI got a websocket message for each."""
+    updates = []
+
+    class Bar:
+        def __init__(self, total):
+            self.total = total
+
+        def update_absolute(self, value, total=None):
+            updates.append((clock.t, value, total))
+    utils = types.ModuleType("comfy.utils")
+    utils.ProgressBar = Bar
+    comfy = types.ModuleType("comfy")
+    comfy.utils = utils
+    monkeypatch.setitem(sys.modules, "comfy", comfy)
+    monkeypatch.setitem(sys.modules, "comfy.utils", utils)
+    clock = _Clock()
+    progress = vae_decode._Progress(clock=clock)
+    total = 139264
+    seconds = 7.0  # ~195 steps a second, as measured
+    for done in range(1, total + 1):
+        clock.t = seconds * done / total
+        progress(done, total)
+    assert updates[-1][1:] == (100, 100)  # it ends full
+    assert len(updates) <= seconds * 10 + 2
+    gaps = [b[0] - a[0] for a, b in zip(updates, updates[1:-1])]
+    assert all(g >= 0.1 - 1e-9 for g in gaps)
+    values = [u[1] for u in updates]
+    assert values == sorted(values) and len(set(values)) == len(values)
+
+
+def test_progress_with_few_steps_shows_each(monkeypatch):
+    updates = []
+    utils = types.ModuleType("comfy.utils")
+    utils.ProgressBar = lambda total: types.SimpleNamespace(update_absolute=lambda v, t=None: updates.append((v, t)))
+    comfy = types.ModuleType("comfy")
+    comfy.utils = utils
+    monkeypatch.setitem(sys.modules, "comfy", comfy)
+    monkeypatch.setitem(sys.modules, "comfy.utils", utils)
+    clock = _Clock()
+    progress = vae_decode._Progress(clock=clock)
+    for done in range(1, 5):
+        clock.t += 1.0
+        progress(done, 4)
+    assert updates == [(1, 4), (2, 4), (3, 4), (4, 4)]
+
+
+def _torch_ops_or_skip():
+    try:
+        import _headroom_torch
+    except ImportError:
+        pytest.skip("_headroom_torch is not built")
+    return _headroom_torch
+
+
+@pytest.mark.parametrize("family,shape", [("kl", [1, 16, 128, 128]), ("kl", [1, 4, 96, 160])])
+def test_auto_never_plans_fast(family, shape):
+    ops = _torch_ops_or_skip()
+    for budget in [0, 2 ** 28, 2 ** 29, 2 ** 30, 2 ** 31, 2 ** 32, 2 ** 34]:
+        try:
+            plan = dict(ops.plan(family, shape, mode="auto", budget_bytes=budget))
+        except ValueError:
+            continue  # too small for anything: an error, never a silent fast decode
+        assert plan["mode"] in ("full", "exact"), (budget, plan)
