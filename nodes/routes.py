@@ -158,13 +158,22 @@ def model_roots():
     return roots
 
 
+def path_inside(real, base, pathmod=os.path) -> bool:
+    """`real` is `base` or below it. Compared after normcase, so on Windows "C:\\Models" holds
+    "c:\\models\\x" (its file system ignores case) while "C:\\ModelsX" never counts as inside "C:\\Models"."""
+    real, base = pathmod.normcase(real), pathmod.normcase(base)
+    try:
+        return pathmod.commonpath([real, base]) == base
+    except ValueError:  # different drives, or one relative
+        return False
+
+
 def checked_model_path(path) -> str:
     if not isinstance(path, str) or not path or "\0" in path or len(path) > 4096:
         raise BadRequest("path: expected a file path string")
     real = os.path.realpath(path)
     for root in model_roots():
-        base = os.path.realpath(root)
-        if real == base or real.startswith(base.rstrip(os.sep) + os.sep):
+        if path_inside(real, os.path.realpath(root)):
             return real
     raise BadRequest(f"path: {path} is outside ComfyUI's model folders; Headroom only reads files there")
 

@@ -149,6 +149,18 @@ def decode_budget_bytes(budget):
 _PLANNER_ADVICE = re.compile(r";\s*raise the budget \(free VRAM\) or lower the tile\s*$")
 
 
+def _native_mode(family, mode: str, retry: bool) -> str:
+    """The native decoder's mode for the node's. `fast` on a KL VAE runs exact: its halo tiles were measured
+    at twice full's time and more memory than exact (BENCHMARKS.md, KL decode), so exact wins on both; on
+    Wan VAEs the native `fast` is the feathered blend. After an out-of-memory error, auto and full retry
+    exact."""
+    if retry and mode in ("auto", "full"):
+        return "exact"
+    if mode == "fast" and family == "kl":
+        return "exact"
+    return mode
+
+
 def _node_budget_error(error: ValueError, mode: str) -> ValueError:
     text = _PLANNER_ADVICE.sub("", str(error))
     if mode in ("exact", "auto"):  # auto tiles with exact when a full decode does not fit
@@ -173,11 +185,11 @@ class HeadroomVAEDecode:
                 "vae": ("VAE",),
                 "mode": (MODES, {"default": "auto", "tooltip": "auto: whole decode when it fits, else exact "
                                  "tiles (never fast); full: no tiles; exact: tiles with shared GroupNorm "
-                                 "statistics (same image as full, least memory); fast: tiles with local "
-                                 "statistics and an 18-latent-pixel halo each side, which is recomputed per "
-                                 "tile: it can need more memory than exact and take about twice as long as "
-                                 "full, and colours may shift between tiles (kept for comparison); blend: "
-                                 "ComfyUI's decode per tile, feathered together."}),
+                                 "statistics (same image as full, least memory); fast: kept for old workflows: on "
+                                 "SD/Flux VAEs it runs exact, which needs less memory and time than tiles "
+                                 "with recomputed halos (measured: those took twice as long as full), on "
+                                 "Wan VAEs the feathered blend; blend: ComfyUI's decode per tile, feathered "
+                                 "together."}),
                 "budget": ("STRING", {"default": "auto", "tooltip": "auto = free VRAM as ComfyUI counts it, "
                                       "a number of GB, or a GPU name such as 'RTX 4090 24GB'."}),
             }
@@ -213,7 +225,7 @@ class HeadroomVAEDecode:
             image, info = self._run(ops, family, state_dict, vae, latent, mode, budget_bytes, retry=False)
         except Exception as e:  # noqa: BLE001 - only OOM is handled, the rest re-raises
             if isinstance(e, ValueError) and str(e).startswith("budget:"):
-                raise _node_budget_error(e, mode) from None
+                raise _node_budget_error(e, _native_mode(family, mode, False)) from None
             if not _is_oom(e):
                 cancelled = getattr(ops, "DecodeCancelled", None)
                 if (cancelled is not None and isinstance(e, cancelled)) or "decode cancelled" in str(e):
@@ -237,10 +249,13 @@ class HeadroomVAEDecode:
     def _run(self, ops, family, state_dict, vae, latent, mode, budget_bytes, retry):
         progress = _Progress()
         if family in NATIVE_FAMILIES and mode != "blend":
-            native_mode = "exact" if retry and mode in ("auto", "full") else mode
+            native_mode = _native_mode(family, mode, retry)
             image, info = ops.decode(state_dict, latent, mode=native_mode, tile_px=0, budget_bytes=budget_bytes,
                                      progress=progress, cancel=_cancelled)
-            return image, dict(info)
+            info = dict(info)
+            if native_mode != mode and not retry:
+                info["asked_mode"] = mode
+            return image, info
         video = latent.dim() == 5
         upscale = _vae_upscale(vae, video)
         if video:
@@ -271,6 +286,9 @@ class HeadroomVAEDecode:
             parts.append(f"tile {info['tile_latent']} latent px, overlap/halo {info.get('halo_latent', 0)}")
         if info.get("planned_peak_bytes"):
             parts.append(f"planned peak {info['planned_peak_bytes'] / 2**30:.2f} GiB")
+        if info.get("asked_mode") == "fast":
+            parts.append("fast asked: exact ran instead (on this VAE it needs less memory and time than fast "
+                         "tiles with recomputed halos, and gives the whole decode's image)")
         if info.get("retried_after_oom"):
             parts.append("retried tiled after running out of memory")
         return ", ".join(parts)

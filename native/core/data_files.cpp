@@ -1,16 +1,19 @@
 #include "core/data_files.hpp"
 
 #include <cstdlib>
-#include <fstream>
+#include <filesystem>
 #include <map>
 #include <mutex>
-#include <sstream>
 
 #include "core/embedded_data.hpp"
 #include "core/error.hpp"
+#include "core/file_reader.hpp"
 
 namespace headroom {
 namespace {
+
+// models.json is about 60 kB; a data file a thousand times larger is a mistake, not a catalog.
+constexpr std::uint64_t kMaxDataFileBytes = 64ull << 20;
 
 nlohmann::json parse_or_throw(const std::string& origin, const std::string& text) {
   try {
@@ -23,12 +26,11 @@ nlohmann::json parse_or_throw(const std::string& origin, const std::string& text
 nlohmann::json load(const std::string& name) {
   if (const char* dir = std::getenv("HEADROOM_DATA_DIR"); dir && *dir) {
     std::string path = std::string(dir) + "/" + name;
-    std::ifstream in(path, std::ios::binary);
-    if (in) {
-      std::stringstream ss;
-      ss << in.rdbuf();
-      return parse_or_throw(path, ss.str());
-    }
+    // A file the override folder has is read through the one file reader (UTF-8 paths on Windows,
+    // regular files only, bounded); one it lacks is answered by the embedded copy, as before.
+    std::error_code ec;
+    if (std::filesystem::exists(std::filesystem::u8path(path), ec))
+      return parse_or_throw(path, read_text_file(path, kMaxDataFileBytes));
   }
   std::size_t count = 0;
   const data::EmbeddedFile* files = data::embedded_files(&count);

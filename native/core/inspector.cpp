@@ -190,7 +190,9 @@ std::size_t file_name_score(const json& entry, const std::string& stem) {
 }
 
 std::string file_stem(const std::string& path) {
-  std::string s = path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1);
+  // Both separators: a Windows path "C:\\models\\flux1-dev.safetensors" must not keep its folders in the stem.
+  const std::size_t slash = path.find_last_of("/\\");
+  std::string s = path.substr(slash == std::string::npos ? 0 : slash + 1);
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
   for (const char* ext : {".safetensors", ".gguf", ".sft"})
     if (ends_with(s, ext) && s.size() > std::strlen(ext)) return s.substr(0, s.size() - std::strlen(ext));

@@ -41,30 +41,31 @@ std::optional<std::string> find_model_file(const std::string& dir, const std::st
                                            ModelsFolderIndex* index) {
   // ComfyUI on Windows names files in subfolders "flux\\x.safetensors" (os.path.relpath); read the
   // separator as one here too, so those names are found and "..\\x" is caught as the escape it is.
+  // Paths are UTF-8 throughout (u8path/u8string): a narrow fs::path is the ANSI code page on Windows.
   std::string name = file;
   for (auto& ch : name)
     if (ch == '\\') ch = '/';
-  fs::path rel(name);
+  const fs::path rel = fs::u8path(name);
   if (name.empty() || rel.is_absolute()) return std::nullopt;
   for (const auto& part : rel)
     if (part == "..") return std::nullopt;
-  fs::path root(dir);
-  if (is_regular(root / rel)) return (root / rel).string();
+  const fs::path root = fs::u8path(dir);
+  if (is_regular(root / rel)) return (root / rel).u8string();
   auto it = subfolders().find(role);
   if (it != subfolders().end())
     for (const auto& sub : it->second)
-      if (is_regular(root / sub / rel)) return (root / sub / rel).string();
+      if (is_regular(root / fs::u8path(sub) / rel)) return (root / fs::u8path(sub) / rel).u8string();
   // Anywhere below (custom subfolders such as diffusion_models/wan/); bounded walk.
   if (index) {
-    const std::string* found = index->find(dir, rel.filename().string());
-    if (found && is_regular(*found)) return *found;
+    const std::string* found = index->find(dir, rel.filename().u8string());
+    if (found && is_regular(fs::u8path(*found))) return *found;
     return std::nullopt;
   }
   std::error_code ec;
   std::size_t seen = 0;
   for (fs::recursive_directory_iterator i(root, fs::directory_options::skip_permission_denied, ec), end;
        !ec && i != end && seen < kMaxEntriesScanned; i.increment(ec), ++seen) {
-    if (i->path().filename() == rel.filename() && is_regular(i->path())) return i->path().string();
+    if (i->path().filename() == rel.filename() && is_regular(i->path())) return i->path().u8string();
   }
   return std::nullopt;
 }
@@ -74,9 +75,9 @@ const std::string* ModelsFolderIndex::find(const std::string& dir, const std::st
     built_ = true;
     std::error_code ec;
     std::size_t seen = 0;
-    for (fs::recursive_directory_iterator i(fs::path(dir), fs::directory_options::skip_permission_denied, ec), end;
+    for (fs::recursive_directory_iterator i(fs::u8path(dir), fs::directory_options::skip_permission_denied, ec), end;
          !ec && i != end && seen < kMaxEntriesScanned; i.increment(ec), ++seen)
-      if (is_regular(i->path())) first_.emplace(i->path().filename().string(), i->path().string());
+      if (is_regular(i->path())) first_.emplace(i->path().filename().u8string(), i->path().u8string());
   }
   auto it = first_.find(filename);
   return it == first_.end() ? nullptr : &it->second;

@@ -192,3 +192,22 @@ def test_many_small_containers_within_the_size_limit_get_400(fake_core, unit):
         return await post_raw(client, "/headroom/estimate", payload)
     status, body = run_limited(check)
     assert status == 400 and body["error"].startswith("body: more than"), body
+
+
+@pytest.mark.parametrize("real,base,inside", [
+    ("C:\\Models\\flux\\x.safetensors", "c:\\models", True),     # Windows ignores case
+    ("C:\\models", "C:\\Models", True),
+    ("C:\\ModelsX\\x.safetensors", "C:\\Models", False),         # a sibling with the same prefix
+    ("D:\\Models\\x.safetensors", "C:\\Models", False),          # another drive
+    ("C:\\Models\\..\\secret.txt", "C:\\Models", False),
+])
+def test_model_path_confinement_on_windows_ignores_case_but_not_prefixes(real, base, inside):
+    import ntpath
+    assert routes.path_inside(ntpath.normpath(real), base, pathmod=ntpath) is inside
+
+
+def test_model_path_confinement_on_posix_keeps_case():
+    import posixpath
+    assert routes.path_inside("/models/flux/x.safetensors", "/models", pathmod=posixpath)
+    assert not routes.path_inside("/Models/x.safetensors", "/models", pathmod=posixpath)
+    assert not routes.path_inside("/models2/x.safetensors", "/models", pathmod=posixpath)

@@ -42,10 +42,8 @@ def test_budget_error_names_this_nodes_inputs_not_a_tile(ops, mode):
     assert text.startswith("budget:") and "1.00 GiB is too small" in text
     assert "tile" not in advice  # the advice names no tile input
     assert "this node's budget" in advice
-    if mode == "fast":
-        assert "set mode to auto or exact" in advice
-    else:  # auto and exact already use the least memory: no advice to switch to them
-        assert "set mode" not in advice and "free VRAM" in advice
+    # auto and exact already use the least memory (fast runs exact on a KL VAE): no advice to switch mode.
+    assert "set mode" not in advice and "free VRAM" in advice
 
 
 @pytest.mark.parametrize("budget", ["abc", "RTX 9999 1GB", "12 apples"])
@@ -67,9 +65,19 @@ def test_gpu_name_budget_is_that_cards_memory(ops):
     assert budget_bytes == 12 * GIB - vae_decode.budget_mod.reserve_bytes()
 
 
-def test_fast_tooltip_says_what_it_costs_and_auto_never_picks_it():
+def test_fast_tooltip_says_what_it_does_and_auto_never_picks_it():
     mode_tip = HeadroomVAEDecode.INPUT_TYPES()["required"]["mode"][1]["tooltip"]
-    assert "never fast" in mode_tip and "more memory than exact" in mode_tip and "twice as long" in mode_tip
+    assert "never fast" in mode_tip and "runs exact" in mode_tip and "twice as long as full" in mode_tip
+
+
+def test_fast_on_a_kl_vae_runs_exact_and_says_so(ops):
+    """fast's halo tiles needed more memory than exact and twice full's time (issue 13, item 15): on a KL
+    VAE the node runs exact, which is smaller and faster and gives the whole decode's image."""
+    out = HeadroomVAEDecode().decode(fakes.latent_image(), fakes.FakeVAE(), mode="fast", budget="8")
+    assert ops.calls[-1][1] == "exact"
+    assert "fast asked: exact ran instead" in out["ui"]["text"][0]
+    HeadroomVAEDecode().decode(fakes.latent_image(), fakes.FakeVAE(), mode="exact", budget="8")
+    assert ops.calls[-1][1] == "exact"
 
 
 class _Clock:
