@@ -396,6 +396,19 @@ int main(int argc, char** argv) {
   } catch (const hr::Error& e) {  // an input that is a folder, FIFO or device
     std::cerr << "headroom decode: " << e.what() << "\n";
     return 2;
+  } catch (const c10::Error& e) {
+    // LibTorch's messages carry a C++ stack trace after the first line: the user needs the first line, and
+    // for a failed allocation what to change.
+    const std::string what = e.what();
+    const std::string first = what.substr(0, what.find('\n'));
+    if (dynamic_cast<const c10::OutOfMemoryError*>(&e) != nullptr || first.find("can't allocate") != std::string::npos ||
+        first.find("out of memory") != std::string::npos) {
+      std::cerr << "headroom decode: ran out of memory while decoding (" << first
+                << "); give --budget the memory that is free (the plan then tiles to fit it) or use --mode exact\n";
+      return 1;
+    }
+    std::cerr << "headroom decode: " << first << "\n";
+    return 1;
   } catch (const std::exception& e) {
     std::cerr << "headroom decode: " << e.what() << "\n";
     return 1;

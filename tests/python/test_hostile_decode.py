@@ -198,3 +198,15 @@ def test_wrong_channels_are_refused_before_reading(kl_files, tmp_path):
     lat = sparse_latent(tmp_path / "c16.latent", [1, 16, 2048, 8192])  # 1 GiB
     r = run("--vae", kl_files / "vae.safetensors", "--latent", lat, "--out", tmp_path / "x.png", limit_s=30)
     assert r.returncode == 2 and "16 channels" in r.stderr, r.stderr
+
+
+def test_running_out_of_memory_while_decoding_says_what_to_change(kl_files, tmp_path):
+    # A valid latent whose full decode needs gigabytes under the 768 MiB limit: LibTorch's allocator fails
+    # mid-decode. Before: its raw message with a C++ stack trace. Now: one line with the fix, exit 1
+    # ("does not fit", not "bad input").
+    lat = sparse_latent(tmp_path / "big.latent", [1, 4, 1024, 1024])
+    r = run("--vae", kl_files / "vae.safetensors", "--latent", lat, "--mode", "full", "--out", tmp_path / "x.png")
+    assert r.returncode == 1, r.stderr
+    assert r.stderr.count("\n") == 1 and "ran out of memory while decoding" in r.stderr
+    assert "--budget" in r.stderr and "Exception raised from" not in r.stderr
+    assert not (tmp_path / "x.png").exists()
