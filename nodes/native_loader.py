@@ -222,6 +222,8 @@ def _load(name: str):
                     _cache[name] = (None, "torch is not importable in this Python")
                     return _cache[name]
             module, cause = _import(name)
+            if module is None and name == CORE_MODULE:
+                module, cause = _capi_core(cause)  # the C library answers the same functions
             built = build_info().get("torch_version")
             running, _ = _torch_versions() if name == TORCH_MODULE else (None, None)
             if module is None and built and running and built != running:
@@ -238,6 +240,18 @@ def reset():
     """Forget what was loaded (tests; after a rebuild the user restarts ComfyUI anyway)."""
     with _lock:
         _cache.clear()
+
+
+def _capi_core(cause):
+    """The C library (headroom_core wheel, or build/capi) in place of a missing pybind11 module."""
+    from . import core_capi
+    for path in core_capi.candidates(build_dir()):
+        if path.is_file():
+            try:
+                return core_capi.CapiCore(path), None
+            except (binary_check.Damaged, OSError, ImportError) as e:
+                return None, f"{cause}; headroom_core at {path} is unusable ({e}): run install.py again"
+    return None, cause
 
 
 def core():
