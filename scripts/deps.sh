@@ -46,6 +46,8 @@ want="$(sha256sum requirements-dev.txt | cut -d' ' -f1)"
 have="$(cat "$VENV/.requirements.sha256" 2>/dev/null || true)"
 if [ "$want" != "$have" ]; then
   echo "deps: installing requirements-dev.txt into $VENV (PyPI)"
-  "$VENV/bin/python" -m pip install -q --disable-pip-version-check -r requirements-dev.txt
+  # (pip's warnings about find-links folders a machine's pip.conf names but lacks are only noise)
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check -r requirements-dev.txt \
+    2> >(grep -v "is neither a file nor a directory" >&2)
   echo "$want" > "$VENV/.requirements.sha256"
 fi
