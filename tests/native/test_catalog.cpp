@@ -3,6 +3,7 @@
 #include <functional>
 
 #include "catch.hpp"
+#include "support/input_errors.hpp"
 #include "core/api.hpp"
 #include "core/catalog.hpp"
 #include "core/error.hpp"
@@ -13,14 +14,7 @@ using namespace headroom;
 
 namespace {
 
-std::string field_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.field();
-  }
-  return "(no InputError)";
-}
+std::string field_of(const std::function<void()>& f) { return support::input_error_field(f); }
 
 std::string message_of(const std::function<void()>& f) {
   try {

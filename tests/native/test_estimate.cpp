@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "catch.hpp"
+#include "support/input_errors.hpp"
 #include "core/api.hpp"
 #include "core/error.hpp"
 #include "core/estimator.hpp"
@@ -29,12 +30,7 @@ std::uint64_t part(const json& r, const std::string& stage_name, const std::stri
 }
 
 std::string field_of(const json& request) {
-  try {
-    api::estimate(request);
-  } catch (const InputError& e) {
-    return e.field();
-  }
-  return "(no InputError)";
+  return support::input_error_field([&] { api::estimate(request); });
 }
 
 std::vector<std::string> stage_names(const json& r) {

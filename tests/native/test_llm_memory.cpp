@@ -10,6 +10,7 @@
 #include <string>
 
 #include "catch.hpp"
+#include "support/input_errors.hpp"
 #include "cli_runner.hpp"
 #include "core/api.hpp"
 #include "core/error.hpp"
@@ -24,12 +25,7 @@ json llm(json request) { return headroom::api::llm(request); }
 double gb(const json& v) { return v.get<double>() / 1e9; }
 
 std::string field_of(const json& request) {
-  try {
-    headroom::api::llm(request);
-  } catch (const InputError& e) {
-    return e.field();
-  }
-  return "(no error)";
+  return support::input_error_field([&] { headroom::api::llm(request); });
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "catch.hpp"
+#include "support/shared_data.hpp"
 #include "cli_runner.hpp"
 #include "core/api.hpp"
 #include "core/catalog.hpp"
@@ -16,7 +17,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string templates_dir() { return std::string(HEADROOM_SHARED_DIR) + "/real-workflows"; }
+using support::templates_dir;
 
 // Flux and Wan templates (INDEX.md "Family" column); SDXL is not a catalog model.
 std::vector<std::string> flux_and_wan_templates() {

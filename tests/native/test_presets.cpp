@@ -4,6 +4,7 @@
 #include <set>
 
 #include "catch.hpp"
+#include "support/shared_data.hpp"
 #include "core/api.hpp"
 #include "core/error.hpp"
 #include "core/presets.hpp"
@@ -15,7 +16,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string templates_dir() { return std::string(HEADROOM_SHARED_DIR) + "/real-workflows"; }
+using support::templates_dir;
 
 json load(const std::string& rel) {
   std::ifstream in(templates_dir() + "/" + rel);

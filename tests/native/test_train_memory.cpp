@@ -7,6 +7,7 @@
 #include <string>
 
 #include "catch.hpp"
+#include "support/input_errors.hpp"
 #include "core/api.hpp"
 #include "core/error.hpp"
 
@@ -18,12 +19,7 @@ namespace {
 json train(json request) { return headroom::api::train(request); }
 
 std::string field_of(const json& request) {
-  try {
-    headroom::api::train(request);
-  } catch (const InputError& e) {
-    return e.field();
-  }
-  return "(no error)";
+  return support::input_error_field([&] { headroom::api::train(request); });
 }
 
 double component(const json& r, const std::string& name) {

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "catch.hpp"
+#include "support/shared_data.hpp"
 #include "core/workflow.hpp"
 
 using namespace headroom;
@@ -64,7 +65,7 @@ const std::map<std::string, Expected>& expected() {
   return e;
 }
 
-std::string templates_dir() { return std::string(HEADROOM_SHARED_DIR) + "/real-workflows"; }
+using support::templates_dir;
 
 std::vector<std::string> files_of(const WorkflowInfo& info, const std::set<std::string>& roles) {
   std::vector<std::string> out;
