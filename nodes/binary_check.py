@@ -23,6 +23,14 @@ def _need(condition, message):
         raise Damaged(message)
 
 
+def _read_table(f, size, offset, entry_size, count, what):
+    """`count` entries of `entry_size` bytes at `offset`, after checking they lie inside the file."""
+    _need(offset + entry_size * count <= size,
+          f"{what} end at byte {offset + entry_size * count}, past the file's end ({size} bytes)")
+    f.seek(offset)
+    return f.read(entry_size * count)
+
+
 def _check_elf(f, size, head):
     _need(len(head) >= 52, f"ELF header cut short ({size} bytes)")
     klass, data = head[4], head[5]
@@ -40,10 +48,7 @@ def _check_elf(f, size, head):
     _need(phnum > 0, "ELF file has no program headers (not a loadable library)")
     _need(phnum < MAX_TABLE_ENTRIES and shnum < MAX_TABLE_ENTRIES, "ELF header counts are implausible")
     _need(phentsize >= struct.calcsize(ph_fmt), "ELF program header size is implausible")
-    _need(phoff + phentsize * phnum <= size,
-          f"program headers end at byte {phoff + phentsize * phnum}, past the file's end ({size} bytes)")
-    f.seek(phoff)
-    table = f.read(phentsize * phnum)
+    table = _read_table(f, size, phoff, phentsize, phnum, "program headers")
     for i in range(phnum):
         fields = struct.unpack_from(ph_fmt, table, i * phentsize)
         if klass == 2:
@@ -55,10 +60,7 @@ def _check_elf(f, size, head):
                   f"segment {i} ends at byte {p_offset + p_filesz}, past the file's end ({size} bytes)")
     if shnum:
         _need(shentsize >= struct.calcsize(sh_fmt), "ELF section header size is implausible")
-        _need(shoff + shentsize * shnum <= size,
-              f"section headers end at byte {shoff + shentsize * shnum}, past the file's end ({size} bytes)")
-        f.seek(shoff)
-        table = f.read(shentsize * shnum)
+        table = _read_table(f, size, shoff, shentsize, shnum, "section headers")
         for i in range(shnum):
             fields = struct.unpack_from(sh_fmt, table, i * shentsize)
             sh_type, sh_offset, sh_size = fields[1], fields[4], fields[5]

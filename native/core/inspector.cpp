@@ -190,7 +190,7 @@ std::size_t file_name_score(const json& entry, const std::string& stem) {
 }
 
 std::string file_stem(const std::string& path) {
-  // Both separators: a Windows path "C:\\models\\flux1-dev.safetensors" must not keep its folders in the stem.
+  // Both separators: a Windows path "C:\\models\\model.safetensors" must not keep its folders in the stem.
   const std::size_t slash = path.find_last_of("/\\");
   std::string s = path.substr(slash == std::string::npos ? 0 : slash + 1);
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });

@@ -88,8 +88,10 @@ class _Clock:
         return self.t
 
 
-def test_progress_is_throttled_to_ten_messages_a_second(monkeypatch):
-    """An exact 1024 px decode reports 139,264 steps; ComfyUI got a websocket message for each."""
+@pytest.fixture
+def progress_bar(monkeypatch):
+    """comfy.utils.ProgressBar as a stand-in that records (clock time, value, total) of each update."""
+    clock = _Clock()
     updates = []
 
     class Bar:
@@ -104,7 +106,12 @@ def test_progress_is_throttled_to_ten_messages_a_second(monkeypatch):
     comfy.utils = utils
     monkeypatch.setitem(sys.modules, "comfy", comfy)
     monkeypatch.setitem(sys.modules, "comfy.utils", utils)
-    clock = _Clock()
+    return clock, updates
+
+
+def test_progress_is_throttled_to_ten_messages_a_second(progress_bar):
+    """An exact 1024 px decode reports 139,264 steps; ComfyUI got a websocket message for each."""
+    clock, updates = progress_bar
     progress = vae_decode._Progress(clock=clock)
     total = 139264
     seconds = 7.0  # ~195 steps a second, as measured
@@ -119,20 +126,13 @@ def test_progress_is_throttled_to_ten_messages_a_second(monkeypatch):
     assert values == sorted(values) and len(set(values)) == len(values)
 
 
-def test_progress_with_few_steps_shows_each(monkeypatch):
-    updates = []
-    utils = types.ModuleType("comfy.utils")
-    utils.ProgressBar = lambda total: types.SimpleNamespace(update_absolute=lambda v, t=None: updates.append((v, t)))
-    comfy = types.ModuleType("comfy")
-    comfy.utils = utils
-    monkeypatch.setitem(sys.modules, "comfy", comfy)
-    monkeypatch.setitem(sys.modules, "comfy.utils", utils)
-    clock = _Clock()
+def test_progress_with_few_steps_shows_each(progress_bar):
+    clock, updates = progress_bar
     progress = vae_decode._Progress(clock=clock)
     for done in range(1, 5):
         clock.t += 1.0
         progress(done, 4)
-    assert updates == [(1, 4), (2, 4), (3, 4), (4, 4)]
+    assert [(v, t) for _, v, t in updates] == [(1, 4), (2, 4), (3, 4), (4, 4)]
 
 
 def _torch_ops_or_skip():

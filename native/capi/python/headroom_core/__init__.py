@@ -1,7 +1,8 @@
 """Headroom's estimator core for any Python: a plain C library (no torch, no pybind11) loaded with ctypes.
 
     import headroom_core
-    headroom_core.call("estimate", {"model": "flux1-dev", "width": 1024, "height": 1024, "gpu": "4090"})
+    model = headroom_core.call("catalog")["models"][0]["name"]
+    headroom_core.call("estimate", {"model": model, "width": 1024, "height": 1024, "gpu": "4090"})
 
 `call` returns the core's answer as a dict and raises ValueError with the core's message (which names
 the field and the fix) on bad input or a malformed file, RuntimeError on an internal error."""
