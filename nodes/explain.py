@@ -8,7 +8,7 @@ _OS_NAMES = {"Linux": "linux", "Windows": "windows", "Darwin": "macos"}
 
 
 def context_line(system=None) -> str:
-    """The line that tells the core where the error happened (native/core/oom_parse.hpp): in ComfyUI,
+    """The line that tells the core where the error happened (native/core/oom/oom_parse.hpp): in ComfyUI,
     on this machine's OS, so the fixes are ComfyUI's levers and allocator settings that work here."""
     os_name = _OS_NAMES.get(system or platform.system())
     return "headroom-context: app=comfyui" + (f" os={os_name}" if os_name else "")

@@ -1,5 +1,5 @@
 """Headroom's own estimate of one stage, from the core module (_headroom_core.estimate, JSON in and out; the
-request fields are those of `headroom estimate`, native/core/api.hpp). No estimator arithmetic here."""
+request fields are those of `headroom estimate`, native/core/api/api.hpp). No estimator arithmetic here."""
 import json
 
 _CATALOG = None

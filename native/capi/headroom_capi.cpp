@@ -1,4 +1,4 @@
-// The C interface over core/api.hpp: a table from function name to handler, every exception turned
+// The C interface over core/api/api.hpp: a table from function name to handler, every exception turned
 // into an error document, so no C++ exception or abort ever crosses into the caller's process.
 #include "capi/headroom_capi.h"
 
@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "core/api.hpp"
-#include "core/error.hpp"
-#include "core/json_reader.hpp"
+#include "core/api/api.hpp"
+#include "core/base/error.hpp"
+#include "core/base/json_reader.hpp"
 
 namespace {
 

@@ -5,9 +5,9 @@
 #include <cstdlib>
 #include <unistd.h>
 
-#include "core/error.hpp"
-#include "core/file_reader.hpp"
-#include "core/units.hpp"
+#include "core/base/error.hpp"
+#include "core/base/file_reader.hpp"
+#include "core/base/units.hpp"
 
 namespace headroom::cli {
 

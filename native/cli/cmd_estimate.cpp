@@ -6,9 +6,9 @@
 
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
-#include "core/api.hpp"
-#include "core/error.hpp"
-#include "core/units.hpp"
+#include "core/api/api.hpp"
+#include "core/base/error.hpp"
+#include "core/base/units.hpp"
 
 namespace headroom::cli {
 namespace {

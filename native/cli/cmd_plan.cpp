@@ -6,10 +6,10 @@
 
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
-#include "core/api.hpp"
-#include "core/error.hpp"
-#include "core/units.hpp"
-#include "core/workflow_graph.hpp"
+#include "core/api/api.hpp"
+#include "core/base/error.hpp"
+#include "core/base/units.hpp"
+#include "core/workflow/workflow_graph.hpp"
 
 namespace headroom::cli {
 

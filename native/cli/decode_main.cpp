@@ -16,10 +16,10 @@
 #include <torch/torch.h>
 
 #include "cli/args.hpp"
-#include "core/error.hpp"
-#include "core/file_reader.hpp"
-#include "core/safetensors_header.hpp"
-#include "core/units.hpp"
+#include "core/base/error.hpp"
+#include "core/base/file_reader.hpp"
+#include "core/inspect/safetensors_header.hpp"
+#include "core/base/units.hpp"
 #include "torch/decode.hpp"
 #include "torch/state_dict_io.hpp"
 

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "cli/commands.hpp"
-#include "core/error.hpp"
+#include "core/base/error.hpp"
 
 namespace {
 

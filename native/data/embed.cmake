@@ -2,7 +2,7 @@
 # Python module answer without locating the source tree at run time.
 file(GLOB _files "${DATA_DIR}/*.json")
 list(SORT _files)
-set(_body "// Generated from native/data/*.json by embed.cmake. Do not edit.\n#include \"core/embedded_data.hpp\"\nnamespace headroom::data {\nnamespace {\nconst EmbeddedFile kFiles[] = {\n")
+set(_body "// Generated from native/data/*.json by embed.cmake. Do not edit.\n#include \"core/base/embedded_data.hpp\"\nnamespace headroom::data {\nnamespace {\nconst EmbeddedFile kFiles[] = {\n")
 foreach(_f ${_files})
   get_filename_component(_name "${_f}" NAME)
   file(READ "${_f}" _content)

@@ -3,9 +3,9 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include "core/api.hpp"
-#include "core/error.hpp"
-#include "core/json_reader.hpp"
+#include "core/api/api.hpp"
+#include "core/base/error.hpp"
+#include "core/base/json_reader.hpp"
 #include "python/pybind_errors.hpp"
 
 namespace py = pybind11;

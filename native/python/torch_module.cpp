@@ -5,8 +5,8 @@
 #include <pybind11/functional.h>
 #include <pybind11/stl.h>
 
-#include "core/decode_plan.hpp"
-#include "core/error.hpp"
+#include "core/estimate/decode_plan.hpp"
+#include "core/base/error.hpp"
 #include "torch/decode.hpp"
 #include "torch/tiling.hpp"
 #include "python/pybind_errors.hpp"

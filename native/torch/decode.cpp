@@ -2,9 +2,9 @@
 // and tile that fit the budget, runs it, and returns ComfyUI's IMAGE.
 #include "torch/decode.hpp"
 
-#include "core/decode_plan.hpp"
-#include "core/error.hpp"
-#include "core/units.hpp"
+#include "core/estimate/decode_plan.hpp"
+#include "core/base/error.hpp"
+#include "core/base/units.hpp"
 #include "torch/budget.hpp"
 #include "torch/kl_decoder.hpp"
 #include "torch/kl_weights.hpp"

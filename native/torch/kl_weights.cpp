@@ -1,6 +1,6 @@
 #include "torch/kl_weights.hpp"
 
-#include "core/error.hpp"
+#include "core/base/error.hpp"
 
 namespace headroom::torch_ops::kl {
 namespace {

@@ -9,9 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/error.hpp"
-#include "core/file_reader.hpp"
-#include "core/safetensors_header.hpp"
+#include "core/base/error.hpp"
+#include "core/base/file_reader.hpp"
+#include "core/inspect/safetensors_header.hpp"
 
 namespace headroom::torch_ops {
 namespace {

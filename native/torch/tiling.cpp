@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <memory>
 
-#include "core/error.hpp"
+#include "core/base/error.hpp"
 #include "torch/tiling_kernels.hpp"
 
 namespace headroom::torch_ops {

@@ -4,7 +4,7 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
-#include "core/error.hpp"
+#include "core/base/error.hpp"
 #include "cuda/kernels.hpp"
 #endif
 

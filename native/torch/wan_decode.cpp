@@ -11,8 +11,8 @@
 
 #include <cmath>
 
-#include "core/decode_plan.hpp"
-#include "core/error.hpp"
+#include "core/estimate/decode_plan.hpp"
+#include "core/base/error.hpp"
 #include "torch/budget.hpp"
 #include "torch/state_dict_io.hpp"
 #include "torch/tiling.hpp"

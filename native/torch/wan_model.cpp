@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "core/error.hpp"
+#include "core/base/error.hpp"
 
 namespace headroom::torch_ops::wan {
 namespace {

@@ -5,10 +5,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "core/api.hpp"
-#include "core/estimator.hpp"
-#include "core/planner.hpp"
-#include "core/workflow.hpp"
+#include "core/api/api.hpp"
+#include "core/estimate/estimator.hpp"
+#include "core/plan/planner.hpp"
+#include "core/workflow/workflow.hpp"
 
 namespace {
 

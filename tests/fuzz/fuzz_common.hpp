@@ -8,9 +8,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/error.hpp"
-#include "core/file_reader.hpp"
-#include "core/inspector.hpp"
+#include "core/base/error.hpp"
+#include "core/base/file_reader.hpp"
+#include "core/inspect/inspector.hpp"
 
 namespace headroom_fuzz {
 

@@ -1,5 +1,5 @@
 // libFuzzer target: the GGUF header parser (and the inspector summary of what it accepts).
-#include "core/gguf_header.hpp"
+#include "core/inspect/gguf_header.hpp"
 #include "fuzz_common.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const unsigned char* data, std::size_t size) {

@@ -2,8 +2,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "core/oom_diagnose.hpp"
-#include "core/oom_parse.hpp"
+#include "core/oom/oom_diagnose.hpp"
+#include "core/oom/oom_parse.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const unsigned char* data, std::size_t size) {
   std::string text(reinterpret_cast<const char*>(data), size);

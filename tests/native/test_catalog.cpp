@@ -4,9 +4,9 @@
 
 #include "catch.hpp"
 #include "support/input_errors.hpp"
-#include "core/api.hpp"
-#include "core/catalog.hpp"
-#include "core/error.hpp"
+#include "core/api/api.hpp"
+#include "core/catalog/catalog.hpp"
+#include "core/base/error.hpp"
 
 using nlohmann::json;
 

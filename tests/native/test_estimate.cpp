@@ -4,10 +4,10 @@
 
 #include "catch.hpp"
 #include "support/input_errors.hpp"
-#include "core/api.hpp"
-#include "core/error.hpp"
-#include "core/estimator.hpp"
-#include "core/units.hpp"
+#include "core/api/api.hpp"
+#include "core/base/error.hpp"
+#include "core/estimate/estimator.hpp"
+#include "core/base/units.hpp"
 
 using namespace headroom;
 using nlohmann::json;

@@ -4,9 +4,9 @@
 #include <cmath>
 
 #include "catch.hpp"
-#include "core/api.hpp"
-#include "core/catalog.hpp"
-#include "core/units.hpp"
+#include "core/api/api.hpp"
+#include "core/catalog/catalog.hpp"
+#include "core/base/units.hpp"
 
 using namespace headroom;
 using nlohmann::json;

@@ -6,8 +6,8 @@
 #include <string>
 
 #include "catch.hpp"
-#include "core/error.hpp"
-#include "core/units.hpp"
+#include "core/base/error.hpp"
+#include "core/base/units.hpp"
 #include "hostile.hpp"
 
 using namespace headroom;

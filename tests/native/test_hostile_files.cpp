@@ -8,10 +8,10 @@
 #include <string>
 
 #include "catch.hpp"
-#include "core/error.hpp"
-#include "core/file_reader.hpp"
-#include "core/json_reader.hpp"
-#include "core/safetensors_header.hpp"
+#include "core/base/error.hpp"
+#include "core/base/file_reader.hpp"
+#include "core/base/json_reader.hpp"
+#include "core/inspect/safetensors_header.hpp"
 #include "hostile.hpp"
 
 using namespace headroom;

@@ -7,10 +7,10 @@
 #include <string>
 
 #include "catch.hpp"
-#include "core/api.hpp"
-#include "core/error.hpp"
-#include "core/json_reader.hpp"
-#include "core/workflow_graph.hpp"
+#include "core/api/api.hpp"
+#include "core/base/error.hpp"
+#include "core/base/json_reader.hpp"
+#include "core/workflow/workflow_graph.hpp"
 #include "hostile.hpp"
 
 using namespace headroom;

@@ -7,12 +7,12 @@
 
 #include "catch.hpp"
 #include "cli_runner.hpp"
-#include "core/api.hpp"
-#include "core/error.hpp"
-#include "core/file_reader.hpp"
-#include "core/data_files.hpp"
-#include "core/gguf_header.hpp"
-#include "core/inspector.hpp"
+#include "core/api/api.hpp"
+#include "core/base/error.hpp"
+#include "core/base/file_reader.hpp"
+#include "core/base/data_files.hpp"
+#include "core/inspect/gguf_header.hpp"
+#include "core/inspect/inspector.hpp"
 #include "model_file_builders.hpp"
 
 using namespace headroom;

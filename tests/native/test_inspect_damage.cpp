@@ -4,9 +4,9 @@
 #include <string>
 
 #include "catch.hpp"
-#include "core/error.hpp"
-#include "core/file_reader.hpp"
-#include "core/inspector.hpp"
+#include "core/base/error.hpp"
+#include "core/base/file_reader.hpp"
+#include "core/inspect/inspector.hpp"
 #include "model_file_builders.hpp"
 
 using namespace headroom;

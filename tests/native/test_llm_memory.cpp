@@ -12,8 +12,8 @@
 #include "catch.hpp"
 #include "support/input_errors.hpp"
 #include "cli_runner.hpp"
-#include "core/api.hpp"
-#include "core/error.hpp"
+#include "core/api/api.hpp"
+#include "core/base/error.hpp"
 
 using headroom::InputError;
 using nlohmann::json;

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "catch.hpp"
-#include "core/api.hpp"
+#include "core/api/api.hpp"
 
 using nlohmann::json;
 

@@ -12,10 +12,10 @@
 #include <string>
 
 #include "catch.hpp"
-#include "core/api.hpp"
-#include "core/data_files.hpp"
-#include "core/oom_parse.hpp"
-#include "core/oom_text.hpp"
+#include "core/api/api.hpp"
+#include "core/base/data_files.hpp"
+#include "core/oom/oom_parse.hpp"
+#include "core/oom/oom_text.hpp"
 
 using headroom::api::explain;
 using nlohmann::json;

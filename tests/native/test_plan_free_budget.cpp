@@ -5,9 +5,9 @@
 #include <fstream>
 
 #include "catch.hpp"
-#include "core/api.hpp"
-#include "core/catalog.hpp"
-#include "core/error.hpp"
+#include "core/api/api.hpp"
+#include "core/catalog/catalog.hpp"
+#include "core/base/error.hpp"
 
 using namespace headroom;
 using nlohmann::json;

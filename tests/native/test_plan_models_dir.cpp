@@ -16,8 +16,8 @@
 
 #include "catch.hpp"
 #include "cli_runner.hpp"
-#include "core/api.hpp"
-#include "core/workflow_models_dir.hpp"
+#include "core/api/api.hpp"
+#include "core/workflow/workflow_models_dir.hpp"
 #include "model_file_builders.hpp"
 
 using nlohmann::json;

@@ -6,11 +6,11 @@
 #include "catch.hpp"
 #include "support/shared_data.hpp"
 #include "cli_runner.hpp"
-#include "core/api.hpp"
-#include "core/catalog.hpp"
-#include "core/error.hpp"
-#include "core/planner.hpp"
-#include "core/workflow.hpp"
+#include "core/api/api.hpp"
+#include "core/catalog/catalog.hpp"
+#include "core/base/error.hpp"
+#include "core/plan/planner.hpp"
+#include "core/workflow/workflow.hpp"
 
 using namespace headroom;
 namespace fs = std::filesystem;

@@ -5,10 +5,10 @@
 
 #include "catch.hpp"
 #include "support/shared_data.hpp"
-#include "core/api.hpp"
-#include "core/error.hpp"
-#include "core/presets.hpp"
-#include "core/workflow.hpp"
+#include "core/api/api.hpp"
+#include "core/base/error.hpp"
+#include "core/catalog/presets.hpp"
+#include "core/workflow/workflow.hpp"
 
 using namespace headroom;
 using nlohmann::json;

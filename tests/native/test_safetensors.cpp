@@ -2,9 +2,9 @@
 #include <string>
 
 #include "catch.hpp"
-#include "core/error.hpp"
-#include "core/file_reader.hpp"
-#include "core/safetensors_header.hpp"
+#include "core/base/error.hpp"
+#include "core/base/file_reader.hpp"
+#include "core/inspect/safetensors_header.hpp"
 #include "model_file_builders.hpp"
 
 using namespace headroom;

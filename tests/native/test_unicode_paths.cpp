@@ -4,10 +4,10 @@
 #include <filesystem>
 
 #include "catch.hpp"
-#include "core/error.hpp"
-#include "core/file_reader.hpp"
-#include "core/inspector.hpp"
-#include "core/workflow.hpp"
+#include "core/base/error.hpp"
+#include "core/base/file_reader.hpp"
+#include "core/inspect/inspector.hpp"
+#include "core/workflow/workflow.hpp"
 #include "model_file_builders.hpp"
 
 using namespace headroom;

@@ -1,7 +1,7 @@
 #include "catch.hpp"
-#include "core/data_files.hpp"
-#include "core/error.hpp"
-#include "core/units.hpp"
+#include "core/base/data_files.hpp"
+#include "core/base/error.hpp"
+#include "core/base/units.hpp"
 
 using namespace headroom;
 

@@ -1,8 +1,8 @@
 // Workflow parser: API format, modes, unknown nodes and malformed input, on workflows written here.
 #include "catch.hpp"
-#include "core/error.hpp"
-#include "core/workflow.hpp"
-#include "core/workflow_models_dir.hpp"
+#include "core/base/error.hpp"
+#include "core/workflow/workflow.hpp"
+#include "core/workflow/workflow_models_dir.hpp"
 
 #include <filesystem>
 #include <fstream>

@@ -7,7 +7,7 @@
 
 #include "catch.hpp"
 #include "support/shared_data.hpp"
-#include "core/workflow.hpp"
+#include "core/workflow/workflow.hpp"
 
 using namespace headroom;
 using namespace headroom::workflow;

@@ -54,7 +54,7 @@ def _nlohmann_include():
 
 @pytest.mark.skipif(_compiler() is None or _nlohmann_include() is None, reason="no C++ compiler or nlohmann_json")
 def test_oom_sources_compile_without_warnings():
-    """install.py printed 54 -Wmissing-field-initializers warnings, all from native/core/oom_diagnose.cpp;
+    """install.py printed 54 -Wmissing-field-initializers warnings, all from native/core/oom/oom_diagnose.cpp;
     the core's own flags (-Wall -Wextra) must give none."""
     sources = sorted((REPO / "native" / "core").glob("oom_*.cpp"))
     out = subprocess.run([_compiler(), "-std=c++17", "-fsyntax-only", "-Wall", "-Wextra", "-I", str(REPO / "native"),

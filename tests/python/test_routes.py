@@ -82,7 +82,7 @@ def test_presets_apply_preset_explain_vram(fake_core):
     presets, applied, explained, vram_status, vram = run_with_client(check)
     assert presets["presets"][0]["name"] == "fp8-weights"
     assert applied["before"]["peak_bytes"] > applied["after"]["peak_bytes"]
-    # The message as sent, then the line that says where it happened (native/core/oom_parse.hpp).
+    # The message as sent, then the line that says where it happened (native/core/oom/oom_parse.hpp).
     assert fake_core.calls[-1][0] == "explain"
     assert fake_core.calls[-1][1].startswith("CUDA out of memory\nheadroom-context: app=comfyui")
     assert ("apply_preset", {"workflow": WORKFLOW, "preset": "fp8-weights", "gpu": "RTX 3060 12GB"}) in fake_core.calls

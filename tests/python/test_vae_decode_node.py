@@ -17,7 +17,7 @@ from headroom_pack.nodes.vae_decode import HeadroomVAEDecode  # noqa: E402
 
 GIB = 2 ** 30
 PLANNER_BUDGET_ERROR = ("budget: 1.00 GiB is too small for a fast tile of 8 latent px, which needs about 1.20 GiB; "
-                        "raise the budget (free VRAM) or lower the tile")  # native/core/decode_plan.cpp wording
+                        "raise the budget (free VRAM) or lower the tile")  # native/core/estimate/decode_plan.cpp wording
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@
 #include <functional>
 #include <string>
 
-#include "core/error.hpp"
+#include "core/base/error.hpp"
 
 namespace support {
 

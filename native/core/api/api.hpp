@@ -1,0 +1,86 @@
+#pragma once
+// JSON-in, JSON-out entry points shared by the CLI, the Python module and the server routes.
+// Each throws InputError / FileFormatError / Error with a message fit to show a user.
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace headroom::api {
+
+using nlohmann::json;
+
+// {models:[{name, role, family, aliases, ...}], gpus:[...], presets:[...], precisions:[...]}
+json catalog();
+
+// Request mirrors `headroom estimate` flags: {model, precision?, text_encoder_precision?,
+// width?, height?, frames?, batch?, cfg?, gpu? | vram_bytes?, decode_mode?, decode_tile_px?}.
+// Returns Estimate::to_json() plus {job, budget_bytes?, verdict?}.
+// Fields (unknown fields are an InputError naming them):
+//   model (required)        catalog name or alias; a diffusion model brings its companions, a text
+//                           encoder / clip vision / VAE alone gives only its own stage
+//   precision               of `model` (bf16, fp16, fp32, fp8_e4m3fn, fp8_e5m2, fp8_scaled, gguf-q8_0 ...)
+//   text_encoder_precision  of the T5-family encoder (CLIP-L keeps its default)
+//   vae_precision, clip_vision_precision
+//   width, height (px, 16..16384), frames (1..10001), batch (1..1024), cfg (0..100; != 1 may batch
+//   cond+uncond), reference_images (Kontext, 0..16); defaults come from the model's catalog entry
+//   gpu (name or unambiguous part: "4090") | vram_bytes (integer) | vram (number of GiB or "24GB")
+//   free_bytes (integer, optional, also with gpu/vram_bytes/vram): memory free for this run as ComfyUI
+//                           counts it (mem_get_info().free + reserved - active). When given, verdicts are
+//                           against it: no CUDA context is added (it is already outside free memory),
+//                           ComfyUI's reserve is still kept out of it; gpu/vram_bytes then only name the
+//                           card's total (fp8 upcast rule, Windows reserve). Output adds free_bytes and
+//                           budget_bytes = free_bytes; vram_bytes is the card's total when given
+//   decode_mode full|tiled|headroom, decode_tile_px (0 = choose, else >= 64)
+//   blocks_swapped, text_encoder_on_cpu (bool), lora_bytes, windows (bool: 600 MiB reserve),
+//   reserve_bytes (ComfyUI --reserve-vram), allow_lowvram (bool, default true), fp8_compute (bool;
+//   set from gpus.json with gpu: without it ComfyUI upcasts fp8 weights to 16 bit where that fits)
+// Output: peak_bytes, peak_stage, full_load_peak_bytes, min_peak_bytes, slowdown, stages[{name,
+// peak_bytes, breakdown, resident, cached, mode, slowdown, full_load_bytes, min_bytes, notes}], notes,
+// job, and with a card: vram_bytes, budget_bytes, verdict ("fits" | "tight" | "does not fit"), gpu?
+json estimate(const json& request);
+
+// {workflow: <UI or API format JSON>, gpu? | vram_bytes? | vram?, free_bytes?, models_dir?}
+// Returns estimate's shape plus {verdict, changes, unknown_nodes, smallest_gpu}. free_bytes as in
+// estimate (smallest_gpu still sizes whole, empty catalog cards). A change's applies_by_preset is true
+// only where the "fit this card" preset would make it for this workflow and card.
+json plan(const json& request);
+
+// {workflow, preset, gpu? | vram_bytes? | vram?, free_bytes?} -> {workflow: rewritten, before:{peak_bytes},
+// after:{peak_bytes}, changes}. free_bytes sizes "fit this card" to the free memory (as in estimate);
+// "fit N GB" presets size for a whole, empty N GB card and ignore it.
+json apply_preset(const json& request);
+
+// Headers of .safetensors / .gguf files; one object per path.
+json inspect(const std::vector<std::string>& paths);
+
+// {tensors: {name: {dtype (bf16, fp16, fp32, fp8_e4m3fn, ...), shape}}} -> inspect's answer for one file
+// (without path): the model, role, precision and bytes of a state dict already in memory.
+json recognise(const json& request);
+
+// An error text -> {recognised, format, requested_bytes, total_bytes, free_bytes, allocated_bytes (by
+// PyTorch), reserved_unallocated_bytes, reserved_total_bytes, process_bytes, other_processes
+// ([{pid, bytes}] or null), gpu_index, backend (cuda|rocm|mps|xpu|directml|vulkan|metal|cpu|unknown),
+// origin (pytorch|cuda-runtime|hip-runtime|cublas|cudnn|miopen|vllm|llama.cpp|transformers),
+// app (comfyui|vllm|llama.cpp|ollama|null), extra {...}, notes [...], diagnosis {id, text} | null,
+// fixes [{id, text}]}. A figure the message does not carry is null; non-OOM text gives
+// recognised=false and nulls. Never throws on any input (see core/oom/oom_parse.hpp, oom_diagnose.hpp).
+json explain(const std::string& text);
+
+// LLM inference memory. Request = the `headroom llm` flags with '-' as '_':
+// {model | params (billions) + layers + kv_heads + head_dim, precision? (bf16; fp8, int8, int4, nf4,
+// gguf-q4_k_m, ...), kv_precision? (fp16; fp8, q8_0, q4_0), context (tokens), batch? (1),
+// gpu? | vram_bytes?}. Returns {model, precision, kv_precision, context, batch, weights_bytes,
+// kv_bytes_per_token, kv_cache_bytes, overhead_bytes, total_bytes, notes, verdict (null without a
+// card), budget_bytes?, gpu?, headroom_bytes?, max_context_that_fits?} (core/llm/llm_memory.hpp).
+json llm(const json& request);
+
+// Training memory. Request = the `headroom train` flags with '-' as '_':
+// {model | params (+ layers, hidden, heads, kv_heads, head_dim, intermediate, vocab), method
+// (full|lora|qlora), optimizer? (adamw; adamw8bit, sgd), precision? (bf16 = mixed; fp32),
+// lora_rank? (16), seq_len? (2048), batch? (1), gradient_checkpointing? (false), gpu? | vram_bytes?}.
+// Returns {components [{name, bytes, source}], model_states_bytes, activations_bytes, logits_bytes,
+// total_bytes, trainable_params, notes, verdict, ...} (core/llm/train_memory.hpp).
+json train(const json& request);
+
+}  // namespace headroom::api

@@ -1,0 +1,261 @@
+// Memory model of Headroom's native KL decoder (native/torch/kl_*.cpp), and the tile plan.
+//
+// Derivation, not calibration: the peaks below count the tensors that the decoder's code keeps
+// alive at once (each term names the tensor), times the element size. They were checked against
+// measured CPU RSS in tests/bench/bench_kl_decode.py; on CUDA, allocator rounding and cuDNN
+// workspaces come on top, covered by the margin constants (uncalibrated until measured on a GPU).
+#include <algorithm>
+#include <cmath>
+
+#include "core/estimate/decode_plan.hpp"
+#include "core/base/error.hpp"
+#include "core/base/units.hpp"
+
+namespace headroom {
+namespace {
+
+// Caching-allocator rounding and fragmentation on top of the counted tensors (uncalibrated margin).
+constexpr double kAllocatorMargin = 1.10;
+// Fixed allowance for convolution workspaces, the CUDA context's share and small tensors (uncalibrated).
+constexpr std::uint64_t kFixedBytes = 64ull << 20;
+// fp32 attention-score block the decoder allows itself (kl_decoder.hpp attn_chunk_bytes).
+constexpr double kAttnChunkBytes = 256.0 * 1024 * 1024;
+// Convolution workspace: about one copy of the conv's input (CPU, oneDNN reorder; fitted to the
+// measured peak RSS of a 512^2 fp32 Flux-architecture full decode, tests/bench/bench_kl_decode.py,
+// 2026-11-29: 1139 MB measured vs 1023 MB without this term). Counted in the per-layer terms below.
+// Below this tile edge (latent px) keeping activations on the device costs more in per-tile overhead
+// than parking them in CPU memory with bigger tiles.
+constexpr int kMinUnparkedTile = 16;
+
+struct Arch {
+  int z = 16;
+  std::vector<double> widths;  // per level
+  int blocks = 3;
+  double block_in() const { return widths.back(); }
+  int levels() const { return static_cast<int>(widths.size()); }
+  int upscale() const { return 1 << (levels() - 1); }
+};
+
+Arch arch_of(const DecodeRequest& r) {
+  Arch a;
+  a.z = r.latent_channels;
+  if (!r.level_widths.empty()) {
+    for (int w : r.level_widths) a.widths.push_back(w);
+  } else {
+    const double base = r.base_channels > 0 ? r.base_channels : 128;  // Flux/SD VAE ch = 128
+    a.widths = {base, 2 * base, 4 * base, 4 * base};                  // ch_mult (1, 2, 4, 4)
+  }
+  a.blocks = r.blocks_per_level > 0 ? r.blocks_per_level : 3;
+  return a;
+}
+
+double weight_elems(const Arch& a) {
+  auto conv = [](double ci, double co, double k) { return ci * co * k * k + co; };
+  auto res = [&](double ci, double co) {
+    return 2 * ci + conv(ci, co, 3) + 2 * co + conv(co, co, 3) + (ci != co ? conv(ci, co, 1) : 0);
+  };
+  const double bi = a.block_in();
+  double n = conv(a.z, a.z, 1) + conv(a.z, bi, 3) + 2 * res(bi, bi) + 2 * bi + 4 * conv(bi, bi, 1);
+  double c = bi;
+  for (int i = a.levels() - 1; i >= 0; --i) {
+    for (int j = 0; j < a.blocks; ++j) {
+      n += res(c, a.widths[i]);
+      c = a.widths[i];
+    }
+    if (i) n += conv(c, c, 3);
+  }
+  return n + 2 * c + conv(c, 3, 3);
+}
+
+// Walks the decoder's layers: f(kind, cin, cout, scale) with kind 'r' resblock, 'a' attention,
+// 'u' upsample (cin at the lower scale), 'o' norm_out + conv_out, 'i' conv_in.
+template <class F>
+void walk(const Arch& a, F&& f) {
+  const double bi = a.block_in();
+  f('i', a.z, bi, 1);
+  f('r', bi, bi, 1);
+  f('a', bi, bi, 1);
+  f('r', bi, bi, 1);
+  double c = bi;
+  int s = 1;
+  for (int i = a.levels() - 1; i >= 0; --i) {
+    for (int j = 0; j < a.blocks; ++j) {
+      f('r', c, a.widths[i], s);
+      c = a.widths[i];
+    }
+    if (i) {
+      f('u', c, c, s);
+      s *= 2;
+    }
+  }
+  f('o', c, 3, s);
+}
+
+double attention_elems(double C, double N, double B, double dtype_bytes) {
+  // x, x normed, q, k, v, attention output: six [C, N]; plus the score block and its softmax (fp32).
+  const double chunk_rows = std::max(1.0, std::min(N, kAttnChunkBytes / std::max(1.0, B * N * 4)));
+  return B * 6 * C * N + 2 * B * chunk_rows * N * 4 / dtype_bytes;
+}
+
+// Whole-image decode (forward()): the largest set of activations alive at one time, in elements.
+double full_activation_elems(const Arch& a, double B, double h, double w, double d) {
+  double peak = 0;
+  walk(a, [&](char k, double ci, double co, int s) {
+    const double S = B * h * w * s * s;
+    double e = 0;
+    switch (k) {
+      // Every conv also holds about one copy of its input as workspace (kConvWorkspace).
+      case 'i': e = (2 * ci + co) * S; break;
+      case 'r': e = std::max(3 * ci + co, ci + 4 * co) * S; break;   // x, norm1(x), conv1 | x, h, norm2(h), conv2
+      case 'a': e = attention_elems(ci, h * w, B, d); break;
+      case 'u': e = (ci + 8 * ci + 4 * co) * S; break;               // x, x upsampled (4S), conv out (4S)
+      case 'o': e = std::max(3 * ci * S + co * S, co * S * (1 + 3 * 4 / d)); break;  // x, norm, out | out, fp32 IMAGE copies
+    }
+    peak = std::max(peak, e);
+  });
+  return peak;
+}
+
+// Exact mode, tile edge T latent px: (whole-image buffers kept between layers, per-tile working set).
+std::pair<double, double> exact_elems(const Arch& a, double B, double h, double w, double T, double d) {
+  double stored = 0, work = 0;
+  walk(a, [&](char k, double ci, double co, int s) {
+    const double S = B * h * w * s * s;
+    const double ty = std::min(T * s, h * s), tx = std::min(T * s, w * s);
+    const double halo = B * (ty + 2) * (tx + 2), own = B * ty * tx;
+    double st = 0, wk = 0;
+    switch (k) {
+      case 'i': st = (ci + co) * S; wk = 2 * ci * halo + co * halo; break;
+      case 'r':
+        st = std::max(ci * S + co * S, ci * S + 2 * co * S);  // in + out | x (residual) + h + out
+        // input slice copy, its normed copy, conv out (with its 1-px ring), residual slice, shortcut out.
+        // (CPU bf16 adds one fp32 copy of the slice inside the norm; CUDA uses the fused kernel.)
+        wk = std::max(3 * ci * halo + co * halo, ci * halo + co * halo + ci * own + co * own);
+        break;
+      case 'a': {
+        // keys + values of every position; per band of min(T, h) rows: x, normed, q, output, proj
+        // out ([C, band]) and the scores (dtype) with their fp32 softmax and its cast.
+        const double band = B * std::min(T, h) * w, N = h * w;
+        st = 2 * ci * S;
+        wk = 2 * B * ci * N + 5 * ci * band + band * N * (2 + 4 / d);
+        break;
+      }
+      case 'u': st = ci * S + 4 * ci * S; wk = ci * B * (ty / 2 + 2) * (tx / 2 + 2) + 2 * ci * halo + co * halo; break;
+      case 'o': st = ci * S + co * S; wk = 3 * ci * halo + co * halo; break;
+    }
+    stored = std::max(stored, st);
+    work = std::max(work, wk);
+  });
+  return {stored, work};
+}
+
+std::uint64_t bytes(double elems_times_dtype) {
+  return static_cast<std::uint64_t>(std::ceil(elems_times_dtype * kAllocatorMargin)) + kFixedBytes;
+}
+
+DecodePlan plan_kl(const DecodeRequest& r) {
+  if (r.latent_height < 1 || r.latent_width < 1 || r.batch < 1)
+    throw InputError("latent", "latent must have batch, height and width >= 1 (got batch " + std::to_string(r.batch) +
+                                   ", " + std::to_string(r.latent_height) + "x" + std::to_string(r.latent_width) + ")");
+  if (r.dtype_bytes != 2 && r.dtype_bytes != 4) throw InputError("dtype", "dtype_bytes must be 2 or 4");
+  const Arch a = arch_of(r);
+  const double d = r.dtype_bytes, B = r.batch, h = r.latent_height, w = r.latent_width;
+  const double wbytes = weight_elems(a) * d;
+  DecodePlan p;
+  p.weights_bytes = static_cast<std::uint64_t>(wbytes);
+  p.full_peak_bytes = bytes(wbytes + full_activation_elems(a, B, h, w, d) * d);
+  const std::uint64_t budget = r.budget_bytes;
+  const int up = a.upscale();
+  const int max_tile = static_cast<int>(std::max(h, w));
+
+  auto exact_peak = [&](int T, bool park) {
+    auto [st, wk] = exact_elems(a, B, h, w, T, d);
+    return bytes(wbytes + ((park ? 0.0 : st) + wk) * d);
+  };
+  // fast / blend: one forward() per tile region (fast adds the receptive-field halo of ~18 latent px).
+  auto tile_forward_peak = [&](int T, int halo) {
+    const double th = std::min<double>(h, T + 2 * halo), tw = std::min<double>(w, T + 2 * halo);
+    return bytes(wbytes + full_activation_elems(a, B, th, tw, d) * d);
+  };
+  auto fits = [&](std::uint64_t need) { return budget == 0 || need <= budget; };
+  const int requested = r.tile_px > 0 ? std::max(1, r.tile_px / up) : 0;
+  auto budget_error = [&](const std::string& what, std::uint64_t need) {
+    return InputError("budget", format_bytes(budget) + " is too small for " + what + ", which needs about " +
+                                    format_bytes(need) + "; raise the budget (free VRAM) or lower the tile");
+  };
+
+  std::string mode = r.mode;
+  if (mode != "auto" && mode != "full" && mode != "exact" && mode != "fast" && mode != "blend")
+    throw InputError("mode", "unknown mode '" + r.mode + "' (use full, exact, fast, blend or auto)");
+  if (mode == "auto") mode = (requested == 0 && fits(p.full_peak_bytes)) ? "full" : "exact";
+  p.mode = mode;
+
+  if (mode == "full") {
+    if (!fits(p.full_peak_bytes)) throw budget_error("a full decode (use mode exact or auto)", p.full_peak_bytes);
+    p.peak_bytes = p.full_peak_bytes;
+    return p;
+  }
+  if (mode == "exact") {
+    p.halo_latent = 1;
+    auto choose = [&](int T) -> bool {
+      if (fits(exact_peak(T, false))) {
+        p.tile_latent = T;
+        p.park_on_cpu = false;
+        return true;
+      }
+      if (fits(exact_peak(T, true))) {
+        p.tile_latent = T;
+        p.park_on_cpu = true;
+        return true;
+      }
+      return false;
+    };
+    if (requested) {
+      if (!choose(std::min(requested, max_tile)))
+        throw budget_error("exact tiles of " + std::to_string(requested * up) + " px even with activations parked in CPU memory",
+                           exact_peak(std::min(requested, max_tile), true));
+    } else {
+      int best_unparked = 0, best_parked = 0;
+      for (int T = max_tile; T >= 1 && !best_unparked; --T)
+        if (fits(exact_peak(T, false))) best_unparked = T;
+      for (int T = max_tile; T >= 1 && !best_parked; --T)
+        if (fits(exact_peak(T, true))) best_parked = T;
+      if (best_unparked >= std::min(kMinUnparkedTile, max_tile)) {
+        p.tile_latent = best_unparked;
+      } else if (best_parked) {
+        p.tile_latent = best_parked;
+        p.park_on_cpu = true;
+      } else {
+        throw budget_error("any exact tile (1 latent px, activations parked in CPU memory)", exact_peak(1, true));
+      }
+    }
+    p.peak_bytes = exact_peak(p.tile_latent, p.park_on_cpu);
+  } else {  // fast, blend
+    const int halo = mode == "fast" ? 18 : 0;  // fast: receptive field of the real KL decoder (kl_decoder.cpp)
+    int T = requested ? std::min(requested, max_tile) : 0;
+    if (!T) {
+      for (int t = max_tile; t >= 8 && !T; --t)
+        if (fits(tile_forward_peak(t, halo))) T = t;
+      if (!T) throw budget_error("a " + mode + " tile of 8 latent px", tile_forward_peak(8, halo));
+    } else if (!fits(tile_forward_peak(T, halo))) {
+      throw budget_error(mode + " tiles of " + std::to_string(T * up) + " px", tile_forward_peak(T, halo));
+    }
+    p.tile_latent = T;
+    p.halo_latent = mode == "fast" ? halo : std::max(1, std::min(8, T / 4));
+    p.peak_bytes = tile_forward_peak(T, halo);
+  }
+  const int ny = (r.latent_height + p.tile_latent - 1) / p.tile_latent;
+  const int nx = (r.latent_width + p.tile_latent - 1) / p.tile_latent;
+  p.tiles = ny * nx;
+  return p;
+}
+
+}  // namespace
+
+DecodePlan plan_decode(const DecodeRequest& request) {
+  if (request.family == "kl") return plan_kl(request);
+  if (request.family == "wan2.1" || request.family == "wan2.2") return plan_decode_wan(request);
+  throw InputError("family", "unknown VAE family '" + request.family + "' (kl, wan2.1 or wan2.2)");
+}
+
+}  // namespace headroom

@@ -1,0 +1,259 @@
+// estimate(): the stages of a ComfyUI run in order, each fitted onto the card by the runtime policy.
+#include "core/estimate/estimator.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include "core/catalog/catalog.hpp"
+#include "core/base/error.hpp"
+#include "core/estimate/memory_model.hpp"
+#include "core/estimate/runtime_policy.hpp"
+#include "core/base/units.hpp"
+
+namespace headroom {
+namespace {
+
+using nlohmann::json;
+
+std::uint64_t resident_weights(const Stage& s) {
+  std::uint64_t w = 0;
+  for (const auto& kv : s.breakdown)
+    if (kv.first.rfind("weights:", 0) == 0) w += kv.second;
+  return w;
+}
+
+json component_json(const Component& c) {
+  json j = {{"model", c.model}, {"precision", c.precision}};
+  if (c.weight_bytes) j["weight_bytes"] = *c.weight_bytes;
+  if (!c.file.empty()) j["file"] = c.file;
+  return j;
+}
+
+const char* decode_mode_name(DecodeMode m) {
+  switch (m) {
+    case DecodeMode::Full: return "full";
+    case DecodeMode::Tiled: return "tiled";
+    case DecodeMode::Headroom: return "headroom";
+  }
+  return "full";
+}
+
+// Models of earlier stages that ComfyUI leaves loaded because there is room (informational).
+void mark_cached(Stage& stage, const std::vector<std::pair<std::string, std::uint64_t>>& earlier, std::uint64_t vram) {
+  if (vram == 0 || stage.mode != "full") return;
+  std::uint64_t used = stage.peak_bytes;
+  for (const auto& e : earlier) {
+    if (std::find(stage.resident.begin(), stage.resident.end(), e.first) != stage.resident.end()) continue;
+    if (used + e.second <= vram) {
+      stage.cached.push_back(e.first);
+      used += e.second;
+    }
+  }
+}
+
+// ComfyUI keeps fp8 diffusion weights in fp8 only on cards that compute in fp8, or when 16 bit
+// would not fit in maximum_vram_for_weights = total * 0.88 - minimum_inference_memory
+// (comfy/model_management.py unet_dtype, facts comfyui-internals §4.2); otherwise it upcasts.
+void upcast_fp8_like_comfyui(ResolvedJob& rj, const Runtime& rt) {
+  if (!rj.diffusion || rj.diffusion->precision->kind != "fp8" || rt.fp8_compute != 0 || !rt.has_card()) return;
+  const ModelInfo& m = *rj.diffusion->model;
+  const PrecisionInfo& wide = resolve_precision(m.compute_dtype);
+  const double max_for_weights = runtime_total_bytes(rt) * 0.88 - runtime_constant("minimum_inference_bytes") -
+                                 runtime_constant(rt.windows ? "comfy_reserve_bytes_windows" : "comfy_reserve_bytes_linux");
+  const std::uint64_t wide_bytes = weight_bytes(m, wide);
+  if (static_cast<double>(wide_bytes) > max_for_weights) return;
+  rj.notes.push_back("this card has no fp8 compute and 16-bit weights fit, so ComfyUI upcasts " + m.name + " from " +
+                     rj.diffusion->precision->name + " to " + wide.name + " (" + format_bytes(wide_bytes) + ")");
+  rj.diffusion->precision = &wide;
+  rj.diffusion->weight_bytes = wide_bytes;
+}
+
+}  // namespace
+
+json Estimate::to_json() const {
+  json j;
+  j["peak_bytes"] = peak_bytes;
+  j["peak_stage"] = peak_stage;
+  j["full_load_peak_bytes"] = full_load_peak_bytes;
+  j["min_peak_bytes"] = min_peak_bytes;
+  j["slowdown"] = slowdown;
+  if (vram_bytes) {
+    j["vram_bytes"] = vram_bytes;
+    j["verdict"] = verdict;
+  }
+  j["stages"] = json::array();
+  for (const auto& s : stages) {
+    json bd = json::object();
+    for (const auto& kv : s.breakdown) bd[kv.first] = kv.second;
+    j["stages"].push_back({{"name", s.name},
+                           {"peak_bytes", s.peak_bytes},
+                           {"breakdown", bd},
+                           {"resident", s.resident},
+                           {"cached", s.cached},
+                           {"mode", s.mode},
+                           {"slowdown", s.slowdown},
+                           {"full_load_bytes", s.full_load_bytes},
+                           {"min_bytes", s.min_bytes},
+                           {"notes", s.notes}});
+  }
+  j["notes"] = notes;
+  return j;
+}
+
+json job_to_json(const Job& job) {
+  json j;
+  j["diffusion"] = job.diffusion ? component_json(*job.diffusion) : json(nullptr);
+  j["text_encoders"] = json::array();
+  for (const auto& t : job.text_encoders) j["text_encoders"].push_back(component_json(t));
+  j["clip_vision"] = job.clip_vision ? component_json(*job.clip_vision) : json(nullptr);
+  j["vae"] = job.vae ? component_json(*job.vae) : json(nullptr);
+  j["lora_bytes"] = job.lora_bytes;
+  j["width"] = job.width;
+  j["height"] = job.height;
+  j["frames"] = job.frames;
+  j["batch"] = job.batch;
+  j["cfg"] = job.cfg;
+  j["reference_images"] = job.reference_images;
+  j["decode_mode"] = decode_mode_name(job.decode_mode);
+  j["decode_tile_px"] = job.decode_tile_px;
+  j["blocks_swapped"] = job.blocks_swapped;
+  j["text_encoder_on_cpu"] = job.text_encoder_on_cpu;
+  j["notes"] = job.notes;
+  return j;
+}
+
+Job default_job(const std::string& model) {
+  const ModelInfo& m = resolve_model(model, "model");
+  Job job;
+  auto comp = [](const std::string& name) {
+    const ModelInfo& c = resolve_model(name, "model");
+    return Component{c.name, c.default_precision, std::nullopt, ""};
+  };
+  const json& d = *m.data;
+  auto apply_defaults = [&job](const json& defs) {
+    job.width = defs.value("width", job.width);
+    job.height = defs.value("height", job.height);
+    job.frames = defs.value("frames", job.frames);
+    job.cfg = defs.value("cfg", job.cfg);
+    job.reference_images = defs.value("reference_images", job.reference_images);
+  };
+  switch (m.role) {
+    case Role::DiffusionModel:
+      job.diffusion = comp(m.name);
+      for (const auto& t : m.companion_text_encoders) job.text_encoders.push_back(comp(t));
+      if (!m.companion_clip_vision.empty()) job.clip_vision = comp(m.companion_clip_vision);
+      if (!m.companion_vae.empty()) job.vae = comp(m.companion_vae);
+      if (d.contains("defaults")) apply_defaults(d["defaults"]);
+      break;
+    case Role::TextEncoder: job.text_encoders.push_back(comp(m.name)); break;
+    case Role::ClipVision: job.clip_vision = comp(m.name); break;
+    case Role::Vae:
+      job.vae = comp(m.name);
+      // A video VAE alone decodes the shape of the first model that uses it.
+      for (const auto& o : catalog_data().models)
+        if (o.companion_vae == m.name && o.data->contains("defaults") && m.family != "kl") {
+          apply_defaults((*o.data)["defaults"]);
+          break;
+        }
+      job.cfg = 1.0;
+      job.reference_images = 0;
+      break;
+  }
+  return job;
+}
+
+Estimate estimate(const Job& job, const Runtime& runtime) {
+  ResolvedJob rj = resolve_job(job);
+  upcast_fp8_like_comfyui(rj, runtime);
+  const PolicyContext pc = policy_context(runtime);
+  const std::uint64_t V = pc.vram_bytes;
+  Estimate est;
+  est.stages.reserve(5);
+  est.vram_bytes = V;
+  est.notes = rj.notes;
+  for (const auto& n : job.notes) est.notes.push_back(n);
+  std::vector<std::pair<std::string, std::uint64_t>> earlier;  // models loaded by earlier stages
+
+  if (!rj.text_encoders.empty()) {
+    est.stages.push_back(fit_stage(text_encode_demand(rj), pc));
+    if (!job.text_encoder_on_cpu)
+      for (const auto& t : rj.text_encoders) earlier.push_back({t.model->name, t.weight_bytes});
+  }
+  if (rj.clip_vision) {
+    Stage s = fit_stage(clip_vision_demand(rj), pc);
+    mark_cached(s, earlier, V);
+    est.stages.push_back(std::move(s));
+    earlier.push_back({rj.clip_vision->model->name, rj.clip_vision->weight_bytes});
+  }
+  if (auto enc = vae_encode_demand(rj)) {
+    Stage s = fit_stage(*enc, pc);
+    mark_cached(s, earlier, V);
+    est.stages.push_back(std::move(s));
+  }
+  if (rj.vae) earlier.push_back({rj.vae->model->name, rj.vae->weight_bytes});
+  if (rj.diffusion) {
+    DemandOptions o;
+    o.cfg_batched = false;
+    Stage single = fit_stage(sample_demand(rj, o), pc);
+    if (job.cfg != 1.0) {
+      // ComfyUI batches cond+uncond only when its own estimate x1.5 is below free memory (samplers.py).
+      bool batch = true;
+      if (V) {
+        const std::uint64_t used = pc.context_bytes + resident_weights(single);
+        const std::uint64_t free = V > used ? V - used : 0;
+        batch = comfy_sampling_estimate(rj, job.batch * 2) * runtime_constant("cfg_batch_free_factor") < free;
+      }
+      if (batch) {
+        o.cfg_batched = true;
+        single = fit_stage(sample_demand(rj, o), pc);
+      }
+    }
+    if (rj.diffusion->model->experts > 1 && V && single.mode == "full" &&
+        single.peak_bytes + rj.diffusion->weight_bytes <= V)
+      single.cached.push_back(rj.diffusion->model->name + " (other expert)");
+    mark_cached(single, earlier, V);
+    est.stages.push_back(std::move(single));
+  }
+  if (rj.vae) {
+    DemandOptions o;
+    if (V) {
+      const std::uint64_t used = pc.context_bytes + rj.vae->weight_bytes;
+      const std::uint64_t free = V > used ? V - used : 0;
+      const std::uint64_t per = std::max<std::uint64_t>(1, comfy_decode_estimate(rj));
+      o.vae_batch = static_cast<int>(std::max<std::uint64_t>(1, std::min<std::uint64_t>(free / per, 1u << 20)));
+      o.decode_budget_bytes = free > pc.reserve_bytes ? free - pc.reserve_bytes : 1;
+    }
+    Stage s = fit_stage(vae_decode_demand(rj, o), pc);
+    std::vector<std::pair<std::string, std::uint64_t>> before = earlier;
+    if (rj.diffusion) before.insert(before.begin(), {rj.diffusion->model->name, rj.diffusion->weight_bytes});
+    mark_cached(s, before, V);
+    est.stages.push_back(std::move(s));
+  }
+
+  bool any_fail = false, any_degraded = false;
+  for (const auto& s : est.stages) {
+    if (s.peak_bytes >= est.peak_bytes) {
+      est.peak_bytes = s.peak_bytes;
+      est.peak_stage = s.name;
+    }
+    est.full_load_peak_bytes = std::max(est.full_load_peak_bytes, s.full_load_bytes);
+    est.min_peak_bytes = std::max(est.min_peak_bytes, s.min_bytes);
+    // Sampling takes nearly all of the run's time, so its slowdown is the run's; other stages'
+    // slowdowns stay in their own entries.
+    if (s.name == "sample") est.slowdown = s.slowdown;
+    any_fail = any_fail || s.mode == "does_not_fit";
+    any_degraded = any_degraded || s.mode == "partial" || s.mode == "tiled_fallback";
+  }
+  if (V) {
+    const double margin = runtime_constant("tight_margin_fraction");
+    if (any_fail || est.peak_bytes > V)
+      est.verdict = "does not fit";
+    else if (any_degraded || est.peak_bytes > static_cast<std::uint64_t>(V * (1.0 - margin)))
+      est.verdict = "tight";
+    else
+      est.verdict = "fits";
+  }
+  return est;
+}
+
+}  // namespace headroom

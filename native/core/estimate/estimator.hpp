@@ -1,0 +1,77 @@
+#pragma once
+// The memory model: per-stage peak VRAM of a Job under ComfyUI's loading policy.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/estimate/job.hpp"
+
+namespace headroom {
+
+// The card and ComfyUI's settings that decide what stays loaded.
+struct Runtime {
+  std::uint64_t vram_bytes = 0;        // total memory of the card; 0 = unknown (no policy applied)
+  std::uint64_t reserve_bytes = 0;     // ComfyUI's reserve; 0 = ComfyUI's default for the platform
+  bool windows = false;                // ComfyUI reserves more on Windows
+  bool allow_lowvram = true;           // partial loading when weights do not fit (ComfyUI default)
+  // Added by the estimator work (additive): whether the card computes in fp8 (compute capability
+  // >= 8.9). -1 unknown, 0 no, 1 yes. Without it ComfyUI upcasts fp8 diffusion weights to 16 bit
+  // when 16 bit fits (comfy/model_management.py unet_dtype).
+  int fp8_compute = -1;
+  // Added by core polish (additive): memory free for this run as ComfyUI counts it
+  // (torch.cuda.mem_get_info().free + reserved - active, comfy/model_management.get_free_memory).
+  // 0 = not given. When given it is the usable memory: the CUDA context and other processes are
+  // already outside it (no context is added again), ComfyUI's reserve is still kept out of it, and
+  // verdicts are against it. vram_bytes, when also given, is then only the card's total (ComfyUI's
+  // fp8 upcast rule and the Windows reserve depend on the total).
+  std::uint64_t free_bytes = 0;
+  bool has_card() const { return vram_bytes != 0 || free_bytes != 0; }
+};
+
+struct Stage {
+  std::string name;                                 // "text_encode", "sample", "vae_decode", ...
+  std::uint64_t peak_bytes = 0;                     // reserved memory at this stage's peak
+  std::map<std::string, std::uint64_t> breakdown;   // what makes up peak_bytes (sums to it)
+  std::vector<std::string> resident;                // models on the GPU during the stage
+  double slowdown = 1.0;                            // >1 when partial loading streams weights
+  std::vector<std::string> notes;
+  // Added by the estimator work (additive):
+  std::string mode = "full";                        // "full" | "partial" (lowvram streaming) |
+                                                    // "tiled_fallback" (ComfyUI's retry after OOM) | "does_not_fit"
+  std::uint64_t full_load_bytes = 0;                // need with every needed model fully resident
+  std::uint64_t min_bytes = 0;                      // need with the most streaming ComfyUI allows
+  std::vector<std::string> cached;                  // earlier models that stay loaded because they fit
+};
+
+struct Estimate {
+  std::vector<Stage> stages;
+  std::uint64_t peak_bytes = 0;
+  std::string peak_stage;
+  std::vector<std::string> notes;
+  // Added by the estimator work (additive):
+  std::uint64_t vram_bytes = 0;            // the card (0 = none given; no policy, no verdict); with
+                                           // Runtime::free_bytes, the free memory the verdict is against
+  std::string verdict;                     // "fits" | "tight" | "does not fit"; "" without a card
+  std::uint64_t full_load_peak_bytes = 0;  // peak with every stage's models fully resident (no lowvram):
+                                           // the smallest card that runs it unchanged
+  std::uint64_t min_peak_bytes = 0;        // peak with the most streaming/tiling ComfyUI does by itself
+  double slowdown = 1.0;                   // worst stage slowdown from partial loading / tiling
+  nlohmann::json to_json() const;   // {peak_bytes, peak_stage, stages:[{name, peak_bytes, breakdown, ...}], notes}
+};
+
+// Throws InputError naming the field when the job is inconsistent (unknown model, bad precision,
+// non-positive sizes, a VAE given where a diffusion model is expected...).
+Estimate estimate(const Job& job, const Runtime& runtime);
+
+// The usual job for one catalog model: a diffusion model with its companions (Flux: CLIP-L, T5-XXL,
+// Flux VAE; Wan: umT5-XXL, its VAE, CLIP-vision-H for Wan 2.1 I2V) and its default shape, or a
+// text encoder / CLIP vision / VAE alone. `model` accepts aliases; throws InputError("model").
+Job default_job(const std::string& model);
+
+// The job as JSON (models with precisions and weight bytes, shape, decode mode) for reports.
+nlohmann::json job_to_json(const Job& job);
+
+}  // namespace headroom

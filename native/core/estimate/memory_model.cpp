@@ -1,0 +1,503 @@
+#include "core/estimate/memory_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <unordered_map>
+
+#include "core/estimate/decode_plan.hpp"
+#include "core/base/error.hpp"
+#include "core/base/units.hpp"
+
+namespace headroom {
+namespace {
+
+using nlohmann::json;
+
+struct PairHash {
+  std::size_t operator()(const std::pair<const void*, const void*>& p) const {
+    return std::hash<const void*>()(p.first) * 31 ^ std::hash<const void*>()(p.second);
+  }
+};
+
+// A member of a catalog object. Every caller here passes a section of models.json (parsed once and
+// never freed) and a string literal, so (object, key literal) -> member is memoised: a plan runs
+// the memory model hundreds of times and the std::map string compares dominated its profile.
+const json* child(const json& j, const char* key) {
+  thread_local std::unordered_map<std::pair<const void*, const void*>, const json*, PairHash> memo;
+  auto [slot, fresh] = memo.try_emplace({&j, key}, nullptr);
+  if (fresh && j.is_object()) {
+    auto it = j.find(key);
+    slot->second = it == j.end() ? nullptr : &*it;
+  }
+  return slot->second;
+}
+
+double num(const json& j, const char* key, double fallback) {
+  const json* v = child(j, key);
+  return v && v->is_number() ? v->get<double>() : fallback;
+}
+
+// A figure the memory model cannot do without: missing data is a broken models.json, not a guess.
+double need(const ModelInfo& m, const json& j, const char* key) {
+  if (const json* v = child(j, key); v && v->is_number()) return v->get<double>();
+  throw Error("models.json: " + m.name + " lacks the number '" + key + "' that the memory model needs");
+}
+
+const json& section(const ModelInfo& m, const char* key) {
+  static const json empty = json::object();
+  const json* v = child(*m.data, key);
+  return v && v->is_object() ? *v : empty;
+}
+
+std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
+
+ResolvedComponent resolve_component(const Component& c, Role expected, const std::string& field) {
+  ResolvedComponent r;
+  r.model = &resolve_model(c.model, field);
+  if (r.model->role != expected)
+    throw InputError(field, r.model->name + " is a " + role_name(r.model->role) + ", not a " + role_name(expected));
+  const std::string pfield = field + ".precision";
+  r.precision = &resolve_precision(c.precision.empty() ? r.model->default_precision : c.precision, pfield);
+  check_precision_for_role(*r.model, *r.precision, pfield);
+  if (c.weight_bytes) {
+    r.weight_bytes = *c.weight_bytes;
+    r.from_header = true;
+  } else {
+    r.weight_bytes = weight_bytes(*r.model, *r.precision);
+  }
+  return r;
+}
+
+void check_range(const std::string& field, long long value, long long lo, long long hi, const std::string& what) {
+  if (value < lo || value > hi)
+    throw InputError(field, "expected " + what + " from " + std::to_string(lo) + " to " + std::to_string(hi) +
+                                ", got " + std::to_string(value));
+}
+
+// Live elements per token at a block's peak: the largest phase's a*hidden + b*ffn
+// (models.json "activation": {"phases": [...]} or one {hidden_multiple, ffn_multiple}).
+double elems_per_token(const ModelInfo& m) {
+  const json& arch = section(m, "arch");
+  static const json none = json::object();
+  const json* own = child(*m.data, "activation");
+  const json* in_arch = child(arch, "activation");
+  const json& act = own ? *own : in_arch ? *in_arch : none;
+  const double d = need(m, arch, "hidden"), f = need(m, arch, "ffn");
+  auto phase = [&](const json& p) { return need(m, p, "hidden_multiple") * d + need(m, p, "ffn_multiple") * f; };
+  const json* phases = child(act, "phases");
+  if (!phases || !phases->is_array()) return phase(act);
+  double best = 0;
+  for (const auto& p : *phases) best = std::max(best, phase(p));
+  return best;
+}
+
+std::uint64_t dequant_transient(const ResolvedComponent& c, int compute_bytes, bool lora) {
+  if (!c.precision->quantised()) return 0;
+  // One layer at a time is cast/dequantised to the compute dtype (comfy ops cast_bias_weight,
+  // ComfyUI-GGUF dequantize); a LoRA patch on it holds a second copy while it is applied.
+  double params = num(section(*c.model, "arch"), "largest_linear_params", 0);
+  return static_cast<std::uint64_t>(params * compute_bytes * (lora ? 2 : 1));
+}
+
+int vae_stride_spatial(const ModelInfo& vae) {
+  const json& arch = section(vae, "arch");
+  if (const json* st = child(arch, "stride"); st && st->is_array() && st->size() == 3) return (*st)[2].get<int>();
+  return 8;
+}
+
+int vae_stride_temporal(const ModelInfo& vae) {
+  const json& arch = section(vae, "arch");
+  if (const json* st = child(arch, "stride"); st && st->is_array() && st->size() == 3) return (*st)[0].get<int>();
+  return 1;
+}
+
+std::uint64_t latent_frames_for(const Job& job, int temporal_stride) {
+  if (temporal_stride <= 1 || job.frames <= 1) return 1;
+  return static_cast<std::uint64_t>((job.frames - 1) / temporal_stride + 1);
+}
+
+// Output frames ComfyUI actually produces: ((F-1)//4)*4+1 for a 4x causal VAE.
+std::uint64_t output_frames_for(const Job& job, int temporal_stride) {
+  if (temporal_stride <= 1) return static_cast<std::uint64_t>(job.frames);
+  return (latent_frames_for(job, temporal_stride) - 1) * temporal_stride + 1;
+}
+
+// VAE working set of a decode (activations + cache + output buffers), allocated bytes.
+struct DecodeCost {
+  std::uint64_t activations = 0;
+  std::uint64_t output = 0;
+};
+
+DecodeCost decode_cost(const ResolvedJob& rj, std::uint64_t px_h, std::uint64_t px_w, std::uint64_t frames, int images) {
+  const ModelInfo& vae = *rj.vae->model;
+  const json& dec = section(vae, "decode");
+  const int vb = vae_compute_bytes(*rj.vae);
+  const double px = static_cast<double>(px_h) * px_w;
+  DecodeCost c;
+  if (dec.value("kind", "") == "causal_per_latent_frame") {
+    const int ts = vae_stride_temporal(vae);
+    const std::uint64_t lat_t = frames <= 1 ? 1 : (frames - 1) / ts + 1;
+    const double elems = lat_t <= 1 ? need(vae, dec, "single_frame_elems_per_output_px")
+                                    : need(vae, dec, "chunk_elems_per_output_px");
+    c.activations = static_cast<std::uint64_t>(elems * px * vb) * images;
+    // The RGB clip grows on the GPU by torch.cat (old + new alive): a per-frame term.
+    if (lat_t > 1)
+      c.output = static_cast<std::uint64_t>(need(vae, dec, "output_copies") * 3.0 * frames * px * vb) * images;
+  } else {
+    c.activations = static_cast<std::uint64_t>(need(vae, dec, "elems_per_output_px") * px * vb) * images;
+  }
+  return c;
+}
+
+DecodePlan plan_with_native_decoder(const ResolvedJob& rj, std::uint64_t budget) {
+  const Job& job = *rj.job;
+  const ModelInfo& vae = *rj.vae->model;
+  DecodeRequest req;
+  req.family = vae.family == "kl" ? "kl" : (vae.name == "wan2.2-vae" ? "wan2.2" : "wan2.1");
+  req.latent_channels = static_cast<int>(num(section(vae, "arch"), "z_channels", 16));
+  req.batch = job.batch;
+  req.latent_frames = static_cast<int>(latent_frames_for(job, vae_stride_temporal(vae)));
+  const int s = vae_stride_spatial(vae);
+  req.latent_height = static_cast<int>(ceil_div(job.height, s));
+  req.latent_width = static_cast<int>(ceil_div(job.width, s));
+  req.dtype_bytes = vae_compute_bytes(*rj.vae);
+  req.mode = "auto";
+  req.tile_px = job.decode_tile_px;
+  req.budget_bytes = budget;
+  return plan_decode(req);
+}
+
+// ComfyUI tiled decode: 2-D runs three passes with tiles (t/2 x 2t), (2t x t/2), (t x t), one after
+// the other, accumulating on the CPU; 3-D runs one pass with t x t tiles over `tile_frames` frames.
+StageDemand tiled_decode(const ResolvedJob& rj, int tile_px, std::uint64_t tile_frames, const std::string& why) {
+  const Job& job = *rj.job;
+  StageDemand d;
+  d.name = "vae_decode";
+  d.weights.push_back({rj.vae->model->name, rj.vae->weight_bytes});
+  d.resident_labels.push_back(rj.vae->model->name);
+  const bool video = rj.vae->model->family == "wan_vae";
+  const std::uint64_t W = job.width, H = job.height, t = static_cast<std::uint64_t>(tile_px);
+  std::uint64_t area = 0;
+  if (video) {
+    area = std::min(t, H) * std::min(t, W);
+  } else {
+    area = std::max({std::min(t / 2, W) * std::min(2 * t, H), std::min(2 * t, W) * std::min(t / 2, H),
+                     std::min(t, W) * std::min(t, H)});
+  }
+  const std::uint64_t side = static_cast<std::uint64_t>(std::sqrt(static_cast<double>(area)));
+  std::uint64_t frames = video ? std::min<std::uint64_t>(tile_frames, output_frames_for(job, 4)) : 1;
+  DecodeCost c = decode_cost(rj, side, area / std::max<std::uint64_t>(side, 1), frames, 1);
+  d.transient["activations"] = c.activations;
+  if (c.output) d.transient["output_buffers"] = c.output;
+  const double tiles_area = video ? 1.0 : 3.0;  // three passes for 2-D (facts comfyui-internals §1.5)
+  const double overlap = 1.0 + 2.0 * runtime_constant("tiled_decode_default_overlap_px") / std::max<double>(tile_px, 128);
+  d.slowdown = (W * H <= area && !video) ? 1.0 : tiles_area * overlap;
+  d.notes.push_back(why + ": " + std::to_string(tile_px) + " px tiles" +
+                    (video ? ", " + std::to_string(frames) + " frames per tile" : ", three passes averaged") +
+                    "; output accumulated on the CPU");
+  return d;
+}
+
+}  // namespace
+
+int vae_compute_bytes(const ResolvedComponent& vae) {
+  // ComfyUI runs the VAE in bf16 on Ampere+ (vae_dtype); an explicit fp32/fp16 choice is honoured.
+  return vae.precision->name == "fp32" ? 4 : 2;
+}
+
+ResolvedJob resolve_job(const Job& job) {
+  ResolvedJob r;
+  r.job = &job;
+  check_range("width", job.width, 16, 16384, "output width in pixels");
+  check_range("height", job.height, 16, 16384, "output height in pixels");
+  check_range("frames", job.frames, 1, 10001, "a frame count");
+  check_range("batch", job.batch, 1, 1024, "a batch size");
+  check_range("reference_images", job.reference_images, 0, 16, "a number of reference images");
+  check_range("blocks_swapped", job.blocks_swapped, 0, 1000, "a number of blocks");
+  if (job.decode_tile_px != 0) check_range("decode_tile_px", job.decode_tile_px, 64, 16384, "a tile edge in pixels");
+  if (!(job.cfg >= 0.0 && job.cfg <= 100.0)) throw InputError("cfg", "expected a CFG scale from 0 to 100, got " + std::to_string(job.cfg));
+  if (job.lora_bytes > 4096ull * GiB) throw InputError("lora_bytes", "is larger than 4 TiB; give the LoRA file size in bytes");
+
+  if (job.diffusion) r.diffusion = resolve_component(*job.diffusion, Role::DiffusionModel, "diffusion");
+  for (std::size_t i = 0; i < job.text_encoders.size(); ++i)
+    r.text_encoders.push_back(resolve_component(job.text_encoders[i], Role::TextEncoder,
+                                                "text_encoders[" + std::to_string(i) + "]"));
+  if (job.clip_vision) r.clip_vision = resolve_component(*job.clip_vision, Role::ClipVision, "clip_vision");
+  if (job.vae) r.vae = resolve_component(*job.vae, Role::Vae, "vae");
+  if (!r.diffusion && r.text_encoders.empty() && !r.clip_vision && !r.vae)
+    throw InputError("model", "the job names no model; give a diffusion model, a text encoder or a VAE");
+
+  if (r.diffusion) {
+    const ModelInfo& m = *r.diffusion->model;
+    const json& arch = section(m, "arch");
+    if (m.family == "flux" && job.frames != 1)
+      throw InputError("frames", m.name + " is an image model; frames must be 1, got " + std::to_string(job.frames));
+    if (job.blocks_swapped > static_cast<int>(num(arch, "blocks", 0)))
+      throw InputError("blocks_swapped", m.name + " has " + std::to_string(static_cast<int>(num(arch, "blocks", 0))) +
+                                             " blocks; cannot swap " + std::to_string(job.blocks_swapped));
+    if (m.family == "wan" && (job.frames - 1) % 4 != 0)
+      r.notes.push_back("frames " + std::to_string(job.frames) + " is not 4k+1; ComfyUI makes " +
+                        std::to_string(((job.frames - 1) / 4) * 4 + 1) + " frames");
+    if (r.vae && r.vae->model->name != m.companion_vae && !m.companion_vae.empty())
+      r.notes.push_back("vae " + r.vae->model->name + " is not the usual VAE of " + m.name + " (" + m.companion_vae + ")");
+  }
+  if (r.vae && r.vae->model->family == "kl" && job.frames != 1 && !r.diffusion)
+    throw InputError("frames", r.vae->model->name + " decodes images; frames must be 1, got " + std::to_string(job.frames));
+  return r;
+}
+
+SampleGeometry sample_geometry(const ModelInfo& m, const Job& job) {
+  const json& arch = section(m, "arch");
+  SampleGeometry g;
+  int ts = 1, ss = 8;
+  if (arch.contains("vae_stride") && arch["vae_stride"].size() == 3) {
+    ts = arch["vae_stride"][0].get<int>();
+    ss = arch["vae_stride"][2].get<int>();
+  }
+  g.latent_frames = latent_frames_for(job, ts);
+  g.latent_h = ceil_div(job.height, ss);
+  g.latent_w = ceil_div(job.width, ss);
+  const std::uint64_t per_frame = ceil_div(g.latent_h, 2) * ceil_div(g.latent_w, 2);  // 2x2 patches
+  const std::uint64_t refs = m.family == "flux" ? static_cast<std::uint64_t>(job.reference_images) : 0;
+  g.image_tokens = g.latent_frames * per_frame * (1 + refs);
+  const bool text_in_seq = arch.value("text_in_sequence", false);
+  g.sequence_tokens = g.image_tokens + (text_in_seq ? static_cast<std::uint64_t>(num(arch, "text_tokens", 0)) : 0);
+  g.comfy_area = g.latent_frames * g.latent_h * g.latent_w * (1 + refs);
+  return g;
+}
+
+std::uint64_t comfy_sampling_estimate(const ResolvedJob& rj, int batch) {
+  if (!rj.diffusion) return 0;
+  const ModelInfo& m = *rj.diffusion->model;
+  const SampleGeometry g = sample_geometry(m, *rj.job);
+  double factor = need(m, section(m, "comfy_memory_usage_factor"), "value");
+  // area * dtype_size * 0.01 * factor MiB (comfy/model_base.py memory_required, SDPA branch).
+  return static_cast<std::uint64_t>(static_cast<double>(g.comfy_area) * batch * dtype_bytes(m.compute_dtype) * 0.01 *
+                                    factor * MiB);
+}
+
+std::uint64_t comfy_decode_estimate(const ResolvedJob& rj) {
+  if (!rj.vae) return 0;
+  const ModelInfo& v = *rj.vae->model;
+  const json& c = section(v, "comfy_decode_constant");
+  const int s = vae_stride_spatial(v);
+  const std::uint64_t lh = ceil_div(rj.job->height, s), lw = ceil_div(rj.job->width, s);
+  return static_cast<std::uint64_t>(need(v, c, "value") * lh * lw * s * s * vae_compute_bytes(*rj.vae));
+}
+
+StageDemand text_encode_demand(const ResolvedJob& rj) {
+  StageDemand d;
+  d.name = "text_encode";
+  d.partial_loadable = true;
+  std::uint64_t act = 0, dq = 0, layer = 0;
+  for (const auto& te : rj.text_encoders) {
+    const ModelInfo& m = *te.model;
+    const json& arch = section(m, "arch");
+    const int cb = dtype_bytes(m.compute_dtype);
+    const double tokens = need(m, arch, "tokens");
+    std::uint64_t a = static_cast<std::uint64_t>(tokens * elems_per_token(m) * cb);
+    // T5's relative position bias is a heads x seq x seq tensor added to the scores.
+    if (arch.value("attention_bias", false)) a += static_cast<std::uint64_t>(num(arch, "heads", 0) * tokens * tokens * cb);
+    act = std::max(act, a);  // encoders run one after the other
+    dq = std::max(dq, dequant_transient(te, cb, false));
+    layer = std::max(layer, static_cast<std::uint64_t>(num(arch, "largest_linear_params", 0) * cb));
+    d.weights.push_back({m.name, te.weight_bytes});
+    d.resident_labels.push_back(m.name);
+    d.flops_per_pass += 2.0 * m.params * tokens;
+  }
+  d.transient["activations"] = act;
+  if (dq) d.transient["dequant_transient"] = dq;
+  d.stream_layer_bytes = layer;
+  if (rj.job->text_encoder_on_cpu) {
+    d.weights.clear();
+    d.transient.clear();
+    d.resident_labels.clear();
+    d.partial_loadable = false;
+    d.notes.push_back("text encoders run on the CPU: no VRAM for weights, encoding is slower");
+  }
+  return d;
+}
+
+StageDemand clip_vision_demand(const ResolvedJob& rj) {
+  StageDemand d;
+  d.name = "clip_vision_encode";
+  d.partial_loadable = true;
+  const ResolvedComponent& cv = *rj.clip_vision;
+  const ModelInfo& m = *cv.model;
+  const json& arch = section(m, "arch");
+  const int cb = dtype_bytes(m.compute_dtype);
+  const double tokens = need(m, arch, "tokens");
+  d.weights.push_back({m.name, cv.weight_bytes});
+  d.resident_labels.push_back(m.name);
+  d.transient["activations"] = static_cast<std::uint64_t>(tokens * elems_per_token(m) * cb);
+  if (auto dq = dequant_transient(cv, cb, false)) d.transient["dequant_transient"] = dq;
+  d.stream_layer_bytes = static_cast<std::uint64_t>(num(arch, "largest_linear_params", 0) * cb);
+  d.flops_per_pass = 2.0 * m.params * tokens;
+  return d;
+}
+
+std::optional<StageDemand> vae_encode_demand(const ResolvedJob& rj) {
+  if (!rj.vae || !rj.diffusion) return std::nullopt;
+  const Job& job = *rj.job;
+  const ModelInfo& dm = *rj.diffusion->model;
+  const ModelInfo& vae = *rj.vae->model;
+  const json& enc = section(vae, "encode");
+  const int vb = vae_compute_bytes(*rj.vae);
+  const double px = static_cast<double>(job.width) * job.height;
+  StageDemand d;
+  d.name = "vae_encode";
+  d.weights.push_back({vae.name, rj.vae->weight_bytes});
+  d.resident_labels.push_back(vae.name);
+  const bool wan_i2v = dm.family == "wan" && num(section(dm, "arch"), "in_channels", 16) == 36;
+  if (wan_i2v) {
+    // WanImageToVideo encodes the whole clip (start image + grey frames), 4 frames per causal chunk.
+    const std::uint64_t frames = output_frames_for(job, 4);
+    const double elems = frames > 1 ? need(vae, enc, "chunk_elems_per_input_px") : need(vae, enc, "single_frame_elems_per_input_px");
+    d.transient["activations"] = static_cast<std::uint64_t>(elems * px * vb);
+    d.transient["input_video"] = static_cast<std::uint64_t>(3.0 * frames * px * vb);
+    d.notes.push_back("WanImageToVideo encodes all " + std::to_string(frames) + " frames of the conditioning clip");
+  } else if (dm.family == "flux" && job.reference_images > 0) {
+    d.transient["activations"] = static_cast<std::uint64_t>(need(vae, enc, "elems_per_input_px") * px * vb);
+    d.transient["input_image"] = static_cast<std::uint64_t>(3.0 * px * vb);
+    d.notes.push_back("Kontext reference image encoded at the output size (FluxKontextImageScale)");
+  } else {
+    return std::nullopt;
+  }
+  // After an OOM ComfyUI encodes tiled (comfy/sd.py VAE.encode): 256 px tiles for video, 512 px for
+  // images; the pixels stay on the CPU and one tile at a time is moved over.
+  const double tile = runtime_constant(wan_i2v ? "fallback_tile_px_video" : "fallback_tile_px_image");
+  const double share = std::min(1.0, (std::min<double>(tile, job.width) * std::min<double>(tile, job.height)) / px);
+  if (share < 1.0) {
+    StageDemand fb = d;
+    fb.fallback.clear();
+    for (auto& t : fb.transient) t.second = static_cast<std::uint64_t>(t.second * share);
+    // Video: one pass with tile/4 overlap on each side; images: three averaged passes.
+    fb.slowdown = wan_i2v ? 1.5 : 3.0;
+    fb.notes.push_back("ComfyUI's automatic retry after an OOM in the full encode: " + std::to_string(static_cast<int>(tile)) +
+                       " px tiles");
+    d.fallback.push_back(fb);
+  }
+  return d;
+}
+
+StageDemand sample_demand(const ResolvedJob& rj, const DemandOptions& o) {
+  const Job& job = *rj.job;
+  const ResolvedComponent& dc = *rj.diffusion;
+  const ModelInfo& m = *dc.model;
+  const json& arch = section(m, "arch");
+  const json& act = section(m, "activation");
+  const int cb = dtype_bytes(m.compute_dtype);
+  const SampleGeometry g = sample_geometry(m, job);
+  const int eff_batch = job.batch * (o.cfg_batched ? 2 : 1);
+
+  StageDemand d;
+  d.name = "sample";
+  d.partial_loadable = true;
+  std::uint64_t weights = dc.weight_bytes;
+  const int blocks = static_cast<int>(num(arch, "blocks", 1));
+  const std::uint64_t block_bytes = dc.precision->bytes_for(static_cast<std::uint64_t>(num(arch, "largest_block_params", 0)));
+  std::string label = m.name;
+  if (m.experts > 1) label += " (one expert)";
+  if (job.blocks_swapped > 0) {
+    // Block swap keeps N blocks in RAM and copies each in before use: one block buffer on the GPU.
+    const std::uint64_t swapped = std::min<std::uint64_t>(weights, block_bytes * job.blocks_swapped);
+    weights -= swapped;
+    d.transient["block_swap_buffer"] = block_bytes;
+    d.streamed_bytes = swapped;
+    d.notes.push_back(std::to_string(job.blocks_swapped) + " of " + std::to_string(blocks) + " blocks swapped to RAM (" +
+                      format_bytes(swapped) + " streamed per forward pass)");
+  }
+  d.weights.push_back({label, weights});
+  d.resident_labels.push_back(label);
+  if (job.lora_bytes) {
+    d.weights.push_back({"lora", job.lora_bytes});
+    d.resident_labels.push_back("lora");
+  }
+
+  const double per_token = elems_per_token(m) * cb + num(act, "fp32_elems_per_token", 0) * 4;
+  d.transient["activations"] = static_cast<std::uint64_t>(per_token * g.sequence_tokens * eff_batch);
+  // Sampler state (x, noise, denoised, derivative) in fp32 at latent size.
+  const double lat_ch = num(arch, "latent_channels", 16);
+  d.transient["latents"] = static_cast<std::uint64_t>(4.0 * 4 * lat_ch * g.latent_frames * g.latent_h * g.latent_w *
+                                                      (1 + job.reference_images) * job.batch);
+  if (auto dq = dequant_transient(dc, cb, job.lora_bytes > 0)) d.transient["dequant_transient"] = dq;
+
+  d.stream_layer_bytes = static_cast<std::uint64_t>(num(arch, "largest_linear_params", 0) * cb);
+  d.comfy_minimum_bytes = comfy_sampling_estimate(rj, job.batch);
+  const double n = static_cast<double>(g.sequence_tokens);
+  d.flops_per_pass = eff_batch * (2.0 * m.params * n + 4.0 * n * n * num(arch, "hidden", 0) * blocks);
+  d.passes = (job.cfg != 1.0 && !o.cfg_batched) ? 2 : 1;
+
+  d.notes.push_back(std::to_string(g.sequence_tokens) + " tokens per sequence" +
+                    (job.reference_images && m.family == "flux"
+                         ? " (incl. " + std::to_string(job.reference_images) + " reference image(s))"
+                         : std::string()) +
+                    "; SDPA/flash attention, no NxN score matrix");
+  if (job.cfg != 1.0)
+    d.notes.push_back(o.cfg_batched ? "cfg " + std::to_string(job.cfg).substr(0, 4) + ": cond and uncond batched (x2 activations)"
+                                    : "cfg " + std::to_string(job.cfg).substr(0, 4) +
+                                          ": cond and uncond run one after the other (ComfyUI found too little free memory to batch them)");
+  else if (section(m, "defaults").value("cfg", 1.0) == 1.0 && (*m.data).value("guidance_distilled", false))
+    d.notes.push_back("guidance-distilled model at cfg 1: batch not doubled");
+  if (m.experts > 1)
+    d.notes.push_back("two experts, one active per step: the low-noise expert loads after the high-noise one is offloaded");
+  if (dc.precision->kind == "fp8")
+    d.notes.push_back("fp8 weights stay fp8 on cards with fp8 compute (Ada/Hopper+); older cards keep fp8 storage only when 16-bit does not fit");
+  return d;
+}
+
+StageDemand vae_decode_demand(const ResolvedJob& rj, const DemandOptions& o) {
+  const Job& job = *rj.job;
+  const ModelInfo& vae = *rj.vae->model;
+  const bool video = vae.family == "wan_vae";
+  const std::uint64_t frames = video ? output_frames_for(job, vae_stride_temporal(vae)) : 1;
+
+  if (job.decode_mode == DecodeMode::Tiled) {
+    const int tile = job.decode_tile_px ? job.decode_tile_px : static_cast<int>(runtime_constant("tiled_decode_default_tile_px"));
+    // VAEDecodeTiled's temporal_size default is 64 frames.
+    return tiled_decode(rj, tile, video ? 64 : 1, "tiled decode (VAE Decode (Tiled))");
+  }
+  if (job.decode_mode == DecodeMode::Headroom) {
+    try {
+      DecodePlan plan = plan_with_native_decoder(rj, o.decode_budget_bytes);
+      StageDemand d;
+      d.name = "vae_decode";
+      d.weights.push_back({vae.name, rj.vae->weight_bytes});
+      d.resident_labels.push_back(vae.name);
+      d.reserved["decode_plan"] = plan.peak_bytes;
+      d.notes.push_back("Headroom decoder: " + plan.mode +
+                        (plan.tile_latent ? ", " + std::to_string(plan.tile_latent) + " latent px tiles, " +
+                                                std::to_string(plan.tiles) + " tiles"
+                                          : std::string()));
+      return d;
+    } catch (const Error& e) {
+      // Either no plan fits the budget (an InputError naming the smallest budget that works) or the
+      // native planner is unavailable; the ComfyUI-style tiled estimate stands in, and the policy
+      // decides whether it fits.
+      const int tile = job.decode_tile_px ? job.decode_tile_px : static_cast<int>(runtime_constant("tiled_decode_default_tile_px"));
+      StageDemand d = tiled_decode(rj, tile, video ? output_frames_for(job, 4) : 1, "Headroom decode estimated as tiled");
+      d.notes.push_back(std::string("native decode plan not available (") + e.what() + "); tiled estimate used instead");
+      return d;
+    }
+  }
+
+  StageDemand d;
+  d.name = "vae_decode";
+  d.weights.push_back({vae.name, rj.vae->weight_bytes});
+  d.resident_labels.push_back(vae.name);
+  const int images = video ? 1 : (o.vae_batch > 0 ? std::min(o.vae_batch, job.batch) : job.batch);
+  // Video: one clip per call; the batch runs clip by clip (batch_number from free memory).
+  DecodeCost c = decode_cost(rj, job.height, job.width, frames, images);
+  d.transient["activations"] = c.activations;
+  if (c.output) d.transient["output_buffers"] = c.output;
+  if (video)
+    d.notes.push_back("causal decode one latent frame at a time (cache of 2 frames per conv): activations do not grow with frames; the RGB clip on the GPU does");
+  if (!video && images < job.batch)
+    d.notes.push_back("ComfyUI decodes " + std::to_string(images) + " of " + std::to_string(job.batch) + " images per call");
+  const int fb_tile = static_cast<int>(runtime_constant(video ? "fallback_tile_px_video" : "fallback_tile_px_image"));
+  d.fallback.push_back(tiled_decode(rj, fb_tile, video ? output_frames_for(job, 4) : 1,
+                                    "ComfyUI's automatic retry after an OOM in the full decode"));
+  return d;
+}
+
+}  // namespace headroom

@@ -1,0 +1,163 @@
+#include "core/estimate/runtime_policy.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+
+#include "core/catalog/catalog.hpp"
+#include "core/base/units.hpp"
+
+namespace headroom {
+namespace {
+
+std::uint64_t sum_weights(const StageDemand& d) {
+  std::uint64_t s = 0;
+  for (const auto& w : d.weights) s += w.second;
+  return s;
+}
+
+std::uint64_t sum_transient(const StageDemand& d) {
+  std::uint64_t s = 0;
+  for (const auto& t : d.transient) s += t.second;
+  return s;
+}
+
+std::string ratio(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", x);
+  return buf;
+}
+
+// Breakdown with every model fully resident.
+Stage full_stage(const StageDemand& d, const PolicyContext& c) {
+  Stage s;
+  s.name = d.name;
+  s.breakdown["cuda_context"] = c.context_bytes;
+  s.breakdown["comfyui_reserve"] = c.reserve_bytes;
+  for (const auto& w : d.weights) s.breakdown["weights:" + w.first] += w.second;
+  for (const auto& t : d.transient) s.breakdown[t.first] += t.second;
+  for (const auto& r : d.reserved) s.breakdown[r.first] += r.second;
+  const std::uint64_t oh = static_cast<std::uint64_t>(sum_transient(d) * c.allocator_overhead);
+  s.breakdown["allocator_overhead"] = oh;
+  for (const auto& kv : s.breakdown) s.peak_bytes += kv.second;
+  s.resident = d.resident_labels;
+  s.notes = d.notes;
+  s.slowdown = d.slowdown;
+  if (d.streamed_bytes) {
+    const double transfer = d.streamed_bytes / runtime_constant("pcie_bytes_per_s");
+    s.slowdown *= 1.0 + transfer / std::max(forward_seconds(d), 1e-9);
+  }
+  s.full_load_bytes = s.peak_bytes;
+  s.min_bytes = s.peak_bytes;
+  return s;
+}
+
+}  // namespace
+
+PolicyContext policy_context(const Runtime& rt) {
+  PolicyContext c;
+  const std::uint64_t context = static_cast<std::uint64_t>(runtime_constant("cuda_context_bytes"));
+  c.reserve_bytes = rt.reserve_bytes ? rt.reserve_bytes
+                                     : static_cast<std::uint64_t>(runtime_constant(
+                                           rt.windows ? "comfy_reserve_bytes_windows" : "comfy_reserve_bytes_linux"));
+  // Windows reserves 100 MiB more on cards of 15 GiB and up (comfy/model_management.py).
+  if (!rt.reserve_bytes && rt.windows && runtime_total_bytes(rt) > 15 * GiB)
+    c.reserve_bytes += static_cast<std::uint64_t>(runtime_constant("comfy_reserve_bytes_windows_16gb_extra"));
+  if (rt.free_bytes) {
+    // Free memory as ComfyUI measures it: the context (and other processes) are already outside it.
+    c.vram_bytes = rt.free_bytes;
+    c.context_bytes = 0;
+  } else {
+    c.vram_bytes = rt.vram_bytes;
+    c.context_bytes = context;
+  }
+  c.allocator_overhead = runtime_constant("allocator_overhead_fraction");
+  c.allow_lowvram = rt.allow_lowvram;
+  return c;
+}
+
+std::uint64_t runtime_total_bytes(const Runtime& rt) {
+  if (rt.vram_bytes || !rt.free_bytes) return rt.vram_bytes;
+  return rt.free_bytes + static_cast<std::uint64_t>(runtime_constant("cuda_context_bytes"));
+}
+
+double forward_seconds(const StageDemand& d) { return d.flops_per_pass / runtime_constant("gpu_flops_per_s"); }
+
+Stage fit_stage(const StageDemand& d, const PolicyContext& c) {
+  Stage full = full_stage(d, c);
+  const std::uint64_t V = c.vram_bytes;
+  const std::uint64_t weights = sum_weights(d);
+  const std::uint64_t fixed = c.context_bytes + c.reserve_bytes;
+  const std::uint64_t transient = full.peak_bytes - fixed - weights;  // incl. overhead and reserved items
+
+  // Smallest need when ComfyUI streams all it can (128 MiB of weights resident + one cast layer).
+  const std::uint64_t min_resident = static_cast<std::uint64_t>(runtime_constant("min_lowvram_weights_bytes"));
+  const std::uint64_t layer = static_cast<std::uint64_t>(d.stream_layer_bytes * (1.0 + c.allocator_overhead));
+  if (d.partial_loadable && c.allow_lowvram && weights > min_resident)
+    full.min_bytes = fixed + min_resident + transient + layer;
+  std::optional<Stage> fallback;  // priced once: used for min_bytes and, when the full stage fails, as the stage
+  if (!d.fallback.empty()) {
+    fallback = full_stage(d.fallback.front(), c);
+    full.min_bytes = std::min(full.min_bytes, fallback->peak_bytes);
+  }
+
+  if (V == 0) return full;
+  // ComfyUI keeps max(0.8 GiB + reserve, its own estimate + reserve) free and fills the rest with
+  // weights (model_management.load_models_gpu); the rest is cast in per layer at each forward. It
+  // decides on its own estimate, so it may load partially even where the real need would fit.
+  const bool can_stream = d.partial_loadable && c.allow_lowvram && weights > min_resident;
+  const std::uint64_t keep_free =
+      std::max<std::uint64_t>(static_cast<std::uint64_t>(runtime_constant("minimum_inference_bytes")) + c.reserve_bytes,
+                              d.comfy_minimum_bytes + c.reserve_bytes);
+  const std::uint64_t budget = V > c.context_bytes + keep_free ? V - c.context_bytes - keep_free : 0;
+  if (full.peak_bytes <= V && !(can_stream && weights > budget)) return full;
+
+  if (can_stream) {
+    std::uint64_t resident = std::min(weights, std::max(min_resident, budget));
+    // If ComfyUI's estimate leaves too little for the real activations, fewer weights must stay.
+    const std::uint64_t room = V > fixed + transient + layer ? V - fixed - transient - layer : 0;
+    bool comfy_overfills = resident > room;
+    if (comfy_overfills) resident = std::max(min_resident, room);
+    Stage s = full;
+    s.mode = "partial";
+    // Scale each model's resident share alike; report what stays on the card.
+    const double keep = weights ? static_cast<double>(resident) / weights : 1.0;
+    for (const auto& w : d.weights) s.breakdown["weights:" + w.first] = static_cast<std::uint64_t>(w.second * keep);
+    s.breakdown["streamed_layer"] = layer;
+    s.peak_bytes = 0;
+    for (const auto& kv : s.breakdown) s.peak_bytes += kv.second;
+    const std::uint64_t streamed = weights - resident;
+    const double transfer = streamed / runtime_constant("pcie_bytes_per_s");
+    s.slowdown = full.slowdown * (1.0 + transfer / std::max(forward_seconds(d), 1e-9));
+    if (s.peak_bytes > V) {
+      s.mode = "does_not_fit";
+      s.notes.push_back("even with all weights streamed, the activations need " + format_bytes(s.peak_bytes) +
+                        " on a " + format_bytes(V) + " card");
+      return s;
+    }
+    s.notes.push_back("partial loading (lowvram): " + format_bytes(resident) + " of " + format_bytes(weights) +
+                      " weights resident, " + format_bytes(streamed) + " streamed per forward pass, about " +
+                      ratio(s.slowdown) + "x slower");
+    if (comfy_overfills)
+      s.notes.push_back("ComfyUI's own estimate would keep more weights loaded and run out of memory; "
+                        "start ComfyUI with --reserve-vram " + ratio((static_cast<double>(budget) - resident) / GiB + 0.5) +
+                        " (GB) or use block swap");
+    return s;
+  }
+
+  if (fallback) {
+    Stage s = std::move(*fallback);
+    s.full_load_bytes = full.full_load_bytes;
+    s.min_bytes = full.min_bytes;
+    s.mode = s.peak_bytes <= V ? "tiled_fallback" : "does_not_fit";
+    s.notes.insert(s.notes.begin(), "the untiled " + d.name + " needs " + format_bytes(full.peak_bytes) +
+                                        "; ComfyUI runs out of memory and retries tiled");
+    return s;
+  }
+
+  full.mode = "does_not_fit";
+  full.notes.push_back("needs " + format_bytes(full.peak_bytes) + " on a " + format_bytes(V) + " card");
+  return full;
+}
+
+}  // namespace headroom

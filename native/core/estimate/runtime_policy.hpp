@@ -1,0 +1,34 @@
+#pragma once
+// ComfyUI's loading policy applied to one stage's demand: everything resident while it fits,
+// partial loading (lowvram: part of the weights stream per layer) when it does not, the automatic
+// tiled retry of the VAE decode after an OOM, and the fixed costs (CUDA context, ComfyUI's reserve,
+// allocator overhead) so that the result is reserved memory on the card.
+#include <cstdint>
+
+#include "core/estimate/estimator.hpp"
+#include "core/estimate/memory_model.hpp"
+
+namespace headroom {
+
+struct PolicyContext {
+  std::uint64_t vram_bytes = 0;        // 0 = no card: report the unconstrained need
+  std::uint64_t reserve_bytes = 0;     // ComfyUI's reserve (counted in every stage's peak)
+  std::uint64_t context_bytes = 0;     // CUDA context outside PyTorch's allocator
+  double allocator_overhead = 0.2;     // reserved/allocated - 1 for transient tensors
+  bool allow_lowvram = true;
+};
+
+PolicyContext policy_context(const Runtime& runtime);
+
+// The card's total memory: vram_bytes, or with only free_bytes given, free + the CUDA context
+// (a lower bound: other processes' memory is unknown).
+std::uint64_t runtime_total_bytes(const Runtime& runtime);
+
+// The stage as it runs on the card. `demand.fallback` (VAE decode) is used when the full decode
+// does not fit, as ComfyUI retries tiled after the OOM.
+Stage fit_stage(const StageDemand& demand, const PolicyContext& context);
+
+// Seconds of one forward pass, for the offload slowdown (rough: see models.json runtime).
+double forward_seconds(const StageDemand& demand);
+
+}  // namespace headroom

@@ -1,0 +1,510 @@
+#include "core/inspect/inspector.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <unordered_map>
+
+#include "core/base/error.hpp"
+#include "core/inspect/gguf_header.hpp"
+#include "core/inspect/safetensors_header.hpp"
+
+namespace headroom {
+namespace {
+
+using nlohmann::json;
+
+std::string canonical_safetensors_dtype(const std::string& d) {
+  if (d == "BF16") return "bf16";
+  if (d == "F16") return "fp16";
+  if (d == "F32") return "fp32";
+  if (d == "F64") return "fp64";
+  if (d == "F8_E4M3") return "fp8_e4m3fn";  // torch.float8_e4m3fn is what safetensors writes as F8_E4M3
+  if (d == "F8_E5M2") return "fp8_e5m2";
+  if (d == "F8_E8M0") return "fp8_e8m0fnu";
+  std::string out = d;
+  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+  return out;
+}
+
+std::string canonical_ggml_type(const GgmlType& t) {
+  std::string n = t.name;
+  if (n == "f32") return "fp32";
+  if (n == "f16") return "fp16";
+  if (n == "f64") return "fp64";
+  return n;
+}
+
+bool is_fp8(const std::string& dtype) { return dtype.rfind("fp8_", 0) == 0; }
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// Scale tensors and the marker of scaled-fp8 files (ComfyUI model_detection: "<prefix>scaled_fp8",
+// per-layer "scale_weight"/"scale_input"; other writers use "weight_scale"/"input_scale").
+bool is_fp8_scale(const std::string& name) {
+  return ends_with(name, "scaled_fp8") || ends_with(name, ".scale_weight") || ends_with(name, ".scale_input") ||
+         ends_with(name, ".weight_scale") || ends_with(name, ".input_scale");
+}
+
+bool is_lora_key(const std::string& name) {
+  return name.find("lora_up") != std::string::npos || name.find("lora_down") != std::string::npos ||
+         name.find("lora_A.") != std::string::npos || name.find("lora_B.") != std::string::npos ||
+         name.rfind("lora_unet_", 0) == 0 || name.rfind("lora_te", 0) == 0 || name.find(".lokr_") != std::string::npos ||
+         name.find(".hada_") != std::string::npos;
+}
+
+// Key prefixes ComfyUI uses inside single-file checkpoints (comfy/sd.py load_state_dict_guess_config
+// and the model_base/supported_models prefixes). Where a prefix is followed by a per-model name
+// (text_encoders.clip_l.), that name belongs to the component's prefix.
+struct BundlePrefix {
+  const char* prefix;
+  const char* role;
+  bool named_child;
+};
+constexpr BundlePrefix kBundlePrefixes[] = {
+    {"model.diffusion_model.", "diffusion_model", false},
+    {"first_stage_model.", "vae", false},
+    {"vae.", "vae", false},
+    {"cond_stage_model.", "text_encoder", false},
+    {"conditioner.embedders.", "text_encoder", true},
+    {"text_encoders.", "text_encoder", true},
+    {"clip_vision.", "clip_vision", false},
+};
+
+// The bundle prefix of a key ("" when none) and its role.
+std::pair<std::string, const char*> bundle_prefix(const std::string& name) {
+  for (const auto& p : kBundlePrefixes) {
+    const std::size_t n = std::strlen(p.prefix);
+    if (name.compare(0, n, p.prefix) != 0) continue;
+    if (!p.named_child) return {p.prefix, p.role};
+    auto dot = name.find('.', n);
+    if (dot == std::string::npos) return {p.prefix, p.role};
+    return {name.substr(0, dot + 1), p.role};
+  }
+  return {"", nullptr};
+}
+
+const json& catalog_entries(const json& catalog) {
+  static const json empty = json::array();
+  if (catalog.is_array()) return catalog;
+  if (catalog.is_object()) {
+    auto it = catalog.find("models");
+    if (it != catalog.end() && it->is_array()) return *it;
+  }
+  return empty;
+}
+
+std::string str_field(const json& entry, const char* key) {
+  auto it = entry.find(key);
+  return it != entry.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+std::vector<std::string> string_list(const json& section, const char* key) {
+  std::vector<std::string> out;
+  auto it = section.find(key);
+  if (it == section.end() || !it->is_array()) return out;
+  for (const auto& v : *it)
+    if (v.is_string()) out.push_back(v.get<std::string>());
+  return out;
+}
+
+// Tensors of one component, by name.
+using ShapeIndex = std::unordered_map<std::string, const TensorRecord*>;
+
+struct Match {
+  const json* entry = nullptr;
+  std::string prefix;
+  std::size_t score = 0;
+};
+
+bool shape_equals(const TensorRecord& t, const json& want) {
+  if (!want.is_array() || want.size() != t.shape.size()) return false;
+  for (std::size_t i = 0; i < t.shape.size(); ++i) {
+    if (!want[i].is_number_unsigned() && !(want[i].is_number_integer() && want[i].get<std::int64_t>() >= 0))
+      return false;
+    if (want[i].get<std::uint64_t>() != t.shape[i]) return false;
+  }
+  return true;
+}
+
+// Does `entry` describe the tensors in `index` when its keys sit under `prefix`?
+// Score: the number of facts checked, so the most specific matching entry wins.
+std::size_t match_at(const json& rec, const ShapeIndex& index, const std::string& prefix) {
+  std::size_t score = 0;
+  for (const auto& k : string_list(rec, "all_keys")) {
+    if (!index.count(prefix + k)) return 0;
+    ++score;
+  }
+  for (const char* absent : {"absent_keys", "none_keys"}) {
+    for (const auto& k : string_list(rec, absent)) {
+      if (index.count(prefix + k)) return 0;
+      ++score;
+    }
+  }
+  if (auto shapes = rec.find("shapes"); shapes != rec.end() && shapes->is_object()) {
+    for (auto it = shapes->begin(); it != shapes->end(); ++it) {
+      auto t = index.find(prefix + it.key());
+      if (t == index.end() || !shape_equals(*t->second, *it)) return 0;
+      score += 2;
+    }
+  }
+  return score;
+}
+
+// The prefixes under which `anchor` occurs: every key ending in it at a '.' boundary.
+std::vector<std::string> prefixes_for(const ShapeIndex& index, const std::string& anchor) {
+  std::vector<std::string> out;
+  for (const auto& [name, t] : index) {
+    (void)t;
+    if (!ends_with(name, anchor)) continue;
+    std::string p = name.substr(0, name.size() - anchor.size());
+    if (!p.empty() && p.back() != '.') continue;
+    if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
+    if (out.size() > 8) break;  // a key repeated under many prefixes is no anchor
+  }
+  return out;
+}
+
+// models.json file_patterns: every part must occur in the lower-case file stem ('!x': must not,
+// '=x': the stem is x); the score is the characters matched, and the best list wins.
+std::size_t file_name_score(const json& entry, const std::string& stem) {
+  std::size_t best = 0;
+  auto patterns = entry.find("file_patterns");
+  if (patterns == entry.end() || !patterns->is_array()) return 0;
+  for (const auto& pattern : *patterns) {
+    if (!pattern.is_array() || pattern.empty()) continue;
+    std::size_t total = 0;
+    bool ok = true;
+    for (const auto& part : pattern) {
+      if (!part.is_string() || part.get<std::string>().empty()) { ok = false; break; }
+      const std::string p = part.get<std::string>();
+      if (p[0] == '!') ok = stem.find(p.substr(1)) == std::string::npos;
+      else if (p[0] == '=') ok = stem == p.substr(1), total += p.size() - 1;
+      else ok = stem.find(p) != std::string::npos, total += p.size();
+      if (!ok) break;
+    }
+    if (ok) best = std::max(best, total);
+  }
+  return best;
+}
+
+std::string file_stem(const std::string& path) {
+  // Both separators: a Windows path "C:\\models\\model.safetensors" must not keep its folders in the stem.
+  const std::size_t slash = path.find_last_of("/\\");
+  std::string s = path.substr(slash == std::string::npos ? 0 : slash + 1);
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  for (const char* ext : {".safetensors", ".gguf", ".sft"})
+    if (ends_with(s, ext) && s.size() > std::strlen(ext)) return s.substr(0, s.size() - std::strlen(ext));
+  return s;
+}
+
+std::vector<Match> recognise(const ShapeIndex& index, const json& catalog, const std::string& stem) {
+  std::vector<Match> matches;
+  for (const auto& entry : catalog_entries(catalog)) {
+    if (!entry.is_object()) continue;
+    auto rec = entry.find("recognise");
+    if (rec == entry.end() || !rec->is_object()) continue;
+    std::string anchor;
+    auto keys = string_list(*rec, "all_keys");
+    if (!keys.empty()) anchor = keys.front();
+    else if (auto s = rec->find("shapes"); s != rec->end() && s->is_object() && !s->empty()) anchor = s->begin().key();
+    if (anchor.empty()) continue;
+    // models.json lists the usual "prefixes"; any prefix under which the anchor key sits is tried,
+    // so bundles with other conventions (cond_stage_model.transformer.) are recognised too. The
+    // keys and shapes, not the prefix, decide.
+    Match best;
+    for (const auto& p : prefixes_for(index, anchor)) {
+      std::size_t score = match_at(*rec, index, p);
+      if (score > best.score) best = {&entry, p, score};
+    }
+    if (best.score > 0) matches.push_back(best);
+  }
+  std::stable_sort(matches.begin(), matches.end(), [](const Match& a, const Match& b) { return a.score > b.score; });
+  // Models with one architecture (Flux dev and Kontext, Wan 2.1 and 2.2 T2V 14B, SD1.5 and SDXL
+  // VAEs) match equally well: the file name decides, as models.json same_architecture_as says.
+  std::size_t ties = 1;
+  while (ties < matches.size() && matches[ties].score == matches[0].score) ++ties;
+  if (ties > 1) {
+    std::size_t best = 0, best_score = file_name_score(*matches[0].entry, stem);
+    for (std::size_t i = 1; i < ties; ++i) {
+      std::size_t sc = file_name_score(*matches[i].entry, stem);
+      if (sc > best_score) best = i, best_score = sc;
+    }
+    std::rotate(matches.begin(), matches.begin() + static_cast<std::ptrdiff_t>(best),
+                matches.begin() + static_cast<std::ptrdiff_t>(best) + 1);
+  }
+  return matches;
+}
+
+// ComfyUI runs diffusion models, text encoders and CLIP-vision in 16 bit: unet_dtype() picks
+// bf16/fp16 and text_encoder_dtype() fp16 (facts/comfyui-internals.md §4.2, §5); a 32-bit file is
+// cast on load. VAEs and unknown files are counted as stored.
+bool casts_fp32_to_16bit(const std::string& role) {
+  return role == "diffusion_model" || role == "text_encoder" || role == "clip_vision";
+}
+
+ModelSummary measure(const std::vector<const TensorRecord*>& tensors, const std::string& format, const std::string& role) {
+  ModelSummary c;
+  c.role = role;
+  bool has_scale = false;
+  std::map<std::string, std::uint64_t> weight_elements;  // dtype -> elements of real weights
+  for (const TensorRecord* t : tensors) {
+    ++c.tensors;
+    auto& share = c.dtype_mix[t->dtype];
+    ++share.tensors;
+    share.bytes += t->bytes;
+    c.stored_bytes += t->bytes;
+    const bool scale = is_fp8_scale(t->name);
+    has_scale = has_scale || scale;
+    if (!scale) {
+      share.parameters += t->elements;
+      c.parameters += t->elements;
+      weight_elements[t->dtype] += t->elements;
+    }
+    const bool wide = t->dtype == "fp32" || t->dtype == "fp64";
+    c.weight_gpu_bytes += (wide && !scale && casts_fp32_to_16bit(role)) ? t->elements * 2 : t->bytes;
+    if (t->quantised || is_fp8(t->dtype)) c.dequant_transient_bytes = std::max(c.dequant_transient_bytes, t->elements * 2);
+  }
+  // The dtype holding the most weights names the precision, as comfy.utils.weight_dtype() decides.
+  std::string dominant;
+  std::uint64_t most = 0;
+  for (const auto& [dtype, n] : weight_elements)
+    if (n > most || dominant.empty()) dominant = dtype, most = n;
+  if (format == "gguf") c.precision = dominant.empty() ? "" : "gguf-" + (dominant == "fp16" ? std::string("f16") : dominant == "fp32" ? std::string("f32") : dominant);
+  else if (is_fp8(dominant) && has_scale) c.precision = "fp8_scaled";
+  else c.precision = dominant;
+  return c;
+}
+
+void name_from(ModelSummary& c, const std::vector<Match>& matches, const std::string& fallback_prefix) {
+  if (matches.empty()) {
+    c.key_prefix = fallback_prefix;
+    return;
+  }
+  const Match& best = matches.front();
+  c.model = str_field(*best.entry, "name");
+  c.family = str_field(*best.entry, "family");
+  c.variant = str_field(*best.entry, "variant");
+  std::string role = str_field(*best.entry, "role");
+  if (!role.empty()) c.role = role;
+  c.key_prefix = best.prefix;
+  for (std::size_t i = 1; i < matches.size() && matches[i].score == best.score; ++i)
+    c.candidates.push_back(str_field(*matches[i].entry, "name"));
+}
+
+ModelSummary recognise_component(const std::vector<const TensorRecord*>& tensors, const std::string& format,
+                              const std::string& prefix, const std::string& prefix_role, const json& catalog,
+                              const std::string& stem) {
+  ShapeIndex index;
+  index.reserve(tensors.size());
+  bool lora = false;
+  for (const TensorRecord* t : tensors) {
+    index.emplace(t->name, t);
+    lora = lora || is_lora_key(t->name);
+  }
+  auto matches = lora ? std::vector<Match>{} : recognise(index, catalog, stem);
+  std::string role = lora ? "lora" : !prefix_role.empty() ? prefix_role : "unknown";
+  if (!matches.empty()) {
+    std::string r = str_field(*matches.front().entry, "role");
+    if (!r.empty()) role = r;
+  }
+  ModelSummary c = measure(tensors, format, role);
+  name_from(c, matches, prefix);
+  return c;
+}
+
+json dtype_mix_json(const std::map<std::string, DtypeShare>& mix) {
+  json out = json::object();
+  for (const auto& [dtype, s] : mix) out[dtype] = {{"tensors", s.tensors}, {"parameters", s.parameters}, {"bytes", s.bytes}};
+  return out;
+}
+
+json or_null(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
+
+// Metadata can hold whole tokenizers and configs; the report keeps it readable.
+json trim_metadata(const json& meta) {
+  json out = json::object();
+  std::size_t n = 0;
+  for (auto it = meta.begin(); it != meta.end() && n < 64; ++it, ++n) {
+    if (it->is_string() && it->get<std::string>().size() > 200)
+      out[it.key()] = it->get<std::string>().substr(0, 200) + "...";
+    else
+      out[it.key()] = *it;
+  }
+  if (meta.size() > n) out["..."] = std::to_string(meta.size() - n) + " more keys";
+  return out;
+}
+
+}  // namespace
+
+ModelFile read_model_file(ByteSource& source) {
+  ModelFile f;
+  f.path = source.name();
+  f.file_bytes = source.size();
+  unsigned char magic[4] = {0, 0, 0, 0};
+  if (source.size() >= 4) source.read(0, magic, 4, "magic");
+  if (std::memcmp(magic, "GGUF", 4) == 0 || ends_with(f.path, ".gguf")) {
+    GgufHeader h = read_gguf_header(source);
+    f.format = "gguf";
+    f.header_bytes = h.header_bytes;
+    f.metadata = std::move(h.metadata);
+    f.metadata["gguf.version"] = h.version;
+    f.tensors.reserve(h.tensors.size());
+    for (const auto& t : h.tensors) {
+      TensorRecord r;
+      r.name = t.name;
+      r.dtype = canonical_ggml_type(*t.type);
+      r.shape = t.shape();
+      r.elements = t.elements;
+      r.bytes = t.bytes;
+      r.quantised = t.type->block_elements > 1;
+      f.tensors.push_back(std::move(r));
+    }
+    return f;
+  }
+  if (std::memcmp(magic, "PK\x03\x04", 4) == 0)
+    throw FileFormatError(f.path, "this is a zip (PyTorch .ckpt/.pt pickle) file, not safetensors or GGUF; Headroom reads "
+                                  "only .safetensors and .gguf headers (convert the file to safetensors)");
+  SafetensorsHeader h = read_safetensors_header(source);
+  f.format = "safetensors";
+  f.header_bytes = 8 + h.header_bytes;
+  f.metadata = std::move(h.metadata);
+  f.tensors.reserve(h.tensors.size());
+  for (auto& t : h.tensors) {
+    TensorRecord r;
+    r.name = std::move(t.name);
+    r.dtype = canonical_safetensors_dtype(t.dtype);
+    r.shape = std::move(t.shape);
+    r.elements = t.elements;
+    r.bytes = t.end - t.begin;
+    f.tensors.push_back(std::move(r));
+  }
+  return f;
+}
+
+ModelFile read_model_file(const std::string& path) {
+  FileSource source(path);
+  return read_model_file(source);
+}
+
+Inspection summarise(const ModelFile& file, const json& catalog) {
+  Inspection out;
+  out.path = file.path;
+  out.format = file.format;
+  out.file_bytes = file.file_bytes;
+  out.header_bytes = file.header_bytes;
+  out.metadata = trim_metadata(file.metadata);
+
+  // Group by checkpoint prefix; two or more groups make a bundle.
+  std::map<std::string, std::pair<const char*, std::vector<const TensorRecord*>>> groups;
+  std::vector<const TensorRecord*> all;
+  all.reserve(file.tensors.size());
+  for (const auto& t : file.tensors) {
+    all.push_back(&t);
+    auto [prefix, role] = bundle_prefix(t.name);
+    auto& g = groups[prefix];
+    g.first = role;
+    g.second.push_back(&t);
+  }
+  std::size_t prefixed = 0;
+  for (const auto& [prefix, g] : groups)
+    if (!prefix.empty()) ++prefixed;
+
+  if (prefixed < 2) {
+    std::string prefix, role;
+    if (groups.size() == 1 && !groups.begin()->first.empty()) {
+      prefix = groups.begin()->first;
+      role = groups.begin()->second.first;
+    }
+    out.whole = recognise_component(all, file.format, prefix, role, catalog, file_stem(file.path));
+    return out;
+  }
+
+  for (const auto& [prefix, g] : groups) {
+    out.components.push_back(
+        recognise_component(g.second, file.format, prefix, g.first ? g.first : "", catalog, file_stem(file.path)));
+    if (prefix.empty()) out.components.back().role = "unknown";
+  }
+  // The bundle as a whole: measured over every tensor, named after its diffusion model.
+  ModelSummary whole = measure(all, file.format, "checkpoint");
+  whole.weight_gpu_bytes = 0;
+  whole.dequant_transient_bytes = 0;
+  for (const auto& c : out.components) {
+    whole.weight_gpu_bytes += c.weight_gpu_bytes;
+    // Components run one after another, so only one transient exists at a time.
+    whole.dequant_transient_bytes = std::max(whole.dequant_transient_bytes, c.dequant_transient_bytes);
+    if (c.role == "diffusion_model" && whole.model.empty()) {
+      whole.model = c.model;
+      whole.family = c.family;
+      whole.variant = c.variant;
+      whole.candidates = c.candidates;
+      whole.precision = c.precision;
+    }
+  }
+  out.whole = std::move(whole);
+  return out;
+}
+
+Inspection inspect_file(const std::string& path, const json& catalog) { return summarise(read_model_file(path), catalog); }
+
+WeightSummary weight_summary(const std::string& path, const json& catalog) {
+  Inspection i = inspect_file(path, catalog);
+  WeightSummary s;
+  s.model = i.whole.model;
+  s.role = i.whole.role;
+  s.precision = i.whole.precision;
+  s.parameters = i.whole.parameters;
+  s.weight_bytes = i.whole.weight_gpu_bytes;
+  s.dequant_transient_bytes = i.whole.dequant_transient_bytes;
+  s.gpu_bytes = i.whole.gpu_bytes();
+  return s;
+}
+
+json ModelSummary::to_json() const {
+  json j = {{"key_prefix", key_prefix},
+            {"model", or_null(model)},
+            {"family", or_null(family)},
+            {"role", role},
+            {"variant", or_null(variant)},
+            {"tensors", tensors},
+            {"parameters", parameters},
+            {"dtype_mix", dtype_mix_json(dtype_mix)},
+            {"precision", or_null(precision)},
+            {"stored_bytes", stored_bytes},
+            {"weight_gpu_bytes", weight_gpu_bytes},
+            {"dequant_transient_bytes", dequant_transient_bytes},
+            {"gpu_bytes", gpu_bytes()}};
+  if (!candidates.empty()) j["candidates"] = candidates;
+  return j;
+}
+
+json Inspection::to_json() const {
+  json recognised = {{"model", or_null(whole.model)},
+                     {"family", or_null(whole.family)},
+                     {"role", whole.role},
+                     {"variant", or_null(whole.variant)}};
+  if (!whole.candidates.empty()) recognised["candidates"] = whole.candidates;
+  if (!components.empty()) {
+    json parts = json::array();
+    for (const auto& c : components) parts.push_back(c.to_json());
+    recognised["components"] = std::move(parts);
+  }
+  return {{"path", path},
+          {"format", format},
+          {"model", or_null(whole.model)},  // = recognised.model, for callers that want one flat field
+          {"recognised", std::move(recognised)},
+          {"tensors", whole.tensors},
+          {"parameters", whole.parameters},
+          {"dtype_mix", dtype_mix_json(whole.dtype_mix)},
+          {"precision", or_null(whole.precision)},
+          {"file_bytes", file_bytes},
+          {"header_bytes", header_bytes},
+          {"weight_gpu_bytes", whole.weight_gpu_bytes},
+          {"dequant_transient_bytes", whole.dequant_transient_bytes},
+          {"gpu_bytes", whole.gpu_bytes()},
+          {"key_prefix", whole.key_prefix},
+          {"metadata", metadata}};
+}
+
+}  // namespace headroom

@@ -1,0 +1,271 @@
+#include "core/llm/llm_memory.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "core/catalog/catalog.hpp"
+#include "core/base/data_files.hpp"
+#include "core/base/error.hpp"
+#include "core/base/json_reader.hpp"
+#include "core/base/text_distance.hpp"
+#include "core/base/units.hpp"
+
+namespace headroom::llm {
+namespace {
+
+using nlohmann::json;
+
+const json& catalog() { return data_file("llms.json"); }
+
+// "Meta-Llama/Llama 3.1_8B" -> "llama-3.1-8b"
+std::string key(std::string s) {
+  if (auto slash = s.rfind('/'); slash != std::string::npos) s = s.substr(slash + 1);
+  std::string out;
+  for (char c : s) {
+    char l = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (l == '_' || l == ' ') l = '-';
+    out.push_back(l);
+  }
+  while (!out.empty() && out.back() == '-') out.pop_back();
+  return out;
+}
+
+// Entries of `list` (each with name + aliases) nearest to `wanted`, for "did you mean".
+std::string suggestions(const json& list, const std::string& wanted) {
+  std::vector<std::pair<std::size_t, std::string>> scored;
+  std::string k = key(wanted);
+  for (const auto& e : list) {
+    std::size_t best = edit_distance(k, key(e["name"].get<std::string>()));
+    for (const auto& a : e.value("aliases", json::array())) best = std::min(best, edit_distance(k, key(a.get<std::string>())));
+    std::string name = e["name"].get<std::string>();
+    if (!k.empty() && key(name).find(k) != std::string::npos) best = 0;
+    scored.emplace_back(best, name);
+  }
+  std::stable_sort(scored.begin(), scored.end());
+  std::string out;
+  for (std::size_t i = 0; i < scored.size() && i < 3; ++i) out += (i ? ", " : "") + scored[i].second;
+  std::string all;
+  for (const auto& e : list) all += (all.empty() ? "" : ", ") + e["name"].get<std::string>();
+  return "did you mean " + out + "? Known: " + all;
+}
+
+const json* find_entry(const json& list, const std::string& wanted) {
+  std::string k = key(wanted);
+  for (const auto& e : list) {
+    if (key(e["name"].get<std::string>()) == k) return &e;
+    for (const auto& a : e.value("aliases", json::array()))
+      if (key(a.get<std::string>()) == k) return &e;
+  }
+  return nullptr;
+}
+
+double get_number(const json& request, const std::string& field, double fallback, double min_value,
+                  double max_value, bool* present = nullptr) {
+  if (present) *present = false;
+  if (!request.contains(field) || request[field].is_null()) return fallback;
+  const json& v = request[field];
+  double x;
+  if (v.is_number()) {
+    x = v.get<double>();
+  } else if (v.is_string()) {
+    const std::string s = v.get<std::string>();
+    char* end = nullptr;
+    x = is_decimal_number(s) ? std::strtod(s.c_str(), &end) : 0.0;
+    if (!is_decimal_number(s) || *end != '\0') throw InputError(field, "expected a decimal number, got '" + s + "'");
+  } else {
+    throw InputError(field, "expected a number, got " + json_preview(v));
+  }
+  if (!std::isfinite(x) || x < min_value || x > max_value) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "must be from %g to %g, got %g", min_value, max_value, x);
+    throw InputError(field, buf);
+  }
+  if (present) *present = true;
+  return x;
+}
+
+}  // namespace
+
+std::int64_t get_int(const json& request, const std::string& field, std::int64_t fallback, std::int64_t min_value,
+                     std::int64_t max_value, bool required) {
+  if (!request.contains(field) || request[field].is_null()) {
+    if (required) throw InputError(field, "is required");
+    return fallback;
+  }
+  const json& v = request[field];
+  long double x;
+  if (v.is_number_integer()) {
+    x = static_cast<long double>(v.get<std::int64_t>());
+  } else if (v.is_number()) {
+    x = v.get<double>();
+    if (x != std::floor(x)) throw InputError(field, "expected a whole number, got " + json_preview(v));
+  } else if (v.is_string()) {
+    const std::string s = v.get<std::string>();
+    char* end = nullptr;
+    x = is_decimal_number(s) ? std::strtold(s.c_str(), &end) : 0.5L;
+    if (!is_decimal_number(s) || *end != '\0' || x != std::floor(x))
+      throw InputError(field, "expected a whole number, got '" + s + "'");
+  } else {
+    throw InputError(field, "expected a whole number, got " + json_preview(v));
+  }
+  if (x < min_value || x > max_value)
+    throw InputError(field, "must be a whole number from " + std::to_string(min_value) + " to " +
+                                std::to_string(max_value) + ", got " + (v.is_string() ? v.get<std::string>() : json_preview(v)));
+  return static_cast<std::int64_t>(x);
+}
+
+std::string get_string(const json& request, const std::string& field, const std::string& fallback) {
+  if (!request.contains(field) || request[field].is_null()) return fallback;
+  if (!request[field].is_string()) throw InputError(field, "expected a string, got " + json_preview(request[field]));
+  std::string s = request[field].get<std::string>();
+  if (s.empty()) throw InputError(field, "must not be empty");
+  return s;
+}
+
+Architecture find_model(const std::string& name) {
+  const json& models = catalog()["models"];
+  const json* e = find_entry(models, name);
+  if (!e) throw InputError("model", "unknown LLM '" + name + "'; " + suggestions(models, name) +
+                                        ". Or describe it with params, layers, kv_heads and head_dim.");
+  Architecture a;
+  a.name = (*e)["name"];
+  a.params = (*e)["params"].get<double>();
+  a.layers = (*e)["layers"];
+  a.hidden = (*e)["hidden"];
+  a.heads = (*e)["heads"];
+  a.kv_heads = (*e)["kv_heads"];
+  a.head_dim = (*e)["head_dim"];
+  a.intermediate = (*e)["intermediate"];
+  a.vocab = (*e)["vocab"];
+  a.max_context = e->value("max_context", 0);
+  a.source = (*e)["source"].get<std::string>() + "; params: " + (*e)["params_source"].get<std::string>();
+  a.note = e->value("note", "");
+  return a;
+}
+
+Architecture architecture_from(const json& request, bool need_kv) {
+  Architecture a;
+  std::string model = get_string(request, "model", "");
+  if (!model.empty()) a = find_model(model);
+  else a.name = "custom";
+  bool given = false;
+  double params_b = get_number(request, "params", 0, 0.001, 100000, &given);
+  if (given) a.params = params_b * 1e9;
+  auto override_int = [&](const char* field, int& target) {
+    if (request.contains(field) && !request[field].is_null())
+      target = static_cast<int>(get_int(request, field, 0, 1, 1000000));
+  };
+  override_int("layers", a.layers);
+  override_int("hidden", a.hidden);
+  override_int("heads", a.heads);
+  override_int("kv_heads", a.kv_heads);
+  override_int("head_dim", a.head_dim);
+  override_int("intermediate", a.intermediate);
+  override_int("vocab", a.vocab);
+  if (a.name == "custom") a.source = "figures given in the request";
+  if (a.params <= 0)
+    throw InputError("params", "give model (a catalog name) or params (billions), e.g. params: 8 for an 8B model");
+  if (a.head_dim == 0 && a.hidden > 0 && a.heads > 0) a.head_dim = a.hidden / a.heads;
+  if (need_kv) {
+    if (a.layers <= 0) throw InputError("layers", "is required without a catalog model (config.json num_hidden_layers)");
+    if (a.kv_heads <= 0) throw InputError("kv_heads", "is required without a catalog model (config.json num_key_value_heads)");
+    if (a.head_dim <= 0) throw InputError("head_dim", "is required without a catalog model (config.json head_dim, or hidden / heads)");
+  }
+  return a;
+}
+
+Precision find_weight_precision(const std::string& name, const std::string& field) {
+  const json& list = catalog()["weight_precisions"];
+  const json* e = find_entry(list, name);
+  if (!e) throw InputError(field, "unknown weight precision '" + name + "'; " + suggestions(list, name));
+  return {(*e)["name"], (*e)["bits_per_weight"].get<double>(), (*e)["source"]};
+}
+
+Precision find_kv_precision(const std::string& name, const std::string& field) {
+  const json& list = catalog()["kv_precisions"];
+  const json* e = find_entry(list, name);
+  if (!e) throw InputError(field, "unknown KV cache precision '" + name + "'; " + suggestions(list, name));
+  return {(*e)["name"], (*e)["bytes_per_element"].get<double>(), (*e)["source"]};
+}
+
+std::optional<Budget> budget_from(const json& request) {
+  std::string gpu = get_string(request, "gpu", "");
+  bool has_vram = request.contains("vram_bytes") && !request["vram_bytes"].is_null();
+  if (!gpu.empty() && has_vram) throw InputError("gpu", "give gpu or vram_bytes, not both");
+  if (has_vram) {
+    auto v = get_int(request, "vram_bytes", 0, 1, std::numeric_limits<std::int64_t>::max());
+    return Budget{"", static_cast<std::uint64_t>(v)};
+  }
+  if (gpu.empty()) return std::nullopt;
+  // One GPU lookup for every command, so `--gpu 4090` means the same card everywhere.
+  const GpuInfo& card = resolve_gpu(gpu, "gpu");
+  return Budget{card.name, card.memory_bytes};
+}
+
+void add_verdict(json& out, const std::optional<Budget>& budget, double total) {
+  if (!budget) {
+    out["verdict"] = nullptr;
+    return;
+  }
+  out["budget_bytes"] = budget->bytes;
+  out["gpu"] = budget->gpu.empty() ? json(nullptr) : json(budget->gpu);
+  out["verdict"] = total <= static_cast<double>(budget->bytes) ? "fits" : "does not fit";
+  out["headroom_bytes"] = static_cast<std::int64_t>(std::llround(static_cast<double>(budget->bytes) - total));
+}
+
+double kv_bytes_per_token(const Architecture& a, double bytes_per_element) {
+  return 2.0 * a.layers * a.kv_heads * a.head_dim * bytes_per_element;
+}
+
+json estimate(const json& request) {
+  if (!request.is_object()) throw InputError("request", "expected a JSON object");
+  Architecture a = architecture_from(request, true);
+  Precision w = find_weight_precision(get_string(request, "precision", "bf16"), "precision");
+  Precision kv = find_kv_precision(get_string(request, "kv_precision", "fp16"), "kv_precision");
+  std::int64_t context = get_int(request, "context", 0, 1, 100000000, true);
+  std::int64_t batch = get_int(request, "batch", 1, 1, 65536);
+  auto budget = budget_from(request);
+
+  const json& overhead = catalog()["inference_overhead"];
+  double weights = a.params * w.value / 8.0;
+  double per_token = kv_bytes_per_token(a, kv.value);
+  double kv_total = per_token * static_cast<double>(context) * static_cast<double>(batch);
+  double over = overhead["non_torch_bytes"].get<double>();
+  double total = weights + kv_total + over;
+  auto u = [](double x) { return static_cast<std::uint64_t>(std::llround(x)); };
+
+  json out;
+  out["model"] = {{"name", a.name},     {"params", a.params},     {"layers", a.layers}, {"kv_heads", a.kv_heads},
+                  {"head_dim", a.head_dim}, {"source", a.source}};
+  out["precision"] = {{"name", w.name}, {"bits_per_weight", w.value}, {"source", w.source}};
+  out["kv_precision"] = {{"name", kv.name}, {"bytes_per_element", kv.value}, {"source", kv.source}};
+  out["context"] = context;
+  out["batch"] = batch;
+  out["weights_bytes"] = u(weights);
+  out["kv_bytes_per_token"] = per_token;
+  out["kv_cache_bytes"] = u(kv_total);
+  out["overhead_bytes"] = u(over);
+  out["overhead_source"] = overhead["source"];
+  out["kv_formula"] = "2 (K and V) x layers x kv_heads x head_dim x bytes per element, per token, times context x batch";
+  out["total_bytes"] = u(total);
+  json notes = json::array();
+  if (a.max_context > 0 && context > a.max_context)
+    notes.push_back("context " + std::to_string(context) + " is longer than the model's max_position_embeddings (" +
+                    std::to_string(a.max_context) + ")");
+  if (!a.note.empty()) notes.push_back(a.note);
+  notes.push_back("Activations during prefill come on top (they grow with the prefill chunk, not the context); "
+                  "vLLM reserves gpu_memory_utilization (default 0.9) of the card and fills the rest with KV cache.");
+  out["notes"] = notes;
+  add_verdict(out, budget, total);
+  if (budget) {
+    double room = static_cast<double>(budget->bytes) - weights - over;
+    out["max_context_that_fits"] =
+        room > 0 ? static_cast<std::int64_t>(std::floor(room / (per_token * static_cast<double>(batch)))) : 0;
+  }
+  return out;
+}
+
+}  // namespace headroom::llm

@@ -1,0 +1,164 @@
+#include "core/llm/train_memory.hpp"
+
+#include <cmath>
+#include <string>
+
+#include "core/base/data_files.hpp"
+#include "core/base/error.hpp"
+#include "core/base/json_reader.hpp"
+
+namespace headroom::train {
+namespace {
+
+using nlohmann::json;
+
+const json& constants() { return data_file("llms.json")["training"]; }
+
+std::string lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+bool get_bool(const json& request, const std::string& field) {
+  if (!request.contains(field) || request[field].is_null()) return false;
+  const json& v = request[field];
+  if (v.is_boolean()) return v.get<bool>();
+  if (v.is_string()) {
+    std::string s = lower(v.get<std::string>());
+    if (s == "true" || s == "1" || s == "yes" || s == "on") return true;
+    if (s == "false" || s == "0" || s == "no" || s == "off") return false;
+  }
+  throw InputError(field, "expected true or false, got " + json_preview(v));
+}
+
+void require_shape(const llm::Architecture& a, const char* why) {
+  if (a.layers <= 0) throw InputError("layers", std::string(why) + " needs layers (or a catalog model)");
+  if (a.hidden <= 0) throw InputError("hidden", std::string(why) + " needs hidden (or a catalog model)");
+  if (a.intermediate <= 0) throw InputError("intermediate", std::string(why) + " needs intermediate (or a catalog model)");
+  if (a.heads <= 0) throw InputError("heads", std::string(why) + " needs heads (or a catalog model)");
+  if (a.kv_heads <= 0) throw InputError("kv_heads", std::string(why) + " needs kv_heads (or a catalog model)");
+  if (a.head_dim <= 0) throw InputError("head_dim", std::string(why) + " needs head_dim (or a catalog model)");
+}
+
+}  // namespace
+
+double linear_params(const llm::Architecture& a) {
+  double h = a.hidden, q = static_cast<double>(a.heads) * a.head_dim, kv = static_cast<double>(a.kv_heads) * a.head_dim;
+  double per_layer = h * q + 2 * h * kv + q * h + 3 * h * a.intermediate;
+  return per_layer * a.layers;
+}
+
+double lora_params(const llm::Architecture& a, int rank) {
+  double h = a.hidden, q = static_cast<double>(a.heads) * a.head_dim, kv = static_cast<double>(a.kv_heads) * a.head_dim;
+  double i = a.intermediate;
+  double per_layer = (h + q) + 2 * (h + kv) + (q + h) + 2 * (h + i) + (i + h);
+  return static_cast<double>(rank) * per_layer * a.layers;
+}
+
+json estimate(const json& request) {
+  if (!request.is_object()) throw InputError("request", "expected a JSON object");
+  const json& c = constants();
+  llm::Architecture a = llm::architecture_from(request, false);
+
+  std::string method = lower(llm::get_string(request, "method", ""));
+  if (method.empty()) throw InputError("method", "is required: full, lora or qlora");
+  if (method != "full" && method != "lora" && method != "qlora")
+    throw InputError("method", "expected full, lora or qlora, got '" + method + "'");
+  std::string optimizer = lower(llm::get_string(request, "optimizer", "adamw"));
+  if (optimizer == "adam") optimizer = "adamw";
+  if (optimizer == "adamw-8bit" || optimizer == "adamw_8bit" || optimizer == "adam8bit" || optimizer == "paged_adamw_8bit")
+    optimizer = "adamw8bit";
+  if (!c["optimizer_state_bytes"].contains(optimizer))
+    throw InputError("optimizer", "expected adamw, adamw8bit or sgd, got '" + optimizer + "'");
+  std::string precision = lower(llm::get_string(request, "precision", "bf16"));
+  if (precision == "fp16" || precision == "mixed" || precision == "bfloat16") precision = "bf16";
+  if (precision == "float32") precision = "fp32";
+  if (precision != "bf16" && precision != "fp32")
+    throw InputError("precision", "expected bf16 (mixed precision) or fp32, got '" + precision + "'");
+  int rank = static_cast<int>(llm::get_int(request, "lora_rank", c["lora_default_rank"].get<int>(), 1, 4096));
+  std::int64_t seq = llm::get_int(request, "seq_len", 2048, 1, 10000000);
+  std::int64_t batch = llm::get_int(request, "batch", 1, 1, 65536);
+  bool checkpointing = get_bool(request, "gradient_checkpointing");
+  auto budget = llm::budget_from(request);
+
+  const json& opt = c["optimizer_state_bytes"][optimizer];
+  json components = json::array();
+  auto add = [&](const std::string& name, double bytes, const std::string& source) {
+    components.push_back({{"name", name}, {"bytes", static_cast<std::uint64_t>(std::llround(bytes))}, {"source", source}});
+    return bytes;
+  };
+  double P = a.params;
+  double states = 0, trainable = P;
+  json notes = json::array();
+  if (method == "full") {
+    const json& f = c["full"][precision == "bf16" ? "mixed" : "fp32"];
+    std::string src = c["full"]["source"];
+    states += add("weights", P * f["weights"].get<double>(), src);
+    states += add("gradients", P * f["gradients"].get<double>(), src);
+    if (f["master_weights"].get<double>() > 0) states += add("master_weights", P * f["master_weights"].get<double>(), src);
+    states += add("optimizer_states", P * opt["bytes"].get<double>(), opt["source"]);
+  } else {
+    require_shape(a, method == "lora" ? "LoRA" : "QLoRA");
+    trainable = lora_params(a, rank);
+    if (method == "lora") {
+      states += add("frozen_weights_bf16", P * 2, "frozen base model in 16 bit: 2 bytes per parameter");
+    } else {
+      llm::Precision nf4 = llm::find_weight_precision("nf4", "method");
+      double lin = std::min(P, linear_params(a));
+      states += add("frozen_weights_nf4", lin * nf4.value / 8.0, nf4.source + " (the linear layers)");
+      states += add("frozen_other_bf16", (P - lin) * 2,
+                    "embeddings, output head and norms stay in 16 bit under QLoRA: 2 bytes per parameter");
+    }
+    double w = c["lora_trainable_weight_bytes"].get<double>();
+    states += add("lora_weights_and_gradients", trainable * 2 * w, c["lora_trainable_source"]);
+    states += add("lora_optimizer_states", trainable * opt["bytes"].get<double>(), opt["source"]);
+    notes.push_back("LoRA targets: " + c["lora_targets"].get<std::string>() + ", rank " + std::to_string(rank) + ".");
+  }
+
+  json activations = nullptr, logits = nullptr;
+  double act = 0;
+  if (a.layers > 0 && a.hidden > 0) {
+    double sbh = static_cast<double>(seq) * static_cast<double>(batch) * a.hidden;
+    if (checkpointing) {
+      act = sbh * (c["checkpointed_bytes_per_token_per_layer_per_hidden"].get<double>() * a.layers +
+                   c["activation_bytes_per_token_per_layer_per_hidden"].get<double>());
+      add("activations", act, c["checkpointed_source"]);
+    } else {
+      act = sbh * c["activation_bytes_per_token_per_layer_per_hidden"].get<double>() * a.layers;
+      add("activations", act, c["activation_source"]);
+    }
+    activations = static_cast<std::uint64_t>(std::llround(act));
+  } else {
+    notes.push_back("Activations are not counted: give model, or layers and hidden, to include them.");
+  }
+  if (a.vocab > 0) {
+    double lg = static_cast<double>(seq) * static_cast<double>(batch) * a.vocab * c["logits_bytes_per_element"].get<double>();
+    add("logits_fp32", lg, c["logits_source"]);
+    act += lg;
+    logits = static_cast<std::uint64_t>(std::llround(lg));
+  }
+  double total = states + act;
+
+  json out;
+  out["model"] = {{"name", a.name}, {"params", a.params}, {"source", a.source}};
+  out["method"] = method;
+  out["optimizer"] = optimizer;
+  out["precision"] = precision;
+  out["params"] = a.params;
+  out["trainable_params"] = trainable;
+  out["lora_rank"] = method == "full" ? json(nullptr) : json(rank);
+  out["seq_len"] = seq;
+  out["batch"] = batch;
+  out["gradient_checkpointing"] = checkpointing;
+  out["components"] = components;
+  out["model_states_bytes"] = static_cast<std::uint64_t>(std::llround(states));
+  out["activations_bytes"] = activations;
+  out["logits_bytes"] = logits;
+  out["total_bytes"] = static_cast<std::uint64_t>(std::llround(total));
+  notes.push_back("Excludes the CUDA context (~0.35 GiB) and allocator fragmentation.");
+  out["notes"] = notes;
+  llm::add_verdict(out, budget, total);
+  return out;
+}
+
+}  // namespace headroom::train

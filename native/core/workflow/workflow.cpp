@@ -1,0 +1,482 @@
+// Workflow -> Job. Node semantics: ../shared/facts/comfyui-internals.md (4.1 UNETLoader, 5 latent nodes,
+// 2.4 VAEDecodeTiled); format: ../shared/real-workflows/INDEX.md.
+#include "core/workflow/workflow.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <unordered_set>
+
+#include "core/base/error.hpp"
+#include "core/base/file_reader.hpp"
+#include "core/base/json_reader.hpp"
+#include "core/workflow/workflow_models_dir.hpp"
+#include "core/workflow/workflow_names.hpp"
+
+namespace headroom::workflow {
+
+namespace {
+
+// Nodes whose results a run keeps: ComfyUI executes these and what they depend on.
+const std::unordered_set<std::string> kOutputTypes = {
+    "SaveImage", "PreviewImage", "SaveVideo", "SaveAnimatedWEBP", "SaveAnimatedPNG", "SaveWEBM",
+    "SaveLatent", "SaveImageWebsocket", "PreviewAny", "SaveAudio", "VHS_VideoCombine", "SaveGLB"};
+
+// Known nodes that do not change the memory picture the planner models (conditioning, schedulers,
+// image I/O, frontend-only nodes). Anything else that runs is listed in unknown_nodes.
+const std::unordered_set<std::string> kNeutralTypes = {
+    "CLIPTextEncode", "CLIPTextEncodeFlux", "ConditioningZeroOut", "ConditioningCombine",
+    "ConditioningSetTimestepRange", "ConditioningConcat", "FluxGuidance", "ModelSamplingSD3", "ModelSamplingFlux",
+    "ModelSamplingAuraFlow", "ModelSamplingDiscrete", "KSamplerSelect", "BasicScheduler", "RandomNoise",
+    "BetaSamplingScheduler", "DisableNoise", "BasicGuider", "SamplerCustomAdvanced", "StyleModelApply",
+    "CLIPVisionEncode", "DifferentialDiffusion", "TrimVideoLatent", "CreateVideo", "GetVideoComponents",
+    "LoadImage", "LoadImageOutput", "LoadImageMask", "LoadVideo", "ImageStitch", "ImageScale", "ImageScaleBy",
+    "ImageScaleToTotalPixels", "VAEEncode", "SetLatentNoiseMask", "Reroute", "PrimitiveNode", "PrimitiveInt",
+    "PrimitiveFloat", "PrimitiveString", "PrimitiveStringMultiline", "PrimitiveBoolean", "Note", "MarkdownNote",
+    "HeadroomPreflight", "HeadroomVRAMSnapshot", "HeadroomExplainOOM", "HeadroomQueueGate", "FluxKontextImageScale", "ReferenceLatent",
+    "SaveImage", "PreviewImage", "SaveVideo", "SaveAnimatedWEBP", "SaveAnimatedPNG", "SaveWEBM", "SaveLatent",
+    "SaveImageWebsocket", "PreviewAny", "SaveAudio"};
+
+// Frontend-only nodes: never executed, never unknown.
+const std::unordered_set<std::string> kVirtualTypes = {"Note", "MarkdownNote", "PrimitiveNode", "Reroute"};
+
+bool is_latent_type(const std::string& t) {
+  const auto* names = widget_names(t);
+  return names && std::find(names->begin(), names->end(), "width") != names->end() &&
+         std::find(names->begin(), names->end(), "batch_size") != names->end();
+}
+
+bool has_length(const std::string& t) {
+  const auto* names = widget_names(t);
+  return names && std::find(names->begin(), names->end(), "length") != names->end();
+}
+
+std::string role_of(const std::string& t) {
+  if (t == "UNETLoader" || t == "HeadroomLoadDiffusionModel" || t == "UnetLoaderGGUF" || t == "UnetLoaderGGUFAdvanced")
+    return "diffusion";
+  if (t == "CheckpointLoaderSimple") return "checkpoint";
+  if (t == "CLIPLoader" || t == "DualCLIPLoader" || t == "TripleCLIPLoader" || t == "CLIPLoaderGGUF" ||
+      t == "DualCLIPLoaderGGUF" || t == "TripleCLIPLoaderGGUF")
+    return "text_encoder";
+  if (t == "VAELoader") return "vae";
+  if (t == "CLIPVisionLoader") return "clip_vision";
+  if (t == "LoraLoader" || t == "LoraLoaderModelOnly") return "lora";
+  if (t == "StyleModelLoader") return "style_model";
+  return "";
+}
+
+std::string text(const std::optional<json>& v) { return v && v->is_string() ? v->get<std::string>() : ""; }
+
+std::optional<long long> integer(const std::optional<json>& v) {
+  if (!v) return std::nullopt;
+  if (v->is_number_integer()) return v->get<long long>();
+  if (v->is_number_float()) {
+    // Whole values only, and only where the conversion is defined (1e300 would be undefined behaviour).
+    const double d = v->get<double>();
+    if (d != std::floor(d) || !(std::fabs(d) < 9.0e18)) return std::nullopt;
+    return static_cast<long long>(d);
+  }
+  return std::nullopt;
+}
+
+// Which nodes run: outputs and their ancestors. Muted nodes stop the walk; bypassed nodes pass their
+// inputs through, so the walk continues past them without running them.
+std::set<std::string> executed_nodes(const Graph& g) {
+  std::set<std::string> consumed;
+  for (const auto& [id, n] : g.nodes)
+    for (const auto& in : n.inputs)
+      if (in.from_node) consumed.insert(*in.from_node);
+  std::vector<std::string> stack;
+  bool has_outputs = false;  // even muted ones: then the user silenced the run on purpose
+  for (const auto& [id, n] : g.nodes) {
+    if (kOutputTypes.count(n.type)) has_outputs = true;
+    if (n.mode != 0 || kVirtualTypes.count(n.type)) continue;
+    bool unknown_leaf = !kNeutralTypes.count(n.type) && role_of(n.type).empty() && !consumed.count(id) &&
+                        !widget_names(n.type) && n.type != "VAEDecode";
+    if (kOutputTypes.count(n.type) || unknown_leaf) stack.push_back(id);
+  }
+  std::set<std::string> run, seen;
+  if (stack.empty() && !has_outputs) {  // no recognisable output (an API fragment): everything active counts
+    for (const auto& [id, n] : g.nodes)
+      if (n.mode == 0 && !kVirtualTypes.count(n.type)) run.insert(id);
+    return run;
+  }
+  while (!stack.empty()) {
+    std::string id = stack.back();
+    stack.pop_back();
+    if (!seen.insert(id).second) continue;
+    const Node* n = g.node(id);
+    if (!n || n->mode == kModeMuted) continue;
+    if (n->mode == 0 && !kVirtualTypes.count(n->type)) run.insert(id);
+    for (const auto& in : n->inputs)
+      if (in.from_node) stack.push_back(*in.from_node);
+  }
+  return run;
+}
+
+class Analyser {
+ public:
+  Analyser(const Graph& g, const ParseOptions& opt) : g_(g), opt_(opt) {}
+
+  WorkflowInfo run() {
+    info_.api_format = g_.api_format;
+    auto run = executed_nodes(g_);
+    // Deterministic order: node ids as numbers where they are numbers.
+    std::vector<const Node*> nodes;
+    for (const auto& id : run) nodes.push_back(g_.node(id));
+    for (const Node* n : nodes) visit(*n);
+    finish();
+    return std::move(info_);
+  }
+
+ private:
+  const Graph& g_;
+  const ParseOptions& opt_;
+  WorkflowInfo info_;
+  std::vector<Component> diffusion_;       // one per diffusion loader that runs
+  std::vector<std::string> diffusion_files_;
+  std::vector<Component> checkpoint_text_encoders_;
+  std::optional<Component> checkpoint_vae_;
+  int latent_nodes_ = 0;
+  long long best_pixels_ = -1;
+  bool image_sized_latent_ = false;  // the latent follows an input image (inpaint, Kontext, img2img)
+  double cfg_ = -1;
+  std::vector<std::string>& notes() { return info_.job.notes; }
+  // --models: one walk of the folder and one header read per file, however many loaders name it.
+  ModelsFolderIndex models_index_;
+  std::map<std::pair<std::string, std::string>, HeaderFacts> facts_;
+
+  const HeaderFacts& header_facts(const std::string& path, const std::string& role) {
+    auto key = std::make_pair(path, role);
+    auto it = facts_.find(key);
+    if (it == facts_.end()) it = facts_.emplace(key, read_header_facts(path, role)).first;
+    return it->second;
+  }
+
+  std::optional<WidgetRef> ref(const Node& n, const std::string& widget) {
+    WidgetRef r;
+    r.node_id = n.id;
+    r.widget = widget;
+    auto v = g_.value(n, widget, &r.where);
+    if (!v) return std::nullopt;
+    r.value = *v;
+    return r;
+  }
+
+  Component component(const Node& n, const std::string& file, const std::string& role, Loader& rec) {
+    Component c;
+    c.file = file;
+    NameGuess guess = resolve_file(file, role == "checkpoint" ? "checkpoint" : role);
+    c.model = guess.model;
+    c.precision = guess.precision;
+    for (auto& s : guess.notes) notes().push_back(s);
+    if (!opt_.models_dir.empty()) read_header(c, role);
+    rec.model = c.model;
+    rec.precision = c.precision;
+    (void)n;
+    return c;
+  }
+
+  void read_header(Component& c, const std::string& role) {
+    auto path = find_model_file(opt_.models_dir, c.file, role, &models_index_);
+    if (!path) {
+      notes().push_back("'" + c.file + "' not found under " + opt_.models_dir + "; estimated from its name");
+      return;
+    }
+    const HeaderFacts& facts = header_facts(*path, role);
+    if (!facts.error.empty()) {
+      notes().push_back("could not read the header of " + *path + " (" + facts.error + "); estimated from its name");
+      return;
+    }
+    if (facts.model.empty()) {
+      // An unrecognised header's byte count may cover other tensors: keep the name-based guess.
+      notes().push_back("the header of " + *path + " matches no catalog model; estimated from its name");
+      return;
+    }
+    c.model = facts.model;
+    if (!facts.precision.empty()) c.precision = facts.precision;
+    // A checkpoint's bytes include its text encoders and VAE, which are counted separately.
+    if (facts.gpu_bytes && role != "checkpoint") c.weight_bytes = facts.gpu_bytes;
+    notes().push_back("'" + c.file + "': model, precision and size read from " + *path);
+  }
+
+  void loader(const Node& n, const std::string& role) {
+    std::vector<std::string> file_widgets;
+    if (role == "diffusion") file_widgets = {"unet_name"};
+    else if (role == "checkpoint") file_widgets = {"ckpt_name"};
+    else if (role == "text_encoder")
+      file_widgets = n.input("clip_name") ? std::vector<std::string>{"clip_name"}
+                                          : std::vector<std::string>{"clip_name1", "clip_name2", "clip_name3"};
+    else if (role == "vae") file_widgets = {"vae_name"};
+    else if (role == "clip_vision") file_widgets = {"clip_name"};
+    else if (role == "lora") file_widgets = {"lora_name"};
+    else if (role == "style_model") file_widgets = {"style_model_name"};
+    for (const auto& w : file_widgets) {
+      std::string file = text(g_.value(n, w));
+      if (file.empty()) {
+        if (n.input(w)) notes().push_back(n.type + " #" + n.id + ": " + w + " is not a literal file name; not counted");
+        continue;
+      }
+      Loader rec{n.id, n.type, role, file, "", ""};
+      if (role == "lora") {
+        notes().push_back("LoRA '" + file + "' (#" + n.id + ") is patched into the weights; its size is unknown "
+                          "without --models and not counted");
+        if (!opt_.models_dir.empty()) {
+          auto path = find_model_file(opt_.models_dir, file, role, &models_index_);
+          HeaderFacts f = path ? header_facts(*path, role) : HeaderFacts{};
+          if (f.gpu_bytes) {
+            info_.job.lora_bytes += *f.gpu_bytes;
+            notes().back() = "LoRA '" + file + "' (#" + n.id + "): " + std::to_string(*f.gpu_bytes) +
+                             " bytes read from " + *path;
+          }
+        }
+        info_.loaders.push_back(rec);
+        continue;
+      }
+      if (role == "style_model") {
+        notes().push_back("style model '" + file + "' (#" + n.id + ") is not in the catalog and not counted");
+        info_.loaders.push_back(rec);
+        continue;
+      }
+      Component c = component(n, file, role, rec);
+      if (role == "diffusion") {
+        std::string dtype = text(g_.value(n, "weight_dtype"));
+        std::string forced = precision_from_weight_dtype(dtype);
+        if (!forced.empty()) {
+          if (c.precision == "fp8_scaled")
+            notes().push_back("weight_dtype " + dtype + " ignored for scaled-fp8 '" + file +
+                              "' (ComfyUI keeps scaled fp8 as it is)");
+          else {
+            c.precision = forced;
+            c.weight_bytes.reset();  // the header's bytes are for the file's own dtype
+            rec.precision = forced;
+          }
+        } else if (dtype == "auto") {
+          notes().push_back(n.type + " #" + n.id + " has weight_dtype auto: Headroom loads fp8 only when the "
+                            "16-bit weights do not fit; estimated at the file's precision");
+        }
+        if (auto r = ref(n, "weight_dtype")) info_.weight_dtype.push_back(*r);
+        diffusion_.push_back(c);
+        diffusion_files_.push_back(file);
+      } else if (role == "checkpoint") {
+        diffusion_.push_back(c);
+        diffusion_files_.push_back(file);
+        checkpoint_companions(c);
+      } else if (role == "text_encoder") {
+        if (c.model.empty()) notes().push_back("text encoder '" + file + "' not recognised; not counted");
+        else info_.job.text_encoders.push_back(c);
+        if (text(g_.value(n, "device")) == "cpu") info_.job.text_encoder_on_cpu = true;
+        if (auto r = ref(n, "device")) info_.text_encoder_device.push_back(*r);
+      } else if (role == "vae") {
+        if (c.model.empty()) notes().push_back("VAE '" + file + "' not recognised; the catalog VAE of the model is used");
+        else info_.job.vae = c;
+      } else if (role == "clip_vision") {
+        if (c.model.empty()) notes().push_back("CLIP vision '" + file + "' is not in the catalog and not counted");
+        else info_.job.clip_vision = c;
+      }
+      info_.loaders.push_back(rec);
+    }
+  }
+
+  // A checkpoint bundles the text encoders and VAE of its family (Comfy-Org's flux1-dev-fp8 /
+  // flux1-schnell-fp8 carry CLIP-L, an fp8 T5-XXL and the Flux VAE).
+  void checkpoint_companions(const Component& c) {
+    std::string fam = family_of(c.model);
+    if (fam == "flux") {
+      Component clip{"clip-l", "", std::nullopt, c.file};
+      Component t5{"t5-xxl", c.precision.rfind("fp8", 0) == 0 ? "fp8_e4m3fn" : "", std::nullopt, c.file};
+      checkpoint_text_encoders_ = {clip, t5};
+      checkpoint_vae_ = Component{"flux-vae", "", std::nullopt, c.file};
+      notes().push_back("checkpoint '" + c.file + "' bundles CLIP-L, T5-XXL" +
+                        (t5.precision.empty() ? "" : " (" + t5.precision + ")") + " and the Flux VAE");
+    } else if (c.model.empty()) {
+      notes().push_back("checkpoint '" + c.file + "' is not a catalog model (Flux or Wan); it cannot be estimated");
+    }
+  }
+
+  void latent(const Node& n) {
+    ++latent_nodes_;
+    auto w = ref(n, "width"), h = ref(n, "height"), b = ref(n, "batch_size");
+    auto len = has_length(n.type) ? ref(n, "length") : std::nullopt;
+    std::optional<long long> wi, hi;
+    if (w) wi = integer(w->value);
+    if (h) hi = integer(h->value);
+    // A literal that is not a positive whole number is a bad value, not a computed one: say which.
+    const std::pair<const char*, const std::optional<WidgetRef>*> sizes[] = {{"width", &w}, {"height", &h}};
+    for (const auto& [name, r] : sizes) {
+      if (!*r) continue;  // no literal: linked to a node that computes it (reported below)
+      auto value = integer((*r)->value);
+      const Input* in = n.input(name);
+      const Node* from = in && in->from_node ? g_.node(*in->from_node) : nullptr;
+      if ((value && *value > 0) || (from && from->type != "PrimitiveNode")) continue;
+      notes().push_back(n.type + " #" + n.id + ": " + name + " is " + json_preview((*r)->value, 40) +
+                        ", expected a whole number of pixels from 16 to 16384; size unknown");
+      return;
+    }
+    if (!wi.has_value() || !hi.has_value() || *wi <= 0 || *hi <= 0) {
+      notes().push_back(n.type + " #" + n.id + ": width/height are computed by other nodes; size unknown");
+      return;
+    }
+    long long frames = len ? integer(len->value).value_or(1) : 1;
+    long long batch = b ? integer(b->value).value_or(1) : 1;
+    // ComfyUI caps sizes at 16384 px and batches at 4096; beyond 2^20 the product below could overflow.
+    constexpr long long kSane = 1 << 20;
+    if (*wi > kSane || *hi > kSane || frames < 1 || frames > kSane || batch < 1 || batch > kSane) {
+      notes().push_back(n.type + " #" + n.id + ": width/height/length/batch_size out of range; ignored");
+      return;
+    }
+    long long pixels = *wi * *hi * frames * batch;
+    if (pixels <= best_pixels_) return;  // the largest latent sets the peak
+    best_pixels_ = pixels;
+    info_.job.width = static_cast<int>(*wi);
+    info_.job.height = static_cast<int>(*hi);
+    info_.job.frames = static_cast<int>(frames);
+    info_.job.batch = static_cast<int>(batch);
+    info_.latent_node = n.type;
+    info_.size_known = true;
+    info_.is_video = len.has_value();
+    info_.width = {*w};
+    info_.height = {*h};
+    info_.length = len ? std::vector<WidgetRef>{*len} : std::vector<WidgetRef>{};
+    info_.batch = b ? std::vector<WidgetRef>{*b} : std::vector<WidgetRef>{};
+    if (n.type == "WanVaceToVideo")
+      notes().push_back("WanVaceToVideo adds its reference frames to the latent length; not counted");
+  }
+
+  void sampler_cfg(const Node& n) {
+    auto v = g_.value(n, "cfg");
+    if (!v || !v->is_number()) return;
+    cfg_ = std::max(cfg_, v->get<double>());
+  }
+
+  void decoder(const Node& n) {
+    Decoder d{n.id, n.type, n.where, std::nullopt, std::nullopt};
+    if (n.type == "VAEDecodeTiled") d.tile_size = ref(n, "tile_size");
+    if (n.type == "HeadroomVAEDecode") d.mode = ref(n, "mode");
+    info_.decoders.push_back(d);
+  }
+
+  void visit(const Node& n) {
+    const std::string& t = n.type;
+    std::string role = role_of(t);
+    if (!role.empty()) return loader(n, role);
+    if (is_latent_type(t)) return latent(n);
+    if (t == "KSampler" || t == "KSamplerAdvanced" || t == "SamplerCustom" || t == "CFGGuider") return sampler_cfg(n);
+    if (t == "DualCFGGuider") {
+      cfg_ = std::max(cfg_, 2.0);  // two conditionings plus uncond run batched
+      return;
+    }
+    if (t == "VAEDecode" || t == "VAEDecodeTiled" || t == "HeadroomVAEDecode") return decoder(n);
+    if (t == "InpaintModelConditioning") {
+      image_sized_latent_ = true;
+      notes().push_back("InpaintModelConditioning #" + n.id + ": the latent has the size of the input image, "
+                        "which a workflow does not record");
+      return;
+    }
+    if (t == "FluxKontextImageScale") {
+      image_sized_latent_ = true;
+      notes().push_back("FluxKontextImageScale #" + n.id + " scales the input image to a Kontext resolution of "
+                        "about one megapixel; the exact size depends on the image");
+      return;
+    }
+    if (t == "ReferenceLatent") {
+      ++info_.job.reference_images;
+      return;
+    }
+    if (kNeutralTypes.count(t) || kVirtualTypes.count(t)) return;
+    info_.unknown_nodes.push_back({n.id, t});
+  }
+
+  void finish() {
+    Job& job = info_.job;
+    // Diffusion: Wan 2.2 A14B's two experts are one component (ComfyUI runs one at a time).
+    if (!diffusion_.empty()) {
+      std::size_t pick = 0;
+      for (std::size_t i = 0; i < diffusion_.size(); ++i)
+        if (!diffusion_[i].model.empty()) {
+          pick = i;
+          break;
+        }
+      job.diffusion = diffusion_[pick];
+      bool experts = diffusion_.size() == 2 && diffusion_[0].model == diffusion_[1].model &&
+                     family_of(diffusion_[0].model) == "wan2.2-a14b";
+      if (experts) {
+        if (diffusion_[1].weight_bytes && (!job.diffusion->weight_bytes ||
+                                           *diffusion_[1].weight_bytes > *job.diffusion->weight_bytes))
+          job.diffusion->weight_bytes = diffusion_[1].weight_bytes;
+        notes().push_back("two Wan 2.2 A14B experts (" + diffusion_files_[0] + ", " + diffusion_files_[1] +
+                          "): one diffusion model, since sampling uses one expert at a time and ComfyUI unloads "
+                          "the other when memory is short");
+      } else if (diffusion_.size() > 1) {
+        notes().push_back(std::to_string(diffusion_.size()) + " diffusion models run one after another; the "
+                          "estimate uses '" + diffusion_files_[pick] + "'");
+      }
+      if (job.diffusion->model.empty())
+        notes().push_back("diffusion model '" + job.diffusion->file + "' is not in the catalog");
+    } else {
+      notes().push_back("no diffusion model loader runs in this workflow");
+    }
+    if (job.text_encoders.empty() && !checkpoint_text_encoders_.empty()) job.text_encoders = checkpoint_text_encoders_;
+    if (!job.vae && checkpoint_vae_) job.vae = checkpoint_vae_;
+
+    if (latent_nodes_ > 1) notes().push_back(std::to_string(latent_nodes_) + " latent nodes run; the largest sets the size");
+    if (!info_.size_known) {
+      if (image_sized_latent_ || latent_nodes_ == 0)
+        notes().push_back("output size unknown (it follows an input image); assumed " + std::to_string(job.width) +
+                          "x" + std::to_string(job.height));
+    }
+    if (cfg_ >= 0) job.cfg = cfg_;
+
+    // Decode: the most memory-hungry decoder that runs decides.
+    bool any_full = false, any_tiled = false, any_headroom = false;
+    int tile = 0;
+    for (const auto& d : info_.decoders) {
+      if (d.type == "VAEDecode") any_full = true;
+      if (d.type == "HeadroomVAEDecode") {
+        std::string m = d.mode ? text(d.mode->value) : "";
+        if (m == "full") any_full = true;
+        else any_headroom = true;
+      }
+      if (d.type == "VAEDecodeTiled") {
+        any_tiled = true;
+        auto ts = d.tile_size ? integer(d.tile_size->value) : std::nullopt;
+        tile = std::max(tile, static_cast<int>(ts.value_or(512)));  // 512 = the node's default
+      }
+    }
+    if (any_full) job.decode_mode = DecodeMode::Full;
+    else if (any_tiled) {
+      job.decode_mode = DecodeMode::Tiled;
+      job.decode_tile_px = tile;
+    } else if (any_headroom) job.decode_mode = DecodeMode::Headroom;
+  }
+};
+
+}  // namespace
+
+json WorkflowInfo::to_json() const {
+  json loaders_json = json::array();
+  for (const auto& l : loaders)
+    loaders_json.push_back({{"node_id", l.node_id}, {"type", l.type}, {"role", l.role}, {"file", l.file},
+                            {"model", l.model.empty() ? json(nullptr) : json(l.model)},
+                            {"precision", l.precision.empty() ? json(nullptr) : json(l.precision)}});
+  json unknown = json::array();
+  for (const auto& u : unknown_nodes) unknown.push_back({{"id", u.id}, {"type", u.type}});
+  return {{"format", api_format ? "api" : "ui"},
+          {"loaders", loaders_json},
+          {"unknown_nodes", unknown},
+          {"latent_node", latent_node.empty() ? json(nullptr) : json(latent_node)},
+          {"size_known", size_known},
+          {"notes", job.notes}};
+}
+
+WorkflowInfo analyse_workflow(const json& wf, const std::string& source, const ParseOptions& options) {
+  Graph g = build_graph(wf, source);
+  return Analyser(g, options).run();
+}
+
+WorkflowInfo analyse_workflow_file(const std::string& path, const ParseOptions& options) {
+  return analyse_workflow(parse_workflow_text(read_text_file(path, kMaxWorkflowBytes), path), path, options);
+}
+
+}  // namespace headroom::workflow

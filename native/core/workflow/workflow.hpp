@@ -1,0 +1,74 @@
+#pragma once
+// A ComfyUI workflow (UI or API format) -> the Job it will run, plus where each knob lives in the
+// workflow so a preset can rewrite it. Only nodes that will execute count: bypassed (mode 4) and
+// muted (mode 2) nodes and nodes that feed no output are ignored.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/estimate/job.hpp"
+#include "core/workflow/workflow_graph.hpp"
+
+namespace headroom::workflow {
+
+// One widget value in the source workflow; `where` lists every copy (a PrimitiveNode and its target,
+// a subgraph instance's promoted widget and the inner node).
+struct WidgetRef {
+  std::string node_id;
+  std::string widget;
+  json value;
+  std::vector<Pointer> where;
+};
+
+struct Loader {
+  std::string node_id;
+  std::string type;
+  std::string role;   // diffusion, checkpoint, text_encoder, vae, clip_vision, lora, style_model
+  std::string file;
+  std::string model;  // canonical catalog name, "" when not recognised
+  std::string precision;
+};
+
+struct Decoder {
+  std::string node_id;
+  std::string type;   // VAEDecode, VAEDecodeTiled, HeadroomVAEDecode
+  Pointer where;      // the node object (a plain VAEDecode is switched to VAEDecodeTiled by presets)
+  std::optional<WidgetRef> tile_size;  // VAEDecodeTiled
+  std::optional<WidgetRef> mode;       // HeadroomVAEDecode
+};
+
+struct UnknownNode {
+  std::string id;
+  std::string type;
+};
+
+struct WorkflowInfo {
+  Job job;
+  bool api_format = false;
+  std::vector<Loader> loaders;
+  std::vector<UnknownNode> unknown_nodes;
+  std::string latent_node;     // type of the node that sets the output size ("" when unknown)
+  bool size_known = false;     // false: the size follows an input image and 1024x1024 was assumed
+  bool is_video = false;
+  // Knobs a preset may rewrite.
+  std::vector<WidgetRef> weight_dtype;   // UNETLoader / HeadroomLoadDiffusionModel
+  std::vector<WidgetRef> width, height, length, batch;
+  std::vector<WidgetRef> text_encoder_device;  // CLIPLoader / DualCLIPLoader "device"
+  std::vector<Decoder> decoders;
+
+  json to_json() const;  // {format, loaders, unknown_nodes, latent_node, size_known, notes}
+};
+
+struct ParseOptions {
+  std::string models_dir;  // look the named files up here and read their headers (api::inspect)
+};
+
+// Throws FileFormatError(source) on a document that is not a workflow; never on unknown nodes.
+WorkflowInfo analyse_workflow(const json& workflow, const std::string& source, const ParseOptions& options = {});
+
+// Reads and analyses a workflow file.
+WorkflowInfo analyse_workflow_file(const std::string& path, const ParseOptions& options = {});
+
+}  // namespace headroom::workflow

@@ -1,0 +1,142 @@
+// Model files named by a workflow, looked up under a ComfyUI models folder.
+#include "core/workflow/workflow_models_dir.hpp"
+
+#include <filesystem>
+#include <map>
+#include <vector>
+
+#include "core/base/error.hpp"
+#include "core/inspect/inspector.hpp"
+
+namespace headroom::workflow {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// ComfyUI's folder_paths names (and their legacy aliases) per loader role.
+const std::map<std::string, std::vector<std::string>>& subfolders() {
+  static const std::map<std::string, std::vector<std::string>> m = {
+      {"diffusion", {"diffusion_models", "unet"}},
+      {"checkpoint", {"checkpoints"}},
+      {"text_encoder", {"text_encoders", "clip"}},
+      {"vae", {"vae"}},
+      {"clip_vision", {"clip_vision"}},
+      {"lora", {"loras"}},
+      {"style_model", {"style_models"}},
+  };
+  return m;
+}
+
+constexpr std::size_t kMaxEntriesScanned = 20000;  // a models folder, not a whole disk
+
+bool is_regular(const fs::path& p) {
+  std::error_code ec;
+  return fs::is_regular_file(p, ec);
+}
+
+}  // namespace
+
+std::optional<std::string> find_model_file(const std::string& dir, const std::string& file, const std::string& role,
+                                           ModelsFolderIndex* index) {
+  // ComfyUI on Windows names files in subfolders "flux\\x.safetensors" (os.path.relpath); read the
+  // separator as one here too, so those names are found and "..\\x" is caught as the escape it is.
+  // Paths are UTF-8 throughout (u8path/u8string): a narrow fs::path is the ANSI code page on Windows.
+  std::string name = file;
+  for (auto& ch : name)
+    if (ch == '\\') ch = '/';
+  const fs::path rel = fs::u8path(name);
+  if (name.empty() || rel.is_absolute()) return std::nullopt;
+  for (const auto& part : rel)
+    if (part == "..") return std::nullopt;
+  const fs::path root = fs::u8path(dir);
+  if (is_regular(root / rel)) return (root / rel).u8string();
+  auto it = subfolders().find(role);
+  if (it != subfolders().end())
+    for (const auto& sub : it->second)
+      if (is_regular(root / fs::u8path(sub) / rel)) return (root / fs::u8path(sub) / rel).u8string();
+  // Anywhere below (custom subfolders such as diffusion_models/wan/); bounded walk.
+  if (index) {
+    const std::string* found = index->find(dir, rel.filename().u8string());
+    if (found && is_regular(fs::u8path(*found))) return *found;
+    return std::nullopt;
+  }
+  std::error_code ec;
+  std::size_t seen = 0;
+  for (fs::recursive_directory_iterator i(root, fs::directory_options::skip_permission_denied, ec), end;
+       !ec && i != end && seen < kMaxEntriesScanned; i.increment(ec), ++seen) {
+    if (i->path().filename() == rel.filename() && is_regular(i->path())) return i->path().u8string();
+  }
+  return std::nullopt;
+}
+
+const std::string* ModelsFolderIndex::find(const std::string& dir, const std::string& filename) {
+  if (!built_) {
+    built_ = true;
+    std::error_code ec;
+    std::size_t seen = 0;
+    for (fs::recursive_directory_iterator i(fs::u8path(dir), fs::directory_options::skip_permission_denied, ec), end;
+         !ec && i != end && seen < kMaxEntriesScanned; i.increment(ec), ++seen)
+      if (is_regular(i->path())) first_.emplace(i->path().filename().u8string(), i->path().u8string());
+  }
+  auto it = first_.find(filename);
+  return it == first_.end() ? nullptr : &it->second;
+}
+
+namespace {
+
+// The inspector roles a loader of `loader_role` (workflow.cpp role_of) can load.
+bool loads(const std::string& loader_role, const std::string& file_role) {
+  if (loader_role == "diffusion") return file_role == "diffusion_model";
+  if (loader_role == "checkpoint") return file_role == "checkpoint" || file_role == "diffusion_model";
+  if (loader_role == "text_encoder") return file_role == "text_encoder";
+  if (loader_role == "vae") return file_role == "vae";
+  if (loader_role == "clip_vision") return file_role == "clip_vision";
+  return true;
+}
+
+std::string loader_word(const std::string& loader_role) {
+  if (loader_role == "diffusion") return "a diffusion model loader";
+  if (loader_role == "text_encoder") return "a text encoder (CLIP) loader";
+  if (loader_role == "clip_vision") return "a CLIP vision loader";
+  return "a " + loader_role + " loader";
+}
+
+}  // namespace
+
+HeaderFacts read_header_facts(const std::string& path, const std::string& loader_role) {
+  HeaderFacts f;
+  try {
+    const Inspection ins = inspect_file(path);
+    // Weights as loaded; the estimator adds GGUF/fp8 dequantisation transients itself.
+    auto take = [&f](const ModelSummary& s) {
+      f.model = s.model;
+      f.precision = s.precision;
+      f.gpu_bytes = s.weight_gpu_bytes;
+      f.role = s.role;
+    };
+    take(ins.whole);
+    if (loader_role.empty() || loader_role == "lora" || f.model.empty()) return f;
+    // A diffusion loader given a whole checkpoint loads only its diffusion model (ComfyUI's
+    // load_diffusion_model strips the "model.diffusion_model." prefix): count that component alone.
+    if (loader_role == "diffusion" && f.role == "checkpoint") {
+      for (const auto& c : ins.components)
+        if (c.role == "diffusion_model" && !c.model.empty()) {
+          take(c);
+          return f;
+        }
+    }
+    if (!loads(loader_role, f.role)) {
+      // The estimator would refuse the model for this slot; the caller falls back to the name instead.
+      f.error = "it holds " + f.model + " (a " + f.role + "), which " + loader_word(loader_role) + " cannot load";
+      f.model.clear();
+      f.precision.clear();
+      f.gpu_bytes.reset();
+    }
+  } catch (const Error& e) {
+    f.error = e.what();
+  }
+  return f;
+}
+
+}  // namespace headroom::workflow
