@@ -238,9 +238,10 @@ bool any_contains(const std::vector<std::string>& v, const std::string& s) {
   return false;
 }
 
+// A stage's own need: its peak without the models that earlier stages leave cached on a roomy card.
 std::uint64_t stage_peak(const json& p, const std::string& stage) {
   for (const auto& s : p["stages"])
-    if (s["name"] == stage) return s["peak_bytes"].get<std::uint64_t>();
+    if (s["name"] == stage) return s["peak_bytes"].get<std::uint64_t>() - s["cached_bytes"].get<std::uint64_t>();
   FAIL("no stage " << stage);
   return 0;
 }
@@ -354,9 +355,12 @@ TEST_CASE("plan --models: the peak moves by exactly what the header adds to the 
   CHECK(any_contains(notes_about(named, "flux1-dev-fp8.safetensors"), "name"));
   CHECK(read["job"]["diffusion"]["weight_bytes"].get<std::uint64_t>() == t.flux_fp8);
   CHECK(stage_peak(read, "sample") - stage_peak(named, "sample") == t.flux_vectors);
-  CHECK(read["peak_stage"] == "sample");
-  CHECK(named["peak_stage"] == "sample");
-  CHECK(read["peak_bytes"].get<std::uint64_t>() - named["peak_bytes"].get<std::uint64_t>() == t.flux_vectors);
+  // Sampling is the largest own need (peak_stage may be a later stage, where the card also holds the
+  // models cached from sampling).
+  for (const json* p : {&read, &named})
+    for (const auto& s : (*p)["stages"])
+      CHECK(stage_peak(*p, "sample") >= stage_peak(*p, s["name"].get<std::string>()));
+  CHECK(read["own_peak_bytes"].get<std::uint64_t>() - named["own_peak_bytes"].get<std::uint64_t>() == t.flux_vectors);
 
   SECTION("a 16-bit name on an fp8 file: the header's fp8 halves the weights") {
     fs::rename(fs::path(t.root) / "diffusion_models" / "flux1-dev-fp8.safetensors",

@@ -2,6 +2,7 @@
 #include "core/estimate/estimator.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <utility>
 
 #include "core/catalog/catalog.hpp"
@@ -38,17 +39,37 @@ const char* decode_mode_name(DecodeMode m) {
   return "full";
 }
 
-// Models of earlier stages that ComfyUI leaves loaded because there is room (informational).
+// Models of earlier stages that ComfyUI leaves loaded because there is room: the card holds them at
+// this stage's peak (both loaders keep models cached while they fit; dynamic VRAM evicts them on
+// demand, the legacy loader frees them before a stage that would not fit otherwise).
 void mark_cached(Stage& stage, const std::vector<std::pair<std::string, std::uint64_t>>& earlier, std::uint64_t vram) {
   if (vram == 0 || stage.mode != "full") return;
-  std::uint64_t used = stage.peak_bytes;
+  std::uint64_t used = std::max(stage.peak_bytes, stage.cache_floor_bytes);
   for (const auto& e : earlier) {
     if (std::find(stage.resident.begin(), stage.resident.end(), e.first) != stage.resident.end()) continue;
     if (used + e.second <= vram) {
       stage.cached.push_back(e.first);
+      stage.cached_bytes += e.second;
       used += e.second;
     }
   }
+  stage.peak_bytes += stage.cached_bytes;
+  if (stage.cached_bytes) stage.breakdown["cached_models"] = stage.cached_bytes;
+}
+
+// GGUF files load through ComfyUI-GGUF's own ModelPatcher, which stays on the legacy loader even with
+// dynamic VRAM on (Comfy-Org/ComfyUI#13953).
+bool gguf(const ResolvedComponent& c) { return c.precision->kind == "gguf"; }
+
+std::uint64_t host_ram_needed(const ResolvedJob& rj, const Job& job) {
+  // Every model is read into host memory first and stays there while it is offloaded or staged
+  // (dynamic VRAM loads to the CPU and faults weights in from there), so the run needs all of them.
+  std::uint64_t ram = job.lora_bytes;
+  if (rj.diffusion) ram += rj.diffusion->weight_bytes * std::max(1, rj.diffusion->model->experts);
+  for (const auto& t : rj.text_encoders) ram += t.weight_bytes;
+  if (rj.clip_vision) ram += rj.clip_vision->weight_bytes;
+  if (rj.vae) ram += rj.vae->weight_bytes;
+  return ram;
 }
 
 // ComfyUI keeps fp8 diffusion weights in fp8 only on cards that compute in fp8, or when 16 bit
@@ -70,6 +91,8 @@ void upcast_fp8_like_comfyui(ResolvedJob& rj, const Runtime& rt) {
 
 }  // namespace
 
+const char* loader_name(Runtime::Loader loader) { return loader == Runtime::Loader::Dynamic ? "dynamic" : "legacy"; }
+
 json Estimate::to_json() const {
   json j;
   j["peak_bytes"] = peak_bytes;
@@ -77,9 +100,15 @@ json Estimate::to_json() const {
   j["full_load_peak_bytes"] = full_load_peak_bytes;
   j["min_peak_bytes"] = min_peak_bytes;
   j["slowdown"] = slowdown;
+  j["runtime"] = runtime;
+  j["required_bytes"] = required_bytes;
+  j["own_peak_bytes"] = own_peak_bytes;
+  j["host_ram_bytes"] = host_ram_bytes;
+  if (ram_bytes) j["ram_bytes"] = ram_bytes;
   if (vram_bytes) {
     j["vram_bytes"] = vram_bytes;
     j["verdict"] = verdict;
+    j["verdict_reason"] = verdict_reason;
   }
   j["stages"] = json::array();
   for (const auto& s : stages) {
@@ -94,6 +123,12 @@ json Estimate::to_json() const {
                            {"slowdown", s.slowdown},
                            {"full_load_bytes", s.full_load_bytes},
                            {"min_bytes", s.min_bytes},
+                           {"required_bytes", s.required_bytes},
+                           {"cached_bytes", s.cached_bytes},
+                           {"resident_bytes", s.resident_bytes},
+                           {"streamed_bytes", s.streamed_bytes},
+                           {"seconds_per_step", s.seconds_per_step},
+                           {"loader", s.loader},
                            {"notes", s.notes}});
   }
   j["notes"] = notes;
@@ -166,6 +201,9 @@ Estimate estimate(const Job& job, const Runtime& runtime) {
   ResolvedJob rj = resolve_job(job);
   upcast_fp8_like_comfyui(rj, runtime);
   const PolicyContext pc = policy_context(runtime);
+  Runtime legacy_rt = runtime;
+  legacy_rt.loader = Runtime::Loader::Legacy;
+  const PolicyContext pc_legacy = policy_context(legacy_rt);
   const std::uint64_t V = pc.vram_bytes;
   Estimate est;
   est.stages.reserve(5);
@@ -175,7 +213,8 @@ Estimate estimate(const Job& job, const Runtime& runtime) {
   std::vector<std::pair<std::string, std::uint64_t>> earlier;  // models loaded by earlier stages
 
   if (!rj.text_encoders.empty()) {
-    est.stages.push_back(fit_stage(text_encode_demand(rj), pc));
+    const bool any_gguf = std::any_of(rj.text_encoders.begin(), rj.text_encoders.end(), gguf);
+    est.stages.push_back(fit_stage(text_encode_demand(rj), any_gguf ? pc_legacy : pc));
     if (!job.text_encoder_on_cpu)
       for (const auto& t : rj.text_encoders) earlier.push_back({t.model->name, t.weight_bytes});
   }
@@ -192,9 +231,10 @@ Estimate estimate(const Job& job, const Runtime& runtime) {
   }
   if (rj.vae) earlier.push_back({rj.vae->model->name, rj.vae->weight_bytes});
   if (rj.diffusion) {
+    const PolicyContext& spc = gguf(*rj.diffusion) ? pc_legacy : pc;
     DemandOptions o;
     o.cfg_batched = false;
-    Stage single = fit_stage(sample_demand(rj, o), pc);
+    Stage single = fit_stage(sample_demand(rj, o), spc);
     if (job.cfg != 1.0) {
       // ComfyUI batches cond+uncond only when its own estimate x1.5 is below free memory (samplers.py).
       bool batch = true;
@@ -205,7 +245,7 @@ Estimate estimate(const Job& job, const Runtime& runtime) {
       }
       if (batch) {
         o.cfg_batched = true;
-        single = fit_stage(sample_demand(rj, o), pc);
+        single = fit_stage(sample_demand(rj, o), spc);
       }
     }
     if (rj.diffusion->model->experts > 1 && V && single.mode == "full" &&
@@ -230,7 +270,12 @@ Estimate estimate(const Job& job, const Runtime& runtime) {
     est.stages.push_back(std::move(s));
   }
 
-  bool any_fail = false, any_degraded = false;
+  est.runtime = loader_name(runtime.loader);
+  est.host_ram_bytes = host_ram_needed(rj, job);
+  est.ram_bytes = runtime.ram_bytes;
+  bool any_fail = false, any_degraded = false, any_streams = false, any_partial = false;
+  std::uint64_t own_peak = 0;  // the peak without cached models, which either loader frees on demand
+  std::string fail_stage, stream_stage;
   for (const auto& s : est.stages) {
     if (s.peak_bytes >= est.peak_bytes) {
       est.peak_bytes = s.peak_bytes;
@@ -238,20 +283,51 @@ Estimate estimate(const Job& job, const Runtime& runtime) {
     }
     est.full_load_peak_bytes = std::max(est.full_load_peak_bytes, s.full_load_bytes);
     est.min_peak_bytes = std::max(est.min_peak_bytes, s.min_bytes);
+    est.required_bytes = std::max(est.required_bytes, s.required_bytes);
+    own_peak = std::max(own_peak, s.peak_bytes - s.cached_bytes);
+    est.own_peak_bytes = own_peak;
     // Sampling takes nearly all of the run's time, so its slowdown is the run's; other stages'
     // slowdowns stay in their own entries.
     if (s.name == "sample") est.slowdown = s.slowdown;
+    if (s.mode == "does_not_fit" && fail_stage.empty()) fail_stage = s.name;
+    if (s.mode == "streams" && stream_stage.empty()) stream_stage = s.name;
     any_fail = any_fail || s.mode == "does_not_fit";
+    any_streams = any_streams || s.mode == "streams";
     any_degraded = any_degraded || s.mode == "partial" || s.mode == "tiled_fallback";
+    any_partial = any_partial || s.mode == "partial";
   }
+  const bool ram_short = runtime.ram_bytes && est.host_ram_bytes > runtime.ram_bytes;
   if (V) {
     const double margin = runtime_constant("tight_margin_fraction");
-    if (any_fail || est.peak_bytes > V)
+    if (any_fail || est.peak_bytes > V) {
       est.verdict = "does not fit";
-    else if (any_degraded || est.peak_bytes > static_cast<std::uint64_t>(V * (1.0 - margin)))
+      est.verdict_reason = "runs out of VRAM in " + (fail_stage.empty() ? est.peak_stage : fail_stage);
+    } else if (ram_short) {
+      est.verdict = "does not fit";
+      est.verdict_reason = "runs out of host RAM: the weights need " + format_bytes(est.host_ram_bytes) + " of " +
+                           format_bytes(runtime.ram_bytes);
+    } else if (runtime.loader == Runtime::Loader::Dynamic) {
+      // Dynamic VRAM: a run has everything resident or streams; "tight" stays only for a stage on the
+      // legacy loader (GGUF) that partial loading saves.
+      if (any_streams) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%.1f", est.slowdown);
+        est.verdict = "streams";
+        est.verdict_reason = stream_stage + " streams weights, about " + std::string(buf) + "x slower";
+      } else if (any_partial) {
+        est.verdict = "tight";
+        est.verdict_reason = "a GGUF model stays on the legacy loader and fits only with partial loading";
+      } else {
+        est.verdict = "fits";
+      }
+    } else if (any_degraded || own_peak > static_cast<std::uint64_t>(V * (1.0 - margin))) {
       est.verdict = "tight";
-    else
+      est.verdict_reason = any_degraded ? "fits only with partial loading or the tiled retry"
+                                        : "the peak is within " + std::to_string(static_cast<int>(margin * 100 + 0.5)) +
+                                              "% of the card";
+    } else {
       est.verdict = "fits";
+    }
   }
   return est;
 }

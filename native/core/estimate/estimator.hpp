@@ -28,8 +28,19 @@ struct Runtime {
   // verdicts are against it. vram_bytes, when also given, is then only the card's total (ComfyUI's
   // fp8 upcast rule and the Windows reserve depend on the total).
   std::uint64_t free_bytes = 0;
+  // Which ComfyUI loader runs the models. Legacy: the estimate-based loader of ComfyUI before 0.15
+  // (and with --disable-dynamic-vram, --highvram, --gpu-only, --novram; GGUF models always). Dynamic:
+  // comfy-aimdo's dynamic VRAM, the default on NVIDIA since 0.15: weights are evictable for
+  // activations and stream per layer when they do not fit (runtime_dynamic.hpp).
+  enum class Loader { Legacy, Dynamic };
+  Loader loader = Loader::Legacy;
+  std::uint64_t vram_headroom_bytes = 0;  // ComfyUI --vram-headroom: kept free counting other programs
+  std::uint64_t ram_bytes = 0;            // host RAM for the weights that are not resident; 0 = unchecked
+  double pcie_bytes_per_s = 0;            // the card's host-to-device rate; 0 = models.json's default
+  double flops_per_s = 0;                 // the card's effective bf16 throughput; 0 = models.json's default
   bool has_card() const { return vram_bytes != 0 || free_bytes != 0; }
 };
+const char* loader_name(Runtime::Loader loader);  // "legacy" | "dynamic"
 
 struct Stage {
   std::string name;                                 // "text_encode", "sample", "vae_decode", ...
@@ -44,6 +55,15 @@ struct Stage {
   std::uint64_t full_load_bytes = 0;                // need with every needed model fully resident
   std::uint64_t min_bytes = 0;                      // need with the most streaming ComfyUI allows
   std::vector<std::string> cached;                  // earlier models that stay loaded because they fit
+  // Added for the two runtimes:
+  std::uint64_t required_bytes = 0;                 // the least this stage runs in without an OOM
+  std::uint64_t cached_bytes = 0;                   // of `cached`, counted in peak_bytes (the card holds them)
+  std::uint64_t cache_floor_bytes = 0;              // what the loader keeps for the stage itself before it
+                                                    // lets earlier models stay (legacy: ComfyUI's estimate)
+  std::map<std::string, std::uint64_t> resident_bytes;  // per model: weights on the card during the stage
+  std::map<std::string, std::uint64_t> streamed_bytes;  // per model: weights copied in per forward pass
+  double seconds_per_step = 0;                      // sampling: estimated time of one step on this card
+  std::string loader = "legacy";                    // which loader ran the stage ("legacy" for GGUF always)
 };
 
 struct Estimate {
@@ -59,6 +79,13 @@ struct Estimate {
                                            // the smallest card that runs it unchanged
   std::uint64_t min_peak_bytes = 0;        // peak with the most streaming/tiling ComfyUI does by itself
   double slowdown = 1.0;                   // worst stage slowdown from partial loading / tiling
+  // Added for the two runtimes:
+  std::string runtime = "legacy";          // loader_name of Runtime::loader
+  std::uint64_t required_bytes = 0;        // the least the run needs on the card without an OOM
+  std::uint64_t own_peak_bytes = 0;        // peak_bytes without the models cached from earlier stages
+  std::uint64_t host_ram_bytes = 0;        // host RAM the weights need (staged on the CPU / offloaded)
+  std::uint64_t ram_bytes = 0;             // the host RAM checked against (0 = not given)
+  std::string verdict_reason;              // where it runs out, or why it streams; "" when it fits
   nlohmann::json to_json() const;   // {peak_bytes, peak_stage, stages:[{name, peak_bytes, breakdown, ...}], notes}
 };
 

@@ -6,6 +6,7 @@
 
 #include "core/catalog/catalog.hpp"
 #include "core/base/units.hpp"
+#include "core/estimate/runtime_dynamic.hpp"
 
 namespace headroom {
 namespace {
@@ -28,8 +29,10 @@ std::string ratio(double x) {
   return buf;
 }
 
+}  // namespace
+
 // Breakdown with every model fully resident.
-Stage full_stage(const StageDemand& d, const PolicyContext& c) {
+Stage resident_stage(const StageDemand& d, const PolicyContext& c) {
   Stage s;
   s.name = d.name;
   s.breakdown["cuda_context"] = c.context_bytes;
@@ -44,12 +47,25 @@ Stage full_stage(const StageDemand& d, const PolicyContext& c) {
   s.notes = d.notes;
   s.slowdown = d.slowdown;
   if (d.streamed_bytes) {
-    const double transfer = d.streamed_bytes / runtime_constant("pcie_bytes_per_s");
-    s.slowdown *= 1.0 + transfer / std::max(forward_seconds(d), 1e-9);
+    const double transfer = d.streamed_bytes / c.pcie_bytes_per_s;
+    s.slowdown *= 1.0 + transfer / std::max(forward_seconds(d, c), 1e-9);
   }
   s.full_load_bytes = s.peak_bytes;
   s.min_bytes = s.peak_bytes;
   return s;
+}
+
+namespace {
+
+// The legacy loader's weights per model as they ended up in the stage's breakdown.
+void record_residency(Stage& s, const StageDemand& d) {
+  for (const auto& w : d.weights) {
+    auto it = s.breakdown.find("weights:" + w.first);
+    const std::uint64_t resident = it == s.breakdown.end() ? 0 : std::min(it->second, w.second);
+    s.resident_bytes[w.first] += resident;
+    if (w.second > resident) s.streamed_bytes[w.first] += w.second - resident;
+  }
+  s.required_bytes = s.min_bytes;
 }
 
 }  // namespace
@@ -73,6 +89,19 @@ PolicyContext policy_context(const Runtime& rt) {
   }
   c.allocator_overhead = runtime_constant("allocator_overhead_fraction");
   c.allow_lowvram = rt.allow_lowvram;
+  c.pcie_bytes_per_s = rt.pcie_bytes_per_s > 0 ? rt.pcie_bytes_per_s : runtime_constant("pcie_bytes_per_s");
+  c.flops_per_s = rt.flops_per_s > 0 ? rt.flops_per_s : runtime_constant("gpu_flops_per_s");
+  if (rt.loader == Runtime::Loader::Dynamic) {
+    // aimdo evicts weights until max(its own headroom counting every process, --reserve-vram counting
+    // only its own use) stays free, plus --vram-headroom on top (comfy-aimdo control.c deficit). The
+    // legacy EXTRA_RESERVED_VRAM default does not apply: --reserve-vram only when given.
+    c.dynamic = true;
+    c.reserve_bytes = 0;
+    c.keep_free_bytes = std::max<std::uint64_t>(static_cast<std::uint64_t>(runtime_constant("aimdo_headroom_bytes")),
+                                                rt.reserve_bytes) +
+                        rt.vram_headroom_bytes;
+    c.offload_streams = static_cast<int>(runtime_constant("offload_streams"));
+  }
   return c;
 }
 
@@ -83,8 +112,33 @@ std::uint64_t runtime_total_bytes(const Runtime& rt) {
 
 double forward_seconds(const StageDemand& d) { return d.flops_per_pass / runtime_constant("gpu_flops_per_s"); }
 
+double forward_seconds(const StageDemand& d, const PolicyContext& c) {
+  return d.flops_per_pass / (c.flops_per_s > 0 ? c.flops_per_s : runtime_constant("gpu_flops_per_s"));
+}
+
 Stage fit_stage(const StageDemand& d, const PolicyContext& c) {
-  Stage full = full_stage(d, c);
+  Stage s;
+  if (c.dynamic) {
+    s = fit_stage_dynamic(d, c);
+    s.cache_floor_bytes = s.peak_bytes;  // aimdo evicts cached weights only when an allocation needs the room
+  } else {
+    s = fit_stage_legacy(d, c);
+    record_residency(s, d);
+    // load_models_gpu frees cached models until the stage's weights and ComfyUI's own inference
+    // estimate fit; whatever is cached beyond that stays on the card.
+    std::uint64_t weights = 0;
+    for (const auto& kv : s.resident_bytes) weights += kv.second;
+    const std::uint64_t keep = std::max<std::uint64_t>(
+        static_cast<std::uint64_t>(runtime_constant("minimum_inference_bytes")), d.comfy_minimum_bytes);
+    s.cache_floor_bytes = std::max(s.peak_bytes, c.context_bytes + weights + keep + c.reserve_bytes);
+  }
+  // Sampling's forward passes per step at this card's throughput, slowed by what streams.
+  if (d.name == "sample") s.seconds_per_step = d.passes * forward_seconds(d, c) * s.slowdown;
+  return s;
+}
+
+Stage fit_stage_legacy(const StageDemand& d, const PolicyContext& c) {
+  Stage full = resident_stage(d, c);
   const std::uint64_t V = c.vram_bytes;
   const std::uint64_t weights = sum_weights(d);
   const std::uint64_t fixed = c.context_bytes + c.reserve_bytes;
@@ -97,7 +151,7 @@ Stage fit_stage(const StageDemand& d, const PolicyContext& c) {
     full.min_bytes = fixed + min_resident + transient + layer;
   std::optional<Stage> fallback;  // priced once: used for min_bytes and, when the full stage fails, as the stage
   if (!d.fallback.empty()) {
-    fallback = full_stage(d.fallback.front(), c);
+    fallback = resident_stage(d.fallback.front(), c);
     full.min_bytes = std::min(full.min_bytes, fallback->peak_bytes);
   }
 
@@ -127,8 +181,8 @@ Stage fit_stage(const StageDemand& d, const PolicyContext& c) {
     s.peak_bytes = 0;
     for (const auto& kv : s.breakdown) s.peak_bytes += kv.second;
     const std::uint64_t streamed = weights - resident;
-    const double transfer = streamed / runtime_constant("pcie_bytes_per_s");
-    s.slowdown = full.slowdown * (1.0 + transfer / std::max(forward_seconds(d), 1e-9));
+    const double transfer = streamed / c.pcie_bytes_per_s;
+    s.slowdown = full.slowdown * (1.0 + transfer / std::max(forward_seconds(d, c), 1e-9));
     if (s.peak_bytes > V) {
       s.mode = "does_not_fit";
       s.notes.push_back("even with all weights streamed, the activations need " + format_bytes(s.peak_bytes) +

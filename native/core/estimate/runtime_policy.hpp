@@ -16,6 +16,13 @@ struct PolicyContext {
   std::uint64_t context_bytes = 0;     // CUDA context outside PyTorch's allocator
   double allocator_overhead = 0.2;     // reserved/allocated - 1 for transient tensors
   bool allow_lowvram = true;
+  // Dynamic VRAM (runtime_dynamic.hpp): what aimdo keeps free beside the stage, and the rates the
+  // slowdown of streamed weights is priced at.
+  bool dynamic = false;
+  std::uint64_t keep_free_bytes = 0;   // max(aimdo's headroom, --reserve-vram) + --vram-headroom
+  int offload_streams = 2;             // layers in flight while streaming (ComfyUI --async-offload)
+  double pcie_bytes_per_s = 0;
+  double flops_per_s = 0;
 };
 
 PolicyContext policy_context(const Runtime& runtime);
@@ -27,8 +34,13 @@ std::uint64_t runtime_total_bytes(const Runtime& runtime);
 // The stage as it runs on the card. `demand.fallback` (VAE decode) is used when the full decode
 // does not fit, as ComfyUI retries tiled after the OOM.
 Stage fit_stage(const StageDemand& demand, const PolicyContext& context);
+// The legacy loader alone (ComfyUI before 0.15; GGUF models under any version).
+Stage fit_stage_legacy(const StageDemand& demand, const PolicyContext& context);
+// The stage with every model it needs fully resident, before any card policy.
+Stage resident_stage(const StageDemand& demand, const PolicyContext& context);
 
 // Seconds of one forward pass, for the offload slowdown (rough: see models.json runtime).
 double forward_seconds(const StageDemand& demand);
+double forward_seconds(const StageDemand& demand, const PolicyContext& context);
 
 }  // namespace headroom

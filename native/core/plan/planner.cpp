@@ -156,7 +156,8 @@ std::string decode_text(const Job& j) {
 
 }  // namespace
 
-std::uint64_t need_bytes(const Estimate& e) { return std::max(e.peak_bytes, e.full_load_peak_bytes); }
+// Cached models are freed for a stage that needs the room, so they are not what a change must save.
+std::uint64_t need_bytes(const Estimate& e) { return std::max(e.own_peak_bytes, e.full_load_peak_bytes); }
 
 std::optional<PlanChange> plan_change(const std::string& kind, const Job& job, const Runtime& rt,
                                       std::uint64_t baseline_need) {

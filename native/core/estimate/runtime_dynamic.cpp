@@ -1,0 +1,101 @@
+#include "core/estimate/runtime_dynamic.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <optional>
+
+#include "core/base/units.hpp"
+
+namespace headroom {
+namespace {
+
+std::uint64_t sum_weights(const StageDemand& d) {
+  std::uint64_t s = 0;
+  for (const auto& w : d.weights) s += w.second;
+  return s;
+}
+
+std::string ratio(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", x);
+  return buf;
+}
+
+// The stage fully resident, with what aimdo keeps free in its breakdown instead of the legacy reserve.
+Stage resident_dynamic(const StageDemand& d, const PolicyContext& c) {
+  Stage s = resident_stage(d, c);
+  s.breakdown.erase("comfyui_reserve");  // 0 under dynamic VRAM: --reserve-vram is in keep_free_bytes
+  s.breakdown["dynamic_vram_headroom"] = c.keep_free_bytes;
+  s.peak_bytes = 0;
+  for (const auto& kv : s.breakdown) s.peak_bytes += kv.second;
+  s.full_load_bytes = s.peak_bytes;
+  s.loader = "dynamic";
+  for (const auto& w : d.weights) s.resident_bytes[w.first] += w.second;
+  return s;
+}
+
+}  // namespace
+
+Stage fit_stage_dynamic(const StageDemand& d, const PolicyContext& c) {
+  Stage full = resident_dynamic(d, c);
+  const std::uint64_t weights = sum_weights(d);
+  const std::uint64_t fixed = c.context_bytes + c.keep_free_bytes;
+  const std::uint64_t activations = full.peak_bytes - fixed - weights;  // transients, overhead, reserved items
+  // Layers in flight while streaming: one per offload stream, cast to the compute dtype. A stage whose
+  // layer size the data does not give (a VAE) cannot be priced as streaming: all its weights count.
+  const std::uint64_t layer = static_cast<std::uint64_t>(d.stream_layer_bytes * (1.0 + c.allocator_overhead));
+  const std::uint64_t in_flight = layer ? std::min<std::uint64_t>(weights, layer * c.offload_streams) : weights;
+  const std::uint64_t required = fixed + activations + in_flight;
+  full.min_bytes = required;
+  std::optional<Stage> fallback;
+  if (!d.fallback.empty()) {
+    fallback = resident_dynamic(d.fallback.front(), c);
+    full.min_bytes = std::min(full.min_bytes, fallback->peak_bytes);
+  }
+  full.required_bytes = full.min_bytes;
+  const std::uint64_t V = c.vram_bytes;
+  if (V == 0 || full.peak_bytes <= V) return full;
+
+  if (required <= V && in_flight < weights) {
+    Stage s = full;
+    s.mode = "streams";
+    const std::uint64_t resident = std::min(weights, V - required);  // room left beside the working set
+    const double keep = weights ? static_cast<double>(resident) / weights : 1.0;
+    s.resident_bytes.clear();
+    for (const auto& w : d.weights) {
+      const auto r = static_cast<std::uint64_t>(w.second * keep);
+      s.breakdown["weights:" + w.first] = r;
+      s.resident_bytes[w.first] += r;
+      s.streamed_bytes[w.first] += w.second - r;
+    }
+    s.breakdown["streaming_buffers"] = in_flight;
+    s.peak_bytes = 0;
+    for (const auto& kv : s.breakdown) s.peak_bytes += kv.second;
+    s.peak_bytes = std::min(s.peak_bytes, V);  // the card fills to its edge and no further
+    const std::uint64_t streamed = weights - resident;
+    const double transfer = streamed / c.pcie_bytes_per_s;
+    s.slowdown = full.slowdown * (1.0 + transfer / std::max(forward_seconds(d, c), 1e-9));
+    s.notes.push_back("dynamic VRAM: " + format_bytes(resident) + " of " + format_bytes(weights) +
+                      " weights stay resident, " + format_bytes(streamed) + " are copied in per forward pass, about " +
+                      ratio(s.slowdown) + "x slower than with everything resident");
+    return s;
+  }
+
+  if (fallback) {
+    Stage s = std::move(*fallback);
+    s.full_load_bytes = full.full_load_bytes;
+    s.min_bytes = full.min_bytes;
+    s.required_bytes = full.required_bytes;
+    s.mode = s.peak_bytes <= V ? "tiled_fallback" : "does_not_fit";
+    s.notes.insert(s.notes.begin(), "the untiled " + d.name + " needs " + format_bytes(full.peak_bytes) +
+                                        "; ComfyUI runs out of memory and retries tiled");
+    return s;
+  }
+
+  full.mode = "does_not_fit";
+  full.notes.push_back("even with every weight streamed, the activations and the layers in flight need " +
+                       format_bytes(required) + " on a " + format_bytes(V) + " card");
+  return full;
+}
+
+}  // namespace headroom

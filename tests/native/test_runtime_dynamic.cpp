@@ -1,0 +1,147 @@
+// The two loaders of ComfyUI on one stage and on whole runs. The stage figures are computed by hand
+// from the rules in runtime_dynamic.cpp and their sources: aimdo keeps max(256 MiB, --reserve-vram)
+// + --vram-headroom free (comfy-aimdo control.c), two offload streams hold one cast layer each
+// (ComfyUI --async-offload), and what does not stay resident is copied in every forward pass.
+#include "catch.hpp"
+#include "core/base/units.hpp"
+#include "core/catalog/catalog.hpp"
+#include "core/estimate/estimator.hpp"
+#include "core/estimate/runtime_dynamic.hpp"
+#include "core/estimate/runtime_policy.hpp"
+
+using namespace headroom;
+
+namespace {
+
+constexpr std::uint64_t MiB_ = 1024ull * 1024;
+
+StageDemand sampling_demand() {
+  StageDemand d;
+  d.name = "sample";
+  d.weights = {{"dit", 10 * GiB}};
+  d.transient = {{"activations", 1 * GiB}};
+  d.partial_loadable = true;
+  d.stream_layer_bytes = 100 * MiB_;
+  d.flops_per_pass = 1e14;
+  d.passes = 1;
+  return d;
+}
+
+Runtime dynamic_card(std::uint64_t vram) {
+  Runtime rt;
+  rt.loader = Runtime::Loader::Dynamic;
+  rt.vram_bytes = vram;
+  rt.vram_headroom_bytes = 512 * MiB_;
+  rt.pcie_bytes_per_s = 2e10;
+  rt.flops_per_s = 1e14;  // one forward pass of 1e14 FLOPs takes 1 s
+  return rt;
+}
+
+const Stage& stage_named(const Estimate& e, const std::string& name) {
+  for (const auto& s : e.stages)
+    if (s.name == name) return s;
+  FAIL("no stage " << name);
+  return e.stages.front();
+}
+
+Job flux_job(const std::string& precision, int size) {
+  Job job = default_job("flux1-dev");
+  job.diffusion->precision = precision;
+  job.width = job.height = size;
+  return job;
+}
+
+}  // namespace
+
+TEST_CASE("dynamic VRAM: what aimdo keeps free", "[runtime][dynamic]") {
+  Runtime rt = dynamic_card(8 * GiB);
+  CHECK(policy_context(rt).keep_free_bytes == 256 * MiB_ + 512 * MiB_);
+  rt.reserve_bytes = 1 * GiB;  // --reserve-vram 1 is larger than aimdo's own 256 MiB
+  CHECK(policy_context(rt).keep_free_bytes == 1 * GiB + 512 * MiB_);
+  CHECK(policy_context(rt).reserve_bytes == 0);  // the legacy reserve is not added on top
+  CHECK(policy_context(rt).offload_streams == 2);
+}
+
+TEST_CASE("dynamic VRAM: a stage whose weights do not fit streams them", "[runtime][dynamic]") {
+  const PolicyContext c = policy_context(dynamic_card(8 * GiB));
+  const std::uint64_t context = c.context_bytes;                  // 450 MiB from models.json
+  const double activations = 1.2 * GiB;                           // 1 GiB + 20% allocator overhead
+  const double in_flight = 2 * 100 * MiB_ * 1.2;                  // two cast layers
+  const double keep = 768.0 * MiB_;
+  const Stage s = fit_stage(sampling_demand(), c);
+  REQUIRE(s.mode == "streams");
+  CHECK(s.loader == "dynamic");
+  const double required = context + keep + activations + in_flight;
+  CHECK(static_cast<double>(s.required_bytes) == Approx(required).epsilon(1e-6));
+  const double resident = 8.0 * GiB - required;
+  CHECK(static_cast<double>(s.resident_bytes.at("dit")) == Approx(resident).epsilon(1e-6));
+  CHECK(static_cast<double>(s.streamed_bytes.at("dit")) == Approx(10.0 * GiB - resident).epsilon(1e-6));
+  CHECK(s.peak_bytes == 8 * GiB);  // the card fills to its edge
+  const double slowdown = 1.0 + (10.0 * GiB - resident) / 2e10 / 1.0;
+  CHECK(s.slowdown == Approx(slowdown).epsilon(1e-6));
+  CHECK(s.seconds_per_step == Approx(slowdown).epsilon(1e-6));  // one pass of 1 s, slowed
+  CHECK(static_cast<double>(s.full_load_bytes) == Approx(context + keep + activations + 10.0 * GiB).epsilon(1e-6));
+}
+
+TEST_CASE("dynamic VRAM: everything resident when it fits, out of memory only for activations",
+          "[runtime][dynamic]") {
+  const Stage roomy = fit_stage(sampling_demand(), policy_context(dynamic_card(24 * GiB)));
+  CHECK(roomy.mode == "full");
+  CHECK(roomy.streamed_bytes.empty());
+  CHECK(roomy.resident_bytes.at("dit") == 10 * GiB);
+  CHECK(roomy.slowdown == 1.0);
+
+  const Stage tiny = fit_stage(sampling_demand(), policy_context(dynamic_card(2 * GiB)));
+  CHECK(tiny.mode == "does_not_fit");
+  CHECK(tiny.required_bytes > 2 * GiB);
+}
+
+TEST_CASE("the legacy loader on the same stage keeps its partial loading", "[runtime][legacy]") {
+  Runtime rt = dynamic_card(8 * GiB);
+  rt.loader = Runtime::Loader::Legacy;
+  const Stage s = fit_stage(sampling_demand(), policy_context(rt));
+  CHECK(s.loader == "legacy");
+  CHECK(s.mode == "partial");
+  CHECK(s.required_bytes == s.min_bytes);
+  CHECK(s.resident_bytes.at("dit") + s.streamed_bytes.at("dit") == 10 * GiB);
+}
+
+TEST_CASE("runs under dynamic VRAM: fits, streams, does not fit, host RAM", "[runtime][dynamic]") {
+  Runtime big = dynamic_card(80 * GiB);
+  const Estimate fits = estimate(flux_job("bf16", 1024), big);
+  CHECK(fits.runtime == "dynamic");
+  CHECK(fits.verdict == "fits");
+  // On a roomy card the text encoders and the VAE stay cached while sampling: the card holds them.
+  const Stage& sample = stage_named(fits, "sample");
+  CHECK(sample.cached_bytes > 9 * GiB);  // T5-XXL fp16 (9.5 GB) at least
+  CHECK(sample.peak_bytes - sample.cached_bytes == sample.full_load_bytes);
+
+  const Estimate streams = estimate(flux_job("bf16", 1024), dynamic_card(16 * GiB));
+  CHECK(streams.verdict == "streams");
+  CHECK(streams.slowdown > 1.0);
+  CHECK(streams.required_bytes < 16 * GiB);
+  CHECK(stage_named(streams, "sample").streamed_bytes.at("flux1-dev") > 0);
+
+  Runtime low_ram = dynamic_card(80 * GiB);
+  low_ram.ram_bytes = 16 * GiB;  // Flux.1 dev bf16 alone is 23.8 GB
+  const Estimate ram = estimate(flux_job("bf16", 1024), low_ram);
+  CHECK(ram.verdict == "does not fit");
+  CHECK(ram.verdict_reason.find("host RAM") != std::string::npos);
+  CHECK(ram.host_ram_bytes > 23 * GiB);
+}
+
+TEST_CASE("GGUF models stay on the legacy loader under dynamic VRAM", "[runtime][dynamic]") {
+  const Estimate e = estimate(flux_job("gguf-q4_1", 1024), dynamic_card(8 * GiB));
+  CHECK(stage_named(e, "sample").loader == "legacy");
+  CHECK(stage_named(e, "text_encode").loader == "dynamic");
+}
+
+TEST_CASE("legacy verdicts: tight only when partial loading or the tiled retry saves the run",
+          "[runtime][legacy]") {
+  Runtime rt;
+  rt.vram_bytes = 8 * GiB;
+  const Estimate e = estimate(flux_job("bf16", 1024), rt);
+  REQUIRE(e.verdict == "tight");
+  CHECK(e.verdict_reason.find("partial loading") != std::string::npos);
+  CHECK(e.required_bytes <= e.peak_bytes);
+}

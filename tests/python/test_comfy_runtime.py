@@ -1,0 +1,109 @@
+"""Runtime detection against stand-ins of the ComfyUI modules that decide it: comfy.cli_args (the flags),
+comfy.memory_management (aimdo_enabled, set by main.py once comfy-aimdo really started) and
+comfyui_version. The stand-ins carry only those names, as ComfyUI 0.3.64 (legacy, no
+memory_management) and ComfyUI >= 0.15 (dynamic) define them."""
+import sys
+import types
+
+import pytest
+
+from conftest import load_pack
+
+load_pack()
+from headroom_pack.nodes import comfy_runtime  # noqa: E402
+
+GIB = 1024 ** 3
+
+
+def _args(**kw):
+    base = dict(reserve_vram=None, vram_headroom=0.0, disable_pinned_memory=False, disable_dynamic_vram=False,
+                highvram=False, gpu_only=False, novram=False, cpu=False)
+    base.update(kw)
+    return types.SimpleNamespace(**base)
+
+
+@pytest.fixture
+def comfy(monkeypatch):
+    """Installs stand-in ComfyUI modules; returns a function (version, aimdo, **args) -> None.
+    aimdo=None installs no comfy.memory_management (ComfyUI before 0.15)."""
+    def install(version, aimdo, **args):
+        cli = types.ModuleType("comfy.cli_args")
+        cli.args = _args(**args)
+        monkeypatch.setitem(sys.modules, "comfy.cli_args", cli)
+        monkeypatch.setitem(sys.modules, "comfy.model_management", types.ModuleType("comfy.model_management"))
+        ver = types.ModuleType("comfyui_version")
+        ver.__version__ = version
+        monkeypatch.setitem(sys.modules, "comfyui_version", ver)
+        if aimdo is None:
+            monkeypatch.delitem(sys.modules, "comfy.memory_management", raising=False)
+        else:
+            mem = types.ModuleType("comfy.memory_management")
+            mem.aimdo_enabled = aimdo
+            monkeypatch.setitem(sys.modules, "comfy.memory_management", mem)
+    return install
+
+
+def test_no_comfyui_leaves_the_runtime_to_the_caller(monkeypatch):
+    for name in ("comfy.cli_args", "comfy.model_management", "comfy.memory_management"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    info = comfy_runtime.detect()
+    assert info["runtime"] is None
+    assert comfy_runtime.request_fields(info) == {}
+
+
+def test_comfyui_0_3_64_is_legacy(comfy):
+    comfy("0.3.64", None, reserve_vram=1.5)
+    info = comfy_runtime.detect()
+    assert info["runtime"] == "legacy"
+    assert "before 0.15" in info["reason"]
+    assert info["comfyui_version"] == "0.3.64"
+    assert info["reserve_vram_bytes"] == int(1.5 * GIB)
+    fields = comfy_runtime.request_fields(info)
+    assert fields["runtime"] == "legacy"
+    assert fields["reserve_bytes"] == int(1.5 * GIB)
+
+
+def test_dynamic_vram_on_with_its_knobs(comfy):
+    comfy("0.38.1", True, vram_headroom=0.75, reserve_vram=2.0, disable_pinned_memory=True)
+    info = comfy_runtime.detect()
+    assert info["runtime"] == "dynamic"
+    assert info["vram_headroom_bytes"] == int(0.75 * GIB)
+    assert info["reserve_vram_bytes"] == 2 * GIB
+    assert info["pinned_memory"] is False
+    fields = comfy_runtime.request_fields(info)
+    assert fields == {"runtime": "dynamic", "vram_headroom_bytes": int(0.75 * GIB), "reserve_bytes": 2 * GIB,
+                      **({"ram_bytes": info["ram_bytes"]} if info["ram_bytes"] else {})}
+
+
+def test_aimdo_as_a_function_is_read_too(comfy):
+    comfy("0.30.2", lambda: True)
+    assert comfy_runtime.detect()["runtime"] == "dynamic"
+
+
+@pytest.mark.parametrize("flag", ["disable_dynamic_vram", "highvram", "gpu_only", "novram"])
+def test_flags_that_keep_the_legacy_loader_are_named(comfy, flag):
+    comfy("0.38.1", False, **{flag: True})
+    info = comfy_runtime.detect()
+    assert info["runtime"] == "legacy"
+    assert "--" + flag.replace("_", "-") in info["reason"]
+
+
+def test_aimdo_that_did_not_start_is_legacy_without_a_flag(comfy):
+    comfy("0.38.1", False)
+    info = comfy_runtime.detect()
+    assert info["runtime"] == "legacy"
+    assert "did not start" in info["reason"]
+
+
+@pytest.mark.parametrize("bad", [float("nan"), -1.0, 1e9, "lots"])
+def test_nonsense_knob_values_are_not_a_budget(comfy, bad):
+    comfy("0.38.1", True, vram_headroom=bad, reserve_vram=bad)
+    info = comfy_runtime.detect()
+    assert info["vram_headroom_bytes"] == 0
+    assert info["reserve_vram_bytes"] is None
+
+
+def test_host_ram_is_read_on_this_machine():
+    total, free = comfy_runtime._ram()
+    assert total is not None and total > 0
+    assert free is not None and 0 < free <= total
