@@ -2,11 +2,14 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
+#include <filesystem>
 #include <mutex>
 
 #include "core/base/data_files.hpp"
 #include "core/base/error.hpp"
 #include "core/base/text_distance.hpp"
+#include "core/catalog/model_reader.hpp"
 
 namespace headroom {
 namespace {
@@ -18,7 +21,7 @@ std::string lower(std::string s) {
   return s;
 }
 
-// Spellings compare without case and treat '_' and ' ' like '-': "wan2.1_t2v_1.3B" == "wan2.1-t2v-1.3b".
+// Spellings compare without case and treat '_' and ' ' like '-': "Wan_T2V 1.3B" == "wan-t2v-1.3b".
 std::string normalise(const std::string& s) {
   std::string out = lower(s);
   while (!out.empty() && std::isspace(static_cast<unsigned char>(out.back()))) out.pop_back();
@@ -30,32 +33,12 @@ std::string normalise(const std::string& s) {
   return out;
 }
 
-// File name without folders and a known extension, lower-case.
-std::string file_stem(const std::string& file_name) {
-  std::string s = file_name;
-  if (auto slash = s.find_last_of("/\\"); slash != std::string::npos) s = s.substr(slash + 1);
-  std::string l = lower(s);
-  for (const char* ext : {".safetensors", ".gguf", ".pth", ".pt", ".ckpt", ".bin", ".sft"}) {
-    std::string e = ext;
-    if (l.size() > e.size() && l.compare(l.size() - e.size(), e.size(), e) == 0) return l.substr(0, l.size() - e.size());
-  }
-  return l;
-}
-
-std::vector<std::string> strings(const json& j, const char* key) {
-  std::vector<std::string> out;
-  if (j.contains(key) && j[key].is_array())
-    for (const auto& s : j[key])
-      if (s.is_string()) out.push_back(s.get<std::string>());
-  return out;
-}
-
-Role parse_role(const std::string& name, const std::string& role) {
+Role parse_role(const JsonFields& entry, const std::string& role) {
   if (role == "diffusion_model") return Role::DiffusionModel;
   if (role == "text_encoder") return Role::TextEncoder;
   if (role == "clip_vision") return Role::ClipVision;
   if (role == "vae") return Role::Vae;
-  throw Error("models.json: model " + name + " has unknown role '" + role + "'");
+  entry.fail("role", "expected diffusion_model, text_encoder, clip_vision or vae, got '" + role + "'");
 }
 
 // Every spelling of every item -> the first item it names, with the same first-wins order as a
@@ -75,69 +58,100 @@ std::unordered_map<std::string, std::size_t> build_keys(const std::vector<T>& it
   return keys;
 }
 
-template <typename T>
-T field_or_throw(const json& j, const char* key, const std::string& where) {
-  if (!j.contains(key)) throw Error(where + ": missing '" + key + "'");
-  try {
-    return j.at(key).get<T>();
-  } catch (const json::exception& e) {
-    throw Error(where + ": '" + key + "' has the wrong type: " + e.what());
+// "models.json", or the override's path when HEADROOM_DATA_DIR supplies the file (data_files.hpp).
+std::string data_file_label(const std::string& name) {
+  if (const char* dir = std::getenv("HEADROOM_DATA_DIR"); dir && *dir) {
+    std::error_code ec;
+    const std::string path = std::string(dir) + "/" + name;
+    if (std::filesystem::exists(std::filesystem::u8path(path), ec)) return path;
   }
+  return name;
+}
+
+std::vector<FilePattern> file_patterns_of(const JsonFields& entry) {
+  std::vector<FilePattern> out;
+  if (!entry.has("file_patterns")) return out;
+  const json& all = entry.array("file_patterns");
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const std::string at = "file_patterns[" + std::to_string(i) + "]";
+    FilePattern p;
+    if (all[i].is_array())
+      for (const auto& part : all[i])
+        if (part.is_string() && !part.get<std::string>().empty()) p.push_back(part.get<std::string>());
+    if (!all[i].is_array() || p.empty() || p.size() != all[i].size())
+      entry.fail(at.c_str(), "expected a non-empty array of non-empty strings");
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+ModelInfo read_model(const json& m, const std::string& file, std::size_t index) {
+  if (!m.is_object()) throw Error(file + ": models[" + std::to_string(index) + "] is not an object");
+  ModelInfo info;
+  info.name = JsonFields(m, file + ": models[" + std::to_string(index) + "]").text("name");
+  const JsonFields f(m, file + ": model " + info.name);
+  info.role = parse_role(f, f.text("role"));
+  info.family = f.optional_text("family").value_or("");
+  info.variant = f.optional_text("variant").value_or("");
+  if (f.has("aliases")) info.aliases = f.texts("aliases");
+  info.params = f.count("params");
+  info.default_precision = f.text("default_precision");
+  info.compute_dtype = f.optional_text("compute_dtype").value_or("bf16");
+  if (auto comp = f.optional_object("companions")) {
+    if (comp->has("text_encoders")) info.companion_text_encoders = comp->texts("text_encoders");
+    info.companion_vae = comp->optional_text("vae").value_or("");
+    info.companion_clip_vision = comp->optional_text("clip_vision").value_or("");
+  }
+  info.file_patterns = file_patterns_of(f);
+  read_model_figures(f, info);
+  info.data = &m;
+  return info;
+}
+
+GpuInfo read_gpu(const json& g, const std::string& file, std::size_t index) {
+  if (!g.is_object()) throw Error(file + ": gpus[" + std::to_string(index) + "] is not an object");
+  GpuInfo info;
+  info.name = JsonFields(g, file + ": gpus[" + std::to_string(index) + "]").text("name");
+  const JsonFields f(g, file + ": gpu " + info.name);
+  if (f.has("aliases")) info.aliases = f.texts("aliases");
+  info.memory_bytes = f.count("memory_bytes");
+  info.memory_gb = f.optional_number("memory_gb").value_or(0.0);
+  info.price_eur_per_hour = f.optional_number("price_eur_per_hour");
+  info.fp8_compute = f.optional_flag("fp8_compute");
+  info.pcie_gen = f.optional_integer("pcie_gen");
+  info.pcie_lanes = f.optional_integer("pcie_lanes");
+  info.bf16_tflops = f.optional_number("bf16_tflops");
+  info.vendor = f.optional_text("vendor");
+  if (info.vendor && *info.vendor != "nvidia" && *info.vendor != "amd")
+    f.fail("vendor", "expected nvidia or amd, got '" + *info.vendor + "'");
+  info.compute_capability = f.optional_text("compute_capability");
+  return info;
 }
 
 Catalog load() {
   Catalog c;
   const json& models = data_file("models.json");
   const json& gpus = data_file("gpus.json");
-  if (!models.contains("models") || !models["models"].is_array()) throw Error("models.json: no 'models' array");
-  for (const auto& m : models["models"]) {
-    ModelInfo info;
-    info.name = field_or_throw<std::string>(m, "name", "models.json entry");
-    const std::string where = "models.json model " + info.name;
-    info.role = parse_role(info.name, field_or_throw<std::string>(m, "role", where));
-    info.family = m.value("family", "");
-    info.variant = m.value("variant", "");
-    info.aliases = strings(m, "aliases");
-    info.params = field_or_throw<std::uint64_t>(m, "params", where);
-    info.default_precision = field_or_throw<std::string>(m, "default_precision", where);
-    info.compute_dtype = m.value("compute_dtype", "bf16");
-    if (m.contains("experts")) info.experts = m["experts"].value("count", 1);
-    if (m.contains("companions")) {
-      const auto& comp = m["companions"];
-      info.companion_text_encoders = strings(comp, "text_encoders");
-      info.companion_vae = comp.value("vae", "");
-      info.companion_clip_vision = comp.value("clip_vision", "");
-    }
-    info.data = &m;
-    c.models.push_back(std::move(info));
-  }
+  const std::string models_file = data_file_label("models.json"), gpus_file = data_file_label("gpus.json");
+  if (!models.contains("models") || !models["models"].is_array()) throw Error(models_file + ": no 'models' array");
+  for (std::size_t i = 0; i < models["models"].size(); ++i) c.models.push_back(read_model(models["models"][i], models_file, i));
   if (!models.contains("precisions") || !models["precisions"].is_array())
-    throw Error("models.json: no 'precisions' array");
+    throw Error(models_file + ": no 'precisions' array");
   for (const auto& p : models["precisions"]) {
     PrecisionInfo info;
-    info.name = field_or_throw<std::string>(p, "name", "models.json precision");
-    const std::string where = "models.json precision " + info.name;
-    info.aliases = strings(p, "aliases");
-    info.kind = field_or_throw<std::string>(p, "kind", where);
-    info.elems_per_block = field_or_throw<int>(p, "elems_per_block", where);
-    info.bytes_per_block = field_or_throw<int>(p, "bytes_per_block", where);
-    info.ggml_type = p.value("ggml_type", -1);
-    if (info.elems_per_block <= 0 || info.bytes_per_block <= 0) throw Error(where + ": block sizes must be positive");
+    info.name = JsonFields(p, models_file + ": precision").text("name");
+    const JsonFields f(p, models_file + ": precision " + info.name);
+    if (f.has("aliases")) info.aliases = f.texts("aliases");
+    info.kind = f.text("kind");
+    info.elems_per_block = f.integer("elems_per_block");
+    info.bytes_per_block = f.integer("bytes_per_block");
+    info.ggml_type = f.optional_integer("ggml_type").value_or(-1);
+    if (info.elems_per_block <= 0 || info.bytes_per_block <= 0) f.fail("elems_per_block", "and bytes_per_block must be positive");
     c.precisions.push_back(std::move(info));
   }
-  if (!gpus.contains("gpus") || !gpus["gpus"].is_array()) throw Error("gpus.json: no 'gpus' array");
-  for (const auto& g : gpus["gpus"]) {
-    GpuInfo info;
-    info.name = field_or_throw<std::string>(g, "name", "gpus.json entry");
-    info.aliases = strings(g, "aliases");
-    info.memory_bytes = field_or_throw<std::uint64_t>(g, "memory_bytes", "gpus.json " + info.name);
-    info.memory_gb = g.value("memory_gb", 0.0);
-    if (g.contains("price_eur_per_hour") && g["price_eur_per_hour"].is_number())
-      info.price_eur_per_hour = g["price_eur_per_hour"].get<double>();
-    if (g.contains("fp8_compute") && g["fp8_compute"].is_boolean()) info.fp8_compute = g["fp8_compute"].get<bool>();
-    c.gpus.push_back(std::move(info));
-  }
-  if (!models.contains("runtime") || !models["runtime"].is_object()) throw Error("models.json: no 'runtime' object");
+  if (!gpus.contains("gpus") || !gpus["gpus"].is_array()) throw Error(gpus_file + ": no 'gpus' array");
+  for (std::size_t i = 0; i < gpus["gpus"].size(); ++i) c.gpus.push_back(read_gpu(gpus["gpus"][i], gpus_file, i));
+  if (!models.contains("runtime") || !models["runtime"].is_object()) throw Error(models_file + ": no 'runtime' object");
   c.runtime = &models["runtime"];
   for (auto it = c.runtime->begin(); it != c.runtime->end(); ++it) {
     const json& v = it.value();
@@ -153,9 +167,10 @@ Catalog load() {
     if (!m.companion_clip_vision.empty()) names.push_back(m.companion_clip_vision);
     for (const auto& n : names) {
       bool found = std::any_of(c.models.begin(), c.models.end(), [&](const ModelInfo& o) { return o.name == n; });
-      if (!found) throw Error("models.json: " + m.name + " names companion '" + n + "' that is not in the catalog");
+      if (!found) throw Error(models_file + ": " + m.name + " names companion '" + n + "' that is not in the catalog");
     }
   }
+  if (c.models.empty()) throw Error(models_file + ": 'models' is empty");
   c.model_keys = build_keys(c.models);
   c.precision_keys = build_keys(c.precisions);
   c.gpu_keys = build_keys(c.gpus);
@@ -222,27 +237,6 @@ std::string all_names(const std::vector<T>& items) {
   return out;
 }
 
-bool pattern_matches(const std::string& stem, const json& pattern, std::size_t* score) {
-  if (!pattern.is_array() || pattern.empty()) return false;
-  std::size_t total = 0;
-  for (const auto& part : pattern) {
-    if (!part.is_string()) return false;
-    std::string p = part.get<std::string>();
-    if (p.empty()) return false;
-    if (p[0] == '!') {
-      if (stem.find(p.substr(1)) != std::string::npos) return false;
-    } else if (p[0] == '=') {
-      if (stem != p.substr(1)) return false;
-      total += p.size() - 1;
-    } else {
-      if (stem.find(p) == std::string::npos) return false;
-      total += p.size();
-    }
-  }
-  *score = total;
-  return true;
-}
-
 }  // namespace
 
 const char* role_name(Role role) {
@@ -279,7 +273,7 @@ const ModelInfo* find_model(const std::string& text) {
 const ModelInfo& resolve_model(const std::string& text, const std::string& field) {
   const auto& c = catalog_data();
   if (auto it = c.model_keys.find(text); it != c.model_keys.end()) return c.models[it->second];
-  if (normalise(text).empty()) throw InputError(field, "is empty; expected a model name such as flux1-dev (see `headroom models`)");
+  if (normalise(text).empty()) throw InputError(field, "is empty; expected a model name such as " + c.models.front().name + " (see `headroom models`)");
   if (const auto* m = find_model(text)) return *m;
   auto subs = substring_matches(c.models, text);
   if (subs.size() > 1)
@@ -324,42 +318,10 @@ const GpuInfo& resolve_gpu(const std::string& text, const std::string& field) {
                               ". Known GPUs: " + all_names(c.gpus) + ". Or give the memory with --vram GIB");
 }
 
-std::optional<std::string> model_from_file_name(const std::string& file_name) {
-  std::string stem = file_stem(file_name);
-  if (stem.empty()) return std::nullopt;
-  const ModelInfo* best = nullptr;
-  std::size_t best_score = 0;
-  for (const auto& m : catalog_data().models) {
-    const json& d = *m.data;
-    if (!d.contains("file_patterns")) continue;
-    for (const auto& pattern : d["file_patterns"]) {
-      std::size_t score = 0;
-      if (pattern_matches(stem, pattern, &score) && score > best_score) {
-        best = &m;
-        best_score = score;
-      }
-    }
-  }
-  if (!best) return std::nullopt;
-  return best->name;
-}
-
-std::optional<std::string> precision_from_file_name(const std::string& file_name) {
-  std::string stem = file_stem(file_name);
-  // Most specific first: "fp8_e4m3fn_scaled" is scaled fp8, not plain e4m3fn.
-  struct Rule { const char* needle; const char* precision; };
-  static const Rule rules[] = {
-      {"fp8_scaled", "fp8_scaled"}, {"e4m3fn_scaled", "fp8_scaled"}, {"fp8_e4m3fn", "fp8_e4m3fn"},
-      {"fp8_e5m2", "fp8_e5m2"},     {"e5m2", "fp8_e5m2"},            {"q8_0", "gguf-q8_0"},
-      {"q6_k", "gguf-q6_k"},        {"q5_k", "gguf-q5_k"},           {"q5_0", "gguf-q5_0"},
-      {"q5_1", "gguf-q5_1"},        {"q4_k", "gguf-q4_k"},           {"q4_0", "gguf-q4_0"},
-      {"q4_1", "gguf-q4_1"},        {"q3_k", "gguf-q3_k"},           {"q2_k", "gguf-q2_k"},
-      {"fp8", "fp8_e4m3fn"},        {"bf16", "bf16"},                {"fp16", "fp16"},
-      {"fp32", "fp32"},
-  };
-  for (const auto& r : rules)
-    if (stem.find(r.needle) != std::string::npos) return std::string(r.precision);
-  return std::nullopt;
+const ModelInfo* vae_with_decoder(DecoderKind kind) {
+  for (const auto& m : catalog_data().models)
+    if (m.vae && m.vae->decoder == kind && kind != DecoderKind::None) return &m;
+  return nullptr;
 }
 
 void check_precision_for_role(const ModelInfo& model, const PrecisionInfo& precision, const std::string& field) {

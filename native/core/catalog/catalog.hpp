@@ -9,7 +9,11 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/catalog/file_names.hpp"  // model_from_file_name, precision_from_file_name
+
 #include <nlohmann/json.hpp>
+
+#include "core/catalog/model_arch.hpp"
 
 namespace headroom {
 
@@ -38,9 +42,20 @@ struct GpuInfo {
   double memory_gb = 0;
   std::optional<double> price_eur_per_hour;
   std::optional<bool> fp8_compute;    // compute capability >= 8.9
+  // Optional figures of gpus.json entries (each with a source there).
+  std::optional<int> pcie_gen, pcie_lanes;
+  std::optional<double> bf16_tflops;  // dense
+  std::optional<std::string> vendor;  // "nvidia" | "amd"
+  std::optional<std::string> compute_capability;  // "8.9"
 };
 
-// Figures of one catalog model; `data` is its whole models.json entry (arch, recognise, ...).
+// One models.json file pattern: lower-case parts that must all occur in a file stem ('!x': x must
+// not occur, '=x': the whole stem is x). The longest matching pattern wins.
+using FilePattern = std::vector<std::string>;
+
+// One catalog model, typed; exactly one of diffusion / encoder / vae is set, by role.
+// `data` is its whole models.json entry, for the inspector's "recognise" section and the API's
+// "defaults" echo; the estimator and planner read only the typed fields.
 struct ModelInfo {
   std::string name;
   Role role = Role::DiffusionModel;
@@ -50,10 +65,18 @@ struct ModelInfo {
   std::uint64_t params = 0;           // per expert for Wan 2.2 A14B
   std::string default_precision;
   std::string compute_dtype;          // dtype activations run in under ComfyUI
-  int experts = 1;                    // 2 for Wan 2.2 A14B (one active per step)
+  int experts = 1;                    // 2 for Wan 2.2 A14B (one active per step) = experts_info.count
+  Experts experts_info;
   std::vector<std::string> companion_text_encoders;
   std::string companion_vae;
   std::string companion_clip_vision;
+  std::vector<FilePattern> file_patterns;
+  std::optional<DiffusionArch> diffusion;   // role diffusion_model
+  std::optional<EncoderArch> encoder;       // roles text_encoder, clip_vision
+  std::optional<VaeArch> vae;               // role vae
+  std::optional<JobDefaults> defaults;
+  bool guidance_distilled = false;          // trained to follow guidance at cfg 1
+  std::string fp8_file;                     // text encoders: the usual fp8 release's file name, "" if none
   const nlohmann::json* data = nullptr;
 };
 
@@ -84,10 +107,9 @@ const ModelInfo* find_model(const std::string& text);
 const PrecisionInfo* find_precision(const std::string& text);
 const PrecisionInfo* precision_by_ggml_type(int ggml_type);
 
-// Guesses from a file name such as "wan2.2_i2v_high_noise_14B_fp8_scaled.safetensors"
-// (models.json file_patterns; the longest matching pattern wins). Empty when nothing matches.
-std::optional<std::string> model_from_file_name(const std::string& file_name);
-std::optional<std::string> precision_from_file_name(const std::string& file_name);
+// The first catalog VAE whose native decoder is `kind` (its figures stand in for a decoder known
+// only by kind); nullptr when none.
+const ModelInfo* vae_with_decoder(DecoderKind kind);
 
 // Precisions a role can use (a VAE takes no fp8/GGUF). Throws InputError(field) otherwise.
 void check_precision_for_role(const ModelInfo& model, const PrecisionInfo& precision,

@@ -16,10 +16,6 @@ std::string lower(std::string s) {
   return s;
 }
 
-const std::vector<std::string> kKinds = {"decode_tiled", "text_encoder_fp8", "text_encoder_cpu", "weights_fp8",
-                                         "gguf_q8", "block_swap", "gguf_q5", "gguf_q4", "batch", "frames",
-                                         "resolution"};
-
 PresetData load() {
   const nlohmann::json& j = data_file("presets.json");
   auto fail = [](const std::string& what) { throw Error("presets.json: " + what); };
@@ -31,7 +27,8 @@ PresetData load() {
         !c["cost"].is_number_integer())
       fail("each change needs a string 'kind' and an integer 'cost': " + c.dump());
     s.kind = c["kind"].get<std::string>();
-    if (std::find(kKinds.begin(), kKinds.end(), s.kind) == kKinds.end()) fail("unknown change kind '" + s.kind + "'");
+    // Which kinds exist is the planner's registry (plan/changes.cpp), checked when it reads these.
+    if (d.change(s.kind)) fail("change kind '" + s.kind + "' is listed twice");
     s.cost = c["cost"].get<int>();
     s.widget = c.value("widget", false);
     s.effect = c.value("effect", "");

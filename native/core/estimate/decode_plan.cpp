@@ -8,6 +8,8 @@
 #include <cmath>
 
 #include "core/estimate/decode_plan.hpp"
+
+#include "core/catalog/catalog.hpp"
 #include "core/base/error.hpp"
 #include "core/base/units.hpp"
 
@@ -36,16 +38,17 @@ struct Arch {
   int upscale() const { return 1 << (levels() - 1); }
 };
 
-Arch arch_of(const DecodeRequest& r) {
+Arch arch_of(const DecodeRequest& r, const VaeArch& vae) {
   Arch a;
   a.z = r.latent_channels;
   if (!r.level_widths.empty()) {
     for (int w : r.level_widths) a.widths.push_back(w);
   } else {
-    const double base = r.base_channels > 0 ? r.base_channels : 128;  // Flux/SD VAE ch = 128
-    a.widths = {base, 2 * base, 4 * base, 4 * base};                  // ch_mult (1, 2, 4, 4)
+    // The catalog's widths, or its multipliers (ch_mult) of another first-level width.
+    const double scale = r.base_channels > 0 ? static_cast<double>(r.base_channels) / vae.channels.front() : 1.0;
+    for (int w : vae.channels) a.widths.push_back(w * scale);
   }
-  a.blocks = r.blocks_per_level > 0 ? r.blocks_per_level : 3;
+  a.blocks = r.blocks_per_level > 0 ? r.blocks_per_level : vae.res_blocks;
   return a;
 }
 
@@ -158,7 +161,8 @@ DecodePlan plan_kl(const DecodeRequest& r) {
     throw InputError("latent", "latent must have batch, height and width >= 1 (got batch " + std::to_string(r.batch) +
                                    ", " + std::to_string(r.latent_height) + "x" + std::to_string(r.latent_width) + ")");
   if (r.dtype_bytes != 2 && r.dtype_bytes != 4) throw InputError("dtype", "dtype_bytes must be 2 or 4");
-  const Arch a = arch_of(r);
+  const VaeArch& vae = decode_arch(r);
+  const Arch a = arch_of(r, vae);
   const double d = r.dtype_bytes, B = r.batch, h = r.latent_height, w = r.latent_width;
   const double wbytes = weight_elems(a) * d;
   DecodePlan p;
@@ -231,7 +235,7 @@ DecodePlan plan_kl(const DecodeRequest& r) {
     }
     p.peak_bytes = exact_peak(p.tile_latent, p.park_on_cpu);
   } else {  // fast, blend
-    const int halo = mode == "fast" ? 18 : 0;  // fast: receptive field of the real KL decoder (kl_decoder.cpp)
+    const int halo = mode == "fast" ? vae.receptive_field_latent_px : 0;  // fast: the decoder's receptive field
     int T = requested ? std::min(requested, max_tile) : 0;
     if (!T) {
       for (int t = max_tile; t >= 8 && !T; --t)
@@ -252,10 +256,22 @@ DecodePlan plan_kl(const DecodeRequest& r) {
 
 }  // namespace
 
+const VaeArch& decode_arch(const DecodeRequest& request) {
+  const auto kind = decoder_kind_from_name(request.family);
+  if (!kind) throw InputError("family", "unknown VAE family '" + request.family + "' (kl, wan2.1 or wan2.2)");
+  if (request.arch) {
+    if (request.arch->decoder != *kind)
+      throw InputError("family", "'" + request.family + "' does not match the VAE figures given (a " +
+                                     decoder_kind_name(request.arch->decoder) + " decoder)");
+    return *request.arch;
+  }
+  const ModelInfo* m = vae_with_decoder(*kind);
+  if (!m) throw InputError("family", "no VAE in models.json has the decoder '" + request.family + "'");
+  return *m->vae;
+}
+
 DecodePlan plan_decode(const DecodeRequest& request) {
-  if (request.family == "kl") return plan_kl(request);
-  if (request.family == "wan2.1" || request.family == "wan2.2") return plan_decode_wan(request);
-  throw InputError("family", "unknown VAE family '" + request.family + "' (kl, wan2.1 or wan2.2)");
+  return decode_arch(request).decoder == DecoderKind::Kl ? plan_kl(request) : plan_decode_wan(request);
 }
 
 }  // namespace headroom

@@ -7,20 +7,25 @@
 
 namespace headroom {
 
+struct VaeArch;  // core/catalog/model_arch.hpp
+
 struct DecodeRequest {
-  std::string family;            // "kl" (Flux/SD/SDXL), "wan2.1", "wan2.2"
+  std::string family;            // the decoder kind: decoder_kind_name() of DecoderKind ("kl", "wan2.1", "wan2.2")
+  // The VAE's figures (models.json arch: widths, blocks, strides); nullptr = those of the first
+  // catalog VAE with this decoder kind. The fields below, when set, override them.
+  const VaeArch* arch = nullptr;
   int latent_channels = 16;
   int batch = 1;
   int latent_frames = 1;         // video: latent T; images: 1
   int latent_height = 128;
   int latent_width = 128;
-  int base_channels = 0;         // decoder width of the first level; 0 = the real model's
+  int base_channels = 0;         // KL: width of the first level; Wan: base width; 0 = arch's
   int dtype_bytes = 2;           // activations: 4 fp32, 2 bf16/fp16
   std::string mode = "auto";     // full | exact | fast | blend | auto
   int tile_px = 0;               // requested tile edge in output pixels; 0 = largest that fits
   std::uint64_t budget_bytes = 0;  // 0 = no limit
-  // KL only, from the loaded weights: width of each level (decoder.up.N), empty = base_channels x (1, 2, 4, 4);
-  // blocks per level, 0 = 3 (num_res_blocks 2 + 1, all real KL VAEs).
+  // KL only, from the loaded weights: width of each level (decoder.up.N), empty = arch's channels
+  // (scaled to base_channels when that is set); blocks per level, 0 = arch's res_blocks.
   std::vector<int> level_widths;
   int blocks_per_level = 0;
 };
@@ -45,5 +50,9 @@ DecodePlan plan_decode(const DecodeRequest& request);
 
 // The Wan part of plan_decode (decode_plan_wan.cpp); plan_decode dispatches to it.
 DecodePlan plan_decode_wan(const DecodeRequest& request);
+
+// The figures a request plans with: request.arch, else the catalog's VAE of its decoder kind.
+// Throws InputError("family") for an unknown kind or one no catalog VAE has.
+const VaeArch& decode_arch(const DecodeRequest& request);
 
 }  // namespace headroom

@@ -5,14 +5,18 @@
 // frames (1 latent frame -> up to 4 output frames) on the region the step sees, plus the causal
 // caches (the last 2 input frames of every temporal conv) and, in tiled modes, the stored outputs of
 // the frame-global head. Checked against measured CPU peaks in tests/bench/bench_wan_decode.py.
-// The layer structure is the released one (ComfyUI comfy/ldm/wan/vae.py, vae2_2.py; facts §1.4):
-// widths base x (4, 4, 4, 2, 1), 3 residual blocks per stage, time doubled after stages 0 and 1.
+// The layer structure is the released one (ComfyUI comfy/ldm/wan/vae.py, vae2_2.py); its figures
+// (base width, multipliers, blocks per stage, temporal upsamples, head channels, stride) are the
+// VAE's models.json arch. What differs between 2.1 and 2.2 beyond them is code: 2.2 keeps the width
+// through a resample and adds the duplicate-and-upsample shortcut.
 #include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
 
 #include "core/estimate/decode_plan.hpp"
+
+#include "core/catalog/catalog.hpp"
 #include "core/base/error.hpp"
 #include "core/base/units.hpp"
 
@@ -33,15 +37,21 @@ struct Arch {
   double z = 16;
   double dims[5] = {};  // decoder widths: stage inputs 0..3 outputs, dims[4] = last stage
   int blocks = 3;
+  int temporal_upsamples = 2;  // the first N resamples double time
+  double out_channels = 3;     // the head's output channels
+  int scale = 8;               // output px per latent px
 };
 
-Arch arch_of(const DecodeRequest& r) {
+Arch arch_of(const DecodeRequest& r, const VaeArch& vae) {
   Arch a;
-  a.v22 = r.family == "wan2.2";
+  a.v22 = vae.decoder == DecoderKind::Wan22;
   a.z = r.latent_channels;
-  const double base = r.base_channels > 0 ? r.base_channels : (a.v22 ? 256 : 96);  // dim / dec_dim
-  const double mult[5] = {4, 4, 4, 2, 1};
-  for (int i = 0; i < 5; ++i) a.dims[i] = base * mult[i];
+  const double base = r.base_channels > 0 ? r.base_channels : vae.base_channels;  // dim / dec_dim
+  for (int i = 0; i < 5; ++i) a.dims[i] = base * vae.multipliers[i];
+  a.blocks = vae.res_blocks;
+  a.temporal_upsamples = vae.temporal_upsamples;
+  a.out_channels = vae.out_channels;
+  a.scale = vae.spatial_stride();
   return a;
 }
 
@@ -75,7 +85,7 @@ void walk_tail(const Arch& a, F&& f) {
     }
     c = cin;
     if (i < 3) {
-      const bool temporal = i < 2;
+      const bool temporal = i < a.temporal_upsamples;
       const double co = a.v22 ? c : c / 2;
       const double t2 = temporal ? 2 * t : t;
       f(Step{'R', c, co, t, t2, level, temporal, a.v22, block_in});
@@ -84,7 +94,7 @@ void walk_tail(const Arch& a, F&& f) {
       ++level;
     }
   }
-  f(Step{'h', c, a.v22 ? 12.0 : 3.0, t, t, level, false, false, 0});
+  f(Step{'h', c, a.out_channels, t, t, level, false, false, 0});
 }
 
 double weight_elems(const Arch& a) {
@@ -229,8 +239,8 @@ std::pair<double, double> tail_elems_whole(const std::vector<Step>& steps, doubl
 // The largest exact tile of tile x tile latent px over an h x w latent (every tile is counted).
 std::pair<double, double> tail_elems_exact(const Arch& a, const std::vector<Step>& steps, long h, long w, long tile) {
   const std::vector<std::string> ops = step_ops(a, steps);
-  const std::vector<AxisRegion> ys = axis_tiles(ops, h, tile, a.v22 ? 16 : 8);
-  const std::vector<AxisRegion> xs = axis_tiles(ops, w, tile, a.v22 ? 16 : 8);
+  const std::vector<AxisRegion> ys = axis_tiles(ops, h, tile, a.scale);
+  const std::vector<AxisRegion> xs = axis_tiles(ops, w, tile, a.scale);
   std::pair<double, double> best{0, 0};
   for (const AxisRegion& y : ys)
     for (const AxisRegion& x : xs) {
@@ -263,7 +273,8 @@ int count_overlapping(int size, int tile, int overlap) {
 }  // namespace
 
 DecodePlan plan_decode_wan(const DecodeRequest& r) {
-  if (r.family != "wan2.1" && r.family != "wan2.2")
+  const VaeArch& vae = decode_arch(r);
+  if (vae.decoder != DecoderKind::Wan21 && vae.decoder != DecoderKind::Wan22)
     throw InputError("family", "plan_decode_wan: '" + r.family + "' is not wan2.1 or wan2.2");
   if (r.latent_height < 1 || r.latent_width < 1 || r.latent_frames < 1 || r.batch < 1)
     throw InputError("latent", "Wan latents need batch, frames, height and width >= 1 (got " + std::to_string(r.batch) +
@@ -274,9 +285,9 @@ DecodePlan plan_decode_wan(const DecodeRequest& r) {
   if (mode != "auto" && mode != "full" && mode != "exact" && mode != "blend")
     throw InputError("mode", "unknown mode '" + r.mode + "' (use full, exact, blend, fast or auto)");
 
-  const Arch a = arch_of(r);
+  const Arch a = arch_of(r, vae);
   const double d = r.dtype_bytes, h = r.latent_height, w = r.latent_width, T = r.latent_frames;
-  const int scale = a.v22 ? 16 : 8;
+  const int scale = a.scale;
   const double weights = weight_elems(a);
   std::vector<Step> steps;
   walk_tail(a, [&](const Step& s) { steps.push_back(s); });

@@ -164,13 +164,12 @@ Job default_job(const std::string& model) {
     const ModelInfo& c = resolve_model(name, "model");
     return Component{c.name, c.default_precision, std::nullopt, ""};
   };
-  const json& d = *m.data;
-  auto apply_defaults = [&job](const json& defs) {
-    job.width = defs.value("width", job.width);
-    job.height = defs.value("height", job.height);
-    job.frames = defs.value("frames", job.frames);
-    job.cfg = defs.value("cfg", job.cfg);
-    job.reference_images = defs.value("reference_images", job.reference_images);
+  auto apply_defaults = [&job](const JobDefaults& defs) {
+    job.width = defs.width;
+    job.height = defs.height;
+    job.frames = defs.frames;
+    job.cfg = defs.cfg;
+    job.reference_images = defs.reference_images;
   };
   switch (m.role) {
     case Role::DiffusionModel:
@@ -178,7 +177,7 @@ Job default_job(const std::string& model) {
       for (const auto& t : m.companion_text_encoders) job.text_encoders.push_back(comp(t));
       if (!m.companion_clip_vision.empty()) job.clip_vision = comp(m.companion_clip_vision);
       if (!m.companion_vae.empty()) job.vae = comp(m.companion_vae);
-      if (d.contains("defaults")) apply_defaults(d["defaults"]);
+      if (m.defaults) apply_defaults(*m.defaults);
       break;
     case Role::TextEncoder: job.text_encoders.push_back(comp(m.name)); break;
     case Role::ClipVision: job.clip_vision = comp(m.name); break;
@@ -186,8 +185,8 @@ Job default_job(const std::string& model) {
       job.vae = comp(m.name);
       // A video VAE alone decodes the shape of the first model that uses it.
       for (const auto& o : catalog_data().models)
-        if (o.companion_vae == m.name && o.data->contains("defaults") && m.family != "kl") {
-          apply_defaults((*o.data)["defaults"]);
+        if (o.companion_vae == m.name && o.defaults && m.vae->video()) {
+          apply_defaults(*o.defaults);
           break;
         }
       job.cfg = 1.0;

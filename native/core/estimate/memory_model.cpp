@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <unordered_map>
 
 #include "core/estimate/decode_plan.hpp"
 #include "core/base/error.hpp"
@@ -11,42 +10,19 @@
 namespace headroom {
 namespace {
 
-using nlohmann::json;
-
-struct PairHash {
-  std::size_t operator()(const std::pair<const void*, const void*>& p) const {
-    return std::hash<const void*>()(p.first) * 31 ^ std::hash<const void*>()(p.second);
-  }
-};
-
-// A member of a catalog object. Every caller here passes a section of models.json (parsed once and
-// never freed) and a string literal, so (object, key literal) -> member is memoised: a plan runs
-// the memory model hundreds of times and the std::map string compares dominated its profile.
-const json* child(const json& j, const char* key) {
-  thread_local std::unordered_map<std::pair<const void*, const void*>, const json*, PairHash> memo;
-  auto [slot, fresh] = memo.try_emplace({&j, key}, nullptr);
-  if (fresh && j.is_object()) {
-    auto it = j.find(key);
-    slot->second = it == j.end() ? nullptr : &*it;
-  }
-  return slot->second;
+// The typed figures of a model of a given role (the catalog sets exactly one by role; a model
+// reaching here in another role is a bug in resolve_job, not bad data).
+const DiffusionArch& diffusion_of(const ModelInfo& m) {
+  if (!m.diffusion) throw Error(m.name + " has no diffusion-model figures");
+  return *m.diffusion;
 }
-
-double num(const json& j, const char* key, double fallback) {
-  const json* v = child(j, key);
-  return v && v->is_number() ? v->get<double>() : fallback;
+const EncoderArch& encoder_of(const ModelInfo& m) {
+  if (!m.encoder) throw Error(m.name + " has no encoder figures");
+  return *m.encoder;
 }
-
-// A figure the memory model cannot do without: missing data is a broken models.json, not a guess.
-double need(const ModelInfo& m, const json& j, const char* key) {
-  if (const json* v = child(j, key); v && v->is_number()) return v->get<double>();
-  throw Error("models.json: " + m.name + " lacks the number '" + key + "' that the memory model needs");
-}
-
-const json& section(const ModelInfo& m, const char* key) {
-  static const json empty = json::object();
-  const json* v = child(*m.data, key);
-  return v && v->is_object() ? *v : empty;
+const VaeArch& vae_of(const ModelInfo& m) {
+  if (!m.vae) throw Error(m.name + " has no VAE figures");
+  return *m.vae;
 }
 
 std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
@@ -74,41 +50,24 @@ void check_range(const std::string& field, long long value, long long lo, long l
                                 ", got " + std::to_string(value));
 }
 
-// Live elements per token at a block's peak: the largest phase's a*hidden + b*ffn
-// (models.json "activation": {"phases": [...]} or one {hidden_multiple, ffn_multiple}).
+// Live elements per token at a block's peak: the largest phase's a*hidden + b*ffn.
 double elems_per_token(const ModelInfo& m) {
-  const json& arch = section(m, "arch");
-  static const json none = json::object();
-  const json* own = child(*m.data, "activation");
-  const json* in_arch = child(arch, "activation");
-  const json& act = own ? *own : in_arch ? *in_arch : none;
-  const double d = need(m, arch, "hidden"), f = need(m, arch, "ffn");
-  auto phase = [&](const json& p) { return need(m, p, "hidden_multiple") * d + need(m, p, "ffn_multiple") * f; };
-  const json* phases = child(act, "phases");
-  if (!phases || !phases->is_array()) return phase(act);
-  double best = 0;
-  for (const auto& p : *phases) best = std::max(best, phase(p));
-  return best;
+  if (m.diffusion) return m.diffusion->activation.elems_per_token(m.diffusion->hidden, m.diffusion->ffn);
+  const EncoderArch& e = encoder_of(m);
+  return e.activation.elems_per_token(e.hidden, e.ffn);
+}
+
+// Parameters of the largest linear layer: what one streamed or dequantised layer holds.
+double largest_linear_params(const ModelInfo& m) {
+  return m.diffusion ? m.diffusion->largest_linear_params : encoder_of(m).largest_linear_params;
 }
 
 std::uint64_t dequant_transient(const ResolvedComponent& c, int compute_bytes, bool lora) {
   if (!c.precision->quantised()) return 0;
   // One layer at a time is cast/dequantised to the compute dtype (comfy ops cast_bias_weight,
   // ComfyUI-GGUF dequantize); a LoRA patch on it holds a second copy while it is applied.
-  double params = num(section(*c.model, "arch"), "largest_linear_params", 0);
+  double params = largest_linear_params(*c.model);
   return static_cast<std::uint64_t>(params * compute_bytes * (lora ? 2 : 1));
-}
-
-int vae_stride_spatial(const ModelInfo& vae) {
-  const json& arch = section(vae, "arch");
-  if (const json* st = child(arch, "stride"); st && st->is_array() && st->size() == 3) return (*st)[2].get<int>();
-  return 8;
-}
-
-int vae_stride_temporal(const ModelInfo& vae) {
-  const json& arch = section(vae, "arch");
-  if (const json* st = child(arch, "stride"); st && st->is_array() && st->size() == 3) return (*st)[0].get<int>();
-  return 1;
 }
 
 std::uint64_t latent_frames_for(const Job& job, int temporal_stride) {
@@ -129,35 +88,35 @@ struct DecodeCost {
 };
 
 DecodeCost decode_cost(const ResolvedJob& rj, std::uint64_t px_h, std::uint64_t px_w, std::uint64_t frames, int images) {
-  const ModelInfo& vae = *rj.vae->model;
-  const json& dec = section(vae, "decode");
+  const VaeArch& vae = vae_of(*rj.vae->model);
+  const VaeDecodeCost& dec = vae.decode;
   const int vb = vae_compute_bytes(*rj.vae);
   const double px = static_cast<double>(px_h) * px_w;
   DecodeCost c;
-  if (dec.value("kind", "") == "causal_per_latent_frame") {
-    const int ts = vae_stride_temporal(vae);
+  if (dec.causal_per_latent_frame) {
+    const int ts = vae.temporal_stride();
     const std::uint64_t lat_t = frames <= 1 ? 1 : (frames - 1) / ts + 1;
-    const double elems = lat_t <= 1 ? need(vae, dec, "single_frame_elems_per_output_px")
-                                    : need(vae, dec, "chunk_elems_per_output_px");
+    const double elems = lat_t <= 1 ? dec.single_frame_elems_per_output_px : dec.chunk_elems_per_output_px;
     c.activations = static_cast<std::uint64_t>(elems * px * vb) * images;
     // The RGB clip grows on the GPU by torch.cat (old + new alive): a per-frame term.
-    if (lat_t > 1)
-      c.output = static_cast<std::uint64_t>(need(vae, dec, "output_copies") * 3.0 * frames * px * vb) * images;
+    if (lat_t > 1) c.output = static_cast<std::uint64_t>(dec.output_copies * 3.0 * frames * px * vb) * images;
   } else {
-    c.activations = static_cast<std::uint64_t>(need(vae, dec, "elems_per_output_px") * px * vb) * images;
+    c.activations = static_cast<std::uint64_t>(dec.elems_per_output_px * px * vb) * images;
   }
   return c;
 }
 
 DecodePlan plan_with_native_decoder(const ResolvedJob& rj, std::uint64_t budget) {
   const Job& job = *rj.job;
-  const ModelInfo& vae = *rj.vae->model;
+  const VaeArch& vae = vae_of(*rj.vae->model);
+  if (vae.decoder == DecoderKind::None) throw Error(rj.vae->model->name + " has no native Headroom decoder");
   DecodeRequest req;
-  req.family = vae.family == "kl" ? "kl" : (vae.name == "wan2.2-vae" ? "wan2.2" : "wan2.1");
-  req.latent_channels = static_cast<int>(num(section(vae, "arch"), "z_channels", 16));
+  req.family = decoder_kind_name(vae.decoder);
+  req.arch = &vae;
+  req.latent_channels = vae.z_channels;
   req.batch = job.batch;
-  req.latent_frames = static_cast<int>(latent_frames_for(job, vae_stride_temporal(vae)));
-  const int s = vae_stride_spatial(vae);
+  req.latent_frames = static_cast<int>(latent_frames_for(job, vae.temporal_stride()));
+  const int s = vae.spatial_stride();
   req.latent_height = static_cast<int>(ceil_div(job.height, s));
   req.latent_width = static_cast<int>(ceil_div(job.width, s));
   req.dtype_bytes = vae_compute_bytes(*rj.vae);
@@ -175,7 +134,8 @@ StageDemand tiled_decode(const ResolvedJob& rj, int tile_px, std::uint64_t tile_
   d.name = "vae_decode";
   d.weights.push_back({rj.vae->model->name, rj.vae->weight_bytes});
   d.resident_labels.push_back(rj.vae->model->name);
-  const bool video = rj.vae->model->family == "wan_vae";
+  const VaeArch& vae = vae_of(*rj.vae->model);
+  const bool video = vae.video();
   const std::uint64_t W = job.width, H = job.height, t = static_cast<std::uint64_t>(tile_px);
   std::uint64_t area = 0;
   if (video) {
@@ -185,7 +145,7 @@ StageDemand tiled_decode(const ResolvedJob& rj, int tile_px, std::uint64_t tile_
                      std::min(t, W) * std::min(t, H)});
   }
   const std::uint64_t side = static_cast<std::uint64_t>(std::sqrt(static_cast<double>(area)));
-  std::uint64_t frames = video ? std::min<std::uint64_t>(tile_frames, output_frames_for(job, 4)) : 1;
+  std::uint64_t frames = video ? std::min<std::uint64_t>(tile_frames, output_frames_for(job, vae.temporal_stride())) : 1;
   DecodeCost c = decode_cost(rj, side, area / std::max<std::uint64_t>(side, 1), frames, 1);
   d.transient["activations"] = c.activations;
   if (c.output) d.transient["output_buffers"] = c.output;
@@ -229,39 +189,35 @@ ResolvedJob resolve_job(const Job& job) {
 
   if (r.diffusion) {
     const ModelInfo& m = *r.diffusion->model;
-    const json& arch = section(m, "arch");
-    if (m.family == "flux" && job.frames != 1)
+    const DiffusionArch& arch = diffusion_of(m);
+    const int ts = arch.temporal_stride();
+    if (!arch.video() && job.frames != 1)
       throw InputError("frames", m.name + " is an image model; frames must be 1, got " + std::to_string(job.frames));
-    if (job.blocks_swapped > static_cast<int>(num(arch, "blocks", 0)))
-      throw InputError("blocks_swapped", m.name + " has " + std::to_string(static_cast<int>(num(arch, "blocks", 0))) +
-                                             " blocks; cannot swap " + std::to_string(job.blocks_swapped));
-    if (m.family == "wan" && (job.frames - 1) % 4 != 0)
-      r.notes.push_back("frames " + std::to_string(job.frames) + " is not 4k+1; ComfyUI makes " +
-                        std::to_string(((job.frames - 1) / 4) * 4 + 1) + " frames");
+    if (job.blocks_swapped > arch.blocks)
+      throw InputError("blocks_swapped", m.name + " has " + std::to_string(arch.blocks) + " blocks; cannot swap " +
+                                             std::to_string(job.blocks_swapped));
+    if (arch.video() && (job.frames - 1) % ts != 0)
+      r.notes.push_back("frames " + std::to_string(job.frames) + " is not " + std::to_string(ts) + "k+1; ComfyUI makes " +
+                        std::to_string(((job.frames - 1) / ts) * ts + 1) + " frames");
     if (r.vae && r.vae->model->name != m.companion_vae && !m.companion_vae.empty())
       r.notes.push_back("vae " + r.vae->model->name + " is not the usual VAE of " + m.name + " (" + m.companion_vae + ")");
   }
-  if (r.vae && r.vae->model->family == "kl" && job.frames != 1 && !r.diffusion)
+  if (r.vae && !vae_of(*r.vae->model).video() && job.frames != 1 && !r.diffusion)
     throw InputError("frames", r.vae->model->name + " decodes images; frames must be 1, got " + std::to_string(job.frames));
   return r;
 }
 
 SampleGeometry sample_geometry(const ModelInfo& m, const Job& job) {
-  const json& arch = section(m, "arch");
+  const DiffusionArch& arch = diffusion_of(m);
   SampleGeometry g;
-  int ts = 1, ss = 8;
-  if (arch.contains("vae_stride") && arch["vae_stride"].size() == 3) {
-    ts = arch["vae_stride"][0].get<int>();
-    ss = arch["vae_stride"][2].get<int>();
-  }
-  g.latent_frames = latent_frames_for(job, ts);
-  g.latent_h = ceil_div(job.height, ss);
-  g.latent_w = ceil_div(job.width, ss);
-  const std::uint64_t per_frame = ceil_div(g.latent_h, 2) * ceil_div(g.latent_w, 2);  // 2x2 patches
-  const std::uint64_t refs = m.family == "flux" ? static_cast<std::uint64_t>(job.reference_images) : 0;
+  g.latent_frames = latent_frames_for(job, arch.temporal_stride());
+  g.latent_h = ceil_div(job.height, arch.spatial_stride());
+  g.latent_w = ceil_div(job.width, arch.spatial_stride());
+  const std::uint64_t per_frame = ceil_div(g.latent_h, arch.patch[1]) * ceil_div(g.latent_w, arch.patch[2]);
+  const bool ref_tokens = arch.image_conditioning == ImageConditioning::ReferenceTokens;
+  const std::uint64_t refs = ref_tokens ? static_cast<std::uint64_t>(job.reference_images) : 0;
   g.image_tokens = g.latent_frames * per_frame * (1 + refs);
-  const bool text_in_seq = arch.value("text_in_sequence", false);
-  g.sequence_tokens = g.image_tokens + (text_in_seq ? static_cast<std::uint64_t>(num(arch, "text_tokens", 0)) : 0);
+  g.sequence_tokens = g.image_tokens + (arch.text_in_sequence ? static_cast<std::uint64_t>(arch.text_tokens) : 0);
   g.comfy_area = g.latent_frames * g.latent_h * g.latent_w * (1 + refs);
   return g;
 }
@@ -270,7 +226,7 @@ std::uint64_t comfy_sampling_estimate(const ResolvedJob& rj, int batch) {
   if (!rj.diffusion) return 0;
   const ModelInfo& m = *rj.diffusion->model;
   const SampleGeometry g = sample_geometry(m, *rj.job);
-  double factor = need(m, section(m, "comfy_memory_usage_factor"), "value");
+  const double factor = diffusion_of(m).comfy_memory_usage_factor;
   // area * dtype_size * 0.01 * factor MiB (comfy/model_base.py memory_required, SDPA branch).
   return static_cast<std::uint64_t>(static_cast<double>(g.comfy_area) * batch * dtype_bytes(m.compute_dtype) * 0.01 *
                                     factor * MiB);
@@ -278,11 +234,10 @@ std::uint64_t comfy_sampling_estimate(const ResolvedJob& rj, int batch) {
 
 std::uint64_t comfy_decode_estimate(const ResolvedJob& rj) {
   if (!rj.vae) return 0;
-  const ModelInfo& v = *rj.vae->model;
-  const json& c = section(v, "comfy_decode_constant");
-  const int s = vae_stride_spatial(v);
+  const VaeArch& v = vae_of(*rj.vae->model);
+  const int s = v.spatial_stride();
   const std::uint64_t lh = ceil_div(rj.job->height, s), lw = ceil_div(rj.job->width, s);
-  return static_cast<std::uint64_t>(need(v, c, "value") * lh * lw * s * s * vae_compute_bytes(*rj.vae));
+  return static_cast<std::uint64_t>(v.comfy_decode_constant * lh * lw * s * s * vae_compute_bytes(*rj.vae));
 }
 
 StageDemand text_encode_demand(const ResolvedJob& rj) {
@@ -292,15 +247,15 @@ StageDemand text_encode_demand(const ResolvedJob& rj) {
   std::uint64_t act = 0, dq = 0, layer = 0;
   for (const auto& te : rj.text_encoders) {
     const ModelInfo& m = *te.model;
-    const json& arch = section(m, "arch");
+    const EncoderArch& arch = encoder_of(m);
     const int cb = dtype_bytes(m.compute_dtype);
-    const double tokens = need(m, arch, "tokens");
+    const double tokens = arch.tokens;
     std::uint64_t a = static_cast<std::uint64_t>(tokens * elems_per_token(m) * cb);
     // T5's relative position bias is a heads x seq x seq tensor added to the scores.
-    if (arch.value("attention_bias", false)) a += static_cast<std::uint64_t>(num(arch, "heads", 0) * tokens * tokens * cb);
+    if (arch.attention_bias) a += static_cast<std::uint64_t>(static_cast<double>(arch.heads) * tokens * tokens * cb);
     act = std::max(act, a);  // encoders run one after the other
     dq = std::max(dq, dequant_transient(te, cb, false));
-    layer = std::max(layer, static_cast<std::uint64_t>(num(arch, "largest_linear_params", 0) * cb));
+    layer = std::max(layer, static_cast<std::uint64_t>(arch.largest_linear_params * cb));
     d.weights.push_back({m.name, te.weight_bytes});
     d.resident_labels.push_back(m.name);
     d.flops_per_pass += 2.0 * m.params * tokens;
@@ -324,14 +279,14 @@ StageDemand clip_vision_demand(const ResolvedJob& rj) {
   d.partial_loadable = true;
   const ResolvedComponent& cv = *rj.clip_vision;
   const ModelInfo& m = *cv.model;
-  const json& arch = section(m, "arch");
+  const EncoderArch& arch = encoder_of(m);
   const int cb = dtype_bytes(m.compute_dtype);
-  const double tokens = need(m, arch, "tokens");
+  const double tokens = arch.tokens;
   d.weights.push_back({m.name, cv.weight_bytes});
   d.resident_labels.push_back(m.name);
   d.transient["activations"] = static_cast<std::uint64_t>(tokens * elems_per_token(m) * cb);
   if (auto dq = dequant_transient(cv, cb, false)) d.transient["dequant_transient"] = dq;
-  d.stream_layer_bytes = static_cast<std::uint64_t>(num(arch, "largest_linear_params", 0) * cb);
+  d.stream_layer_bytes = static_cast<std::uint64_t>(arch.largest_linear_params * cb);
   d.flops_per_pass = 2.0 * m.params * tokens;
   return d;
 }
@@ -341,23 +296,24 @@ std::optional<StageDemand> vae_encode_demand(const ResolvedJob& rj) {
   const Job& job = *rj.job;
   const ModelInfo& dm = *rj.diffusion->model;
   const ModelInfo& vae = *rj.vae->model;
-  const json& enc = section(vae, "encode");
+  const VaeEncodeCost& enc = vae_of(vae).encode;
   const int vb = vae_compute_bytes(*rj.vae);
   const double px = static_cast<double>(job.width) * job.height;
   StageDemand d;
   d.name = "vae_encode";
   d.weights.push_back({vae.name, rj.vae->weight_bytes});
   d.resident_labels.push_back(vae.name);
-  const bool wan_i2v = dm.family == "wan" && num(section(dm, "arch"), "in_channels", 16) == 36;
+  const ImageConditioning cond = diffusion_of(dm).image_conditioning;
+  const bool wan_i2v = cond == ImageConditioning::ClipConcat;
   if (wan_i2v) {
-    // WanImageToVideo encodes the whole clip (start image + grey frames), 4 frames per causal chunk.
-    const std::uint64_t frames = output_frames_for(job, 4);
-    const double elems = frames > 1 ? need(vae, enc, "chunk_elems_per_input_px") : need(vae, enc, "single_frame_elems_per_input_px");
+    // WanImageToVideo encodes the whole clip (start image + grey frames), one causal chunk per latent frame.
+    const std::uint64_t frames = output_frames_for(job, vae_of(vae).temporal_stride());
+    const double elems = frames > 1 ? enc.chunk_elems_per_input_px : enc.single_frame_elems_per_input_px;
     d.transient["activations"] = static_cast<std::uint64_t>(elems * px * vb);
     d.transient["input_video"] = static_cast<std::uint64_t>(3.0 * frames * px * vb);
     d.notes.push_back("WanImageToVideo encodes all " + std::to_string(frames) + " frames of the conditioning clip");
-  } else if (dm.family == "flux" && job.reference_images > 0) {
-    d.transient["activations"] = static_cast<std::uint64_t>(need(vae, enc, "elems_per_input_px") * px * vb);
+  } else if (cond == ImageConditioning::ReferenceTokens && job.reference_images > 0) {
+    d.transient["activations"] = static_cast<std::uint64_t>(enc.elems_per_input_px * px * vb);
     d.transient["input_image"] = static_cast<std::uint64_t>(3.0 * px * vb);
     d.notes.push_back("Kontext reference image encoded at the output size (FluxKontextImageScale)");
   } else {
@@ -384,8 +340,7 @@ StageDemand sample_demand(const ResolvedJob& rj, const DemandOptions& o) {
   const Job& job = *rj.job;
   const ResolvedComponent& dc = *rj.diffusion;
   const ModelInfo& m = *dc.model;
-  const json& arch = section(m, "arch");
-  const json& act = section(m, "activation");
+  const DiffusionArch& arch = diffusion_of(m);
   const int cb = dtype_bytes(m.compute_dtype);
   const SampleGeometry g = sample_geometry(m, job);
   const int eff_batch = job.batch * (o.cfg_batched ? 2 : 1);
@@ -394,8 +349,8 @@ StageDemand sample_demand(const ResolvedJob& rj, const DemandOptions& o) {
   d.name = "sample";
   d.partial_loadable = true;
   std::uint64_t weights = dc.weight_bytes;
-  const int blocks = static_cast<int>(num(arch, "blocks", 1));
-  const std::uint64_t block_bytes = dc.precision->bytes_for(static_cast<std::uint64_t>(num(arch, "largest_block_params", 0)));
+  const int blocks = arch.blocks;
+  const std::uint64_t block_bytes = dc.precision->bytes_for(static_cast<std::uint64_t>(arch.largest_block_params));
   std::string label = m.name;
   if (m.experts > 1) label += " (one expert)";
   if (job.blocks_swapped > 0) {
@@ -414,22 +369,22 @@ StageDemand sample_demand(const ResolvedJob& rj, const DemandOptions& o) {
     d.resident_labels.push_back("lora");
   }
 
-  const double per_token = elems_per_token(m) * cb + num(act, "fp32_elems_per_token", 0) * 4;
+  const double per_token = elems_per_token(m) * cb + arch.activation.fp32_elems_per_token * 4;
   d.transient["activations"] = static_cast<std::uint64_t>(per_token * g.sequence_tokens * eff_batch);
   // Sampler state (x, noise, denoised, derivative) in fp32 at latent size.
-  const double lat_ch = num(arch, "latent_channels", 16);
+  const double lat_ch = arch.latent_channels;
   d.transient["latents"] = static_cast<std::uint64_t>(4.0 * 4 * lat_ch * g.latent_frames * g.latent_h * g.latent_w *
                                                       (1 + job.reference_images) * job.batch);
   if (auto dq = dequant_transient(dc, cb, job.lora_bytes > 0)) d.transient["dequant_transient"] = dq;
 
-  d.stream_layer_bytes = static_cast<std::uint64_t>(num(arch, "largest_linear_params", 0) * cb);
+  d.stream_layer_bytes = static_cast<std::uint64_t>(arch.largest_linear_params * cb);
   d.comfy_minimum_bytes = comfy_sampling_estimate(rj, job.batch);
   const double n = static_cast<double>(g.sequence_tokens);
-  d.flops_per_pass = eff_batch * (2.0 * m.params * n + 4.0 * n * n * num(arch, "hidden", 0) * blocks);
+  d.flops_per_pass = eff_batch * (2.0 * m.params * n + 4.0 * n * n * arch.hidden * blocks);
   d.passes = (job.cfg != 1.0 && !o.cfg_batched) ? 2 : 1;
 
   d.notes.push_back(std::to_string(g.sequence_tokens) + " tokens per sequence" +
-                    (job.reference_images && m.family == "flux"
+                    (job.reference_images && arch.image_conditioning == ImageConditioning::ReferenceTokens
                          ? " (incl. " + std::to_string(job.reference_images) + " reference image(s))"
                          : std::string()) +
                     "; SDPA/flash attention, no NxN score matrix");
@@ -437,7 +392,7 @@ StageDemand sample_demand(const ResolvedJob& rj, const DemandOptions& o) {
     d.notes.push_back(o.cfg_batched ? "cfg " + std::to_string(job.cfg).substr(0, 4) + ": cond and uncond batched (x2 activations)"
                                     : "cfg " + std::to_string(job.cfg).substr(0, 4) +
                                           ": cond and uncond run one after the other (ComfyUI found too little free memory to batch them)");
-  else if (section(m, "defaults").value("cfg", 1.0) == 1.0 && (*m.data).value("guidance_distilled", false))
+  else if ((m.defaults ? m.defaults->cfg : 1.0) == 1.0 && m.guidance_distilled)
     d.notes.push_back("guidance-distilled model at cfg 1: batch not doubled");
   if (m.experts > 1)
     d.notes.push_back("two experts, one active per step: the low-noise expert loads after the high-noise one is offloaded");
@@ -449,8 +404,9 @@ StageDemand sample_demand(const ResolvedJob& rj, const DemandOptions& o) {
 StageDemand vae_decode_demand(const ResolvedJob& rj, const DemandOptions& o) {
   const Job& job = *rj.job;
   const ModelInfo& vae = *rj.vae->model;
-  const bool video = vae.family == "wan_vae";
-  const std::uint64_t frames = video ? output_frames_for(job, vae_stride_temporal(vae)) : 1;
+  const int ts = vae_of(vae).temporal_stride();
+  const bool video = vae_of(vae).video();
+  const std::uint64_t frames = video ? output_frames_for(job, ts) : 1;
 
   if (job.decode_mode == DecodeMode::Tiled) {
     const int tile = job.decode_tile_px ? job.decode_tile_px : static_cast<int>(runtime_constant("tiled_decode_default_tile_px"));
@@ -475,7 +431,7 @@ StageDemand vae_decode_demand(const ResolvedJob& rj, const DemandOptions& o) {
       // native planner is unavailable; the ComfyUI-style tiled estimate stands in, and the policy
       // decides whether it fits.
       const int tile = job.decode_tile_px ? job.decode_tile_px : static_cast<int>(runtime_constant("tiled_decode_default_tile_px"));
-      StageDemand d = tiled_decode(rj, tile, video ? output_frames_for(job, 4) : 1, "Headroom decode estimated as tiled");
+      StageDemand d = tiled_decode(rj, tile, video ? output_frames_for(job, ts) : 1, "Headroom decode estimated as tiled");
       d.notes.push_back(std::string("native decode plan not available (") + e.what() + "); tiled estimate used instead");
       return d;
     }
@@ -495,7 +451,7 @@ StageDemand vae_decode_demand(const ResolvedJob& rj, const DemandOptions& o) {
   if (!video && images < job.batch)
     d.notes.push_back("ComfyUI decodes " + std::to_string(images) + " of " + std::to_string(job.batch) + " images per call");
   const int fb_tile = static_cast<int>(runtime_constant(video ? "fallback_tile_px_video" : "fallback_tile_px_image"));
-  d.fallback.push_back(tiled_decode(rj, fb_tile, video ? output_frames_for(job, 4) : 1,
+  d.fallback.push_back(tiled_decode(rj, fb_tile, video ? output_frames_for(job, ts) : 1,
                                     "ComfyUI's automatic retry after an OOM in the full decode"));
   return d;
 }

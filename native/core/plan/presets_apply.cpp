@@ -9,6 +9,7 @@
 #include "core/base/error.hpp"
 #include "core/plan/planner.hpp"
 #include "core/catalog/presets.hpp"
+#include "core/plan/changes.hpp"
 #include "core/workflow/workflow_names.hpp"
 
 namespace headroom {
@@ -187,7 +188,7 @@ Job preset_job(const PresetSpec& preset_spec, const WorkflowInfo& info, const Ru
 
 std::vector<std::string> preset_change_kinds(const std::string& name, const WorkflowInfo& info,
                                              const Runtime& request_runtime, const Plan* plan) {
-  const PresetSpec* preset = preset_data().preset(name);
+  const PresetSpec* preset = planner_preset_data().preset(name);
   if (!preset) throw InputError("preset", "unknown preset '" + name + "'");
   if (!info.job.diffusion || info.job.diffusion->model.empty()) return {};
   const Runtime rt = target_runtime_for(*preset, request_runtime);
@@ -201,7 +202,7 @@ std::vector<std::string> preset_change_kinds(const std::string& name, const Work
 
 PresetResult apply_preset(const json& wf, const std::string& name, const Runtime& request_runtime,
                           const std::string& source, const workflow::ParseOptions& options) {
-  const PresetData& data = preset_data();
+  const PresetData& data = planner_preset_data();
   const PresetSpec* preset = data.preset(name);
   if (!preset) {
     std::string names;

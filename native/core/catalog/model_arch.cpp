@@ -1,0 +1,211 @@
+// Reading the architecture sections of a models.json entry into the typed figures of model_arch.hpp.
+// What is required follows what the memory model and the decode plans compute with: a figure they
+// need is an error when missing, never a silent default.
+#include "core/catalog/model_reader.hpp"
+
+#include <algorithm>
+
+#include "core/base/error.hpp"
+
+namespace headroom {
+
+const char* decoder_kind_name(DecoderKind kind) {
+  switch (kind) {
+    case DecoderKind::None: return "none";
+    case DecoderKind::Kl: return "kl";
+    case DecoderKind::Wan21: return "wan2.1";
+    case DecoderKind::Wan22: return "wan2.2";
+  }
+  return "none";
+}
+
+std::optional<DecoderKind> decoder_kind_from_name(std::string_view name) {
+  for (DecoderKind k : {DecoderKind::Kl, DecoderKind::Wan21, DecoderKind::Wan22})
+    if (name == decoder_kind_name(k)) return k;
+  return std::nullopt;
+}
+
+double Activation::elems_per_token(double hidden, double ffn) const {
+  double best = 0;
+  for (const auto& p : phases) best = std::max(best, p.hidden_multiple * hidden + p.ffn_multiple * ffn);
+  return best;
+}
+
+namespace {
+
+ActivationPhase read_phase(const JsonFields& f) {
+  ActivationPhase p;
+  p.name = f.optional_text("name").value_or("");
+  p.hidden_multiple = f.number("hidden_multiple");
+  p.ffn_multiple = f.number("ffn_multiple");
+  return p;
+}
+
+// "activation": {"phases": [{hidden_multiple, ffn_multiple}, ...]} or one {hidden_multiple, ffn_multiple}.
+Activation read_activation(const JsonFields& f) {
+  Activation a;
+  if (f.has("phases")) {
+    const auto& phases = f.array("phases");
+    if (phases.empty()) f.fail("phases", "is empty (expected at least one {hidden_multiple, ffn_multiple})");
+    for (std::size_t i = 0; i < phases.size(); ++i) {
+      const std::string at = f.key_path("phases") + "[" + std::to_string(i) + "]";
+      if (!phases[i].is_object()) f.fail("phases", "expected objects {hidden_multiple, ffn_multiple}");
+      a.phases.push_back(read_phase(JsonFields(phases[i], f.where(), at)));
+    }
+  } else {
+    a.phases.push_back(read_phase(f));
+  }
+  a.fp32_elems_per_token = f.optional_number("fp32_elems_per_token").value_or(0);
+  a.attention = f.optional_text("attention").value_or("");
+  return a;
+}
+
+// The entry's own "activation", else the one inside "arch" (encoders keep it there).
+Activation activation_of(const JsonFields& entry, const JsonFields& arch) {
+  if (entry.has("activation")) return read_activation(entry.object("activation"));
+  if (arch.has("activation")) return read_activation(arch.object("activation"));
+  entry.fail("activation", "is missing (expected {phases: [...]} here or in arch)");
+}
+
+double value_of(const JsonFields& entry, const char* key) { return entry.object(key).number("value"); }
+
+ImageConditioning read_conditioning(const JsonFields& arch) {
+  const std::string c = arch.optional_text("image_conditioning").value_or("none");
+  if (c == "none") return ImageConditioning::None;
+  if (c == "clip_concat") return ImageConditioning::ClipConcat;
+  if (c == "reference_tokens") return ImageConditioning::ReferenceTokens;
+  arch.fail("image_conditioning", "expected none, clip_concat or reference_tokens, got '" + c + "'");
+}
+
+DiffusionArch read_diffusion(const JsonFields& entry) {
+  const JsonFields arch = entry.object("arch");
+  DiffusionArch a;
+  a.kind = arch.text("kind");
+  a.hidden = arch.integer("hidden");
+  a.ffn = arch.integer("ffn");
+  a.heads = arch.integer("heads");
+  a.head_dim = arch.integer("head_dim");
+  a.blocks = arch.integer("blocks");
+  a.double_blocks = arch.optional_integer("double_blocks");
+  a.single_blocks = arch.optional_integer("single_blocks");
+  if (a.double_blocks && a.single_blocks && *a.double_blocks + *a.single_blocks != a.blocks)
+    arch.fail("blocks", "is " + std::to_string(a.blocks) + " but double_blocks + single_blocks is " +
+                            std::to_string(*a.double_blocks + *a.single_blocks));
+  a.in_channels = arch.integer("in_channels");
+  a.out_channels = arch.optional_integer("out_channels");
+  a.latent_channels = arch.integer("latent_channels");
+  a.vae_stride = arch.triple("vae_stride");
+  a.patch = arch.triple("patch");
+  a.text_tokens = arch.integer("text_tokens");
+  a.text_in_sequence = arch.flag("text_in_sequence");
+  a.largest_linear_params = arch.number("largest_linear_params");
+  a.largest_block_params = arch.number("largest_block_params");
+  a.image_conditioning = read_conditioning(arch);
+  a.activation = activation_of(entry, arch);
+  a.comfy_memory_usage_factor = value_of(entry, "comfy_memory_usage_factor");
+  return a;
+}
+
+EncoderArch read_encoder(const JsonFields& entry) {
+  const JsonFields arch = entry.object("arch");
+  EncoderArch a;
+  a.kind = arch.text("kind");
+  a.hidden = arch.integer("hidden");
+  a.ffn = arch.integer("ffn");
+  a.heads = arch.integer("heads");
+  a.layers = arch.integer("layers");
+  a.tokens = arch.integer("tokens");
+  a.attention_bias = arch.optional_flag("attention_bias").value_or(false);
+  a.largest_linear_params = arch.number("largest_linear_params");
+  a.activation = activation_of(entry, arch);
+  return a;
+}
+
+VaeArch read_vae(const JsonFields& entry) {
+  const JsonFields arch = entry.object("arch");
+  VaeArch a;
+  a.kind = arch.text("kind");
+  a.z_channels = arch.integer("z_channels");
+  a.stride = arch.triple("stride");
+  a.causal = arch.optional_flag("causal").value_or(false);
+  a.cache_frames = arch.optional_integer("cache_frames").value_or(0);
+  if (auto d = arch.optional_text("decoder")) {
+    auto kind = decoder_kind_from_name(*d);
+    if (!kind) arch.fail("decoder", "expected kl, wan2.1 or wan2.2 (a native decoder), got '" + *d + "'");
+    a.decoder = *kind;
+    a.res_blocks = arch.integer("res_blocks");
+    if (a.decoder == DecoderKind::Kl) {
+      a.channels = arch.integers("channels");
+      a.receptive_field_latent_px = arch.integer("receptive_field_latent_px");
+    } else {
+      a.base_channels = arch.integer("base_channels");
+      a.multipliers = arch.integers("multipliers");
+      if (a.multipliers.size() != 5) arch.fail("multipliers", "expected five widths (head and four stages)");
+      a.temporal_upsamples = arch.integer("temporal_upsamples");
+      a.out_channels = arch.integer("out_channels");
+    }
+  } else if (arch.has("channels")) {
+    a.channels = arch.integers("channels");
+  }
+  a.decoder_params = entry.optional_count("decoder_params").value_or(0);
+
+  const JsonFields dec = entry.object("decode");
+  const JsonFields enc = entry.object("encode");
+  const std::string kind = dec.text("kind");
+  if (kind == "causal_per_latent_frame") {
+    a.decode.causal_per_latent_frame = true;
+    a.decode.single_frame_elems_per_output_px = dec.number("single_frame_elems_per_output_px");
+    a.decode.chunk_elems_per_output_px = dec.number("chunk_elems_per_output_px");
+    a.decode.cache_elems_per_output_px = dec.optional_number("cache_elems_per_output_px").value_or(0);
+    a.decode.output_copies = dec.number("output_copies");
+    a.encode.single_frame_elems_per_input_px = enc.number("single_frame_elems_per_input_px");
+    a.encode.chunk_elems_per_input_px = enc.number("chunk_elems_per_input_px");
+  } else if (kind == "full_frame") {
+    a.decode.elems_per_output_px = dec.number("elems_per_output_px");
+    a.encode.elems_per_input_px = enc.number("elems_per_input_px");
+  } else {
+    dec.fail("kind", "expected full_frame or causal_per_latent_frame, got '" + kind + "'");
+  }
+  a.comfy_decode_constant = value_of(entry, "comfy_decode_constant");
+  return a;
+}
+
+JobDefaults read_defaults(const JsonFields& f) {
+  JobDefaults d;
+  d.width = f.optional_integer("width").value_or(d.width);
+  d.height = f.optional_integer("height").value_or(d.height);
+  d.frames = f.optional_integer("frames").value_or(d.frames);
+  d.cfg = f.optional_number("cfg").value_or(d.cfg);
+  d.reference_images = f.optional_integer("reference_images").value_or(d.reference_images);
+  return d;
+}
+
+}  // namespace
+
+void read_model_figures(const JsonFields& entry, ModelInfo& m) {
+  switch (m.role) {
+    case Role::DiffusionModel:
+      m.diffusion = read_diffusion(entry);
+      break;
+    case Role::TextEncoder:
+    case Role::ClipVision:
+      m.encoder = read_encoder(entry);
+      break;
+    case Role::Vae:
+      m.vae = read_vae(entry);
+      break;
+  }
+  if (auto e = entry.optional_object("experts")) {
+    m.experts_info.count = e->integer("count");
+    m.experts_info.active_per_step = e->optional_integer("active_per_step").value_or(1);
+    m.experts_info.boundary = e->optional_number("boundary").value_or(0);
+    if (m.experts_info.count < 1 || m.experts_info.active_per_step < 1 || m.experts_info.active_per_step > m.experts_info.count)
+      e->fail("count", "expected count >= active_per_step >= 1");
+  }
+  m.experts = m.experts_info.count;
+  if (auto d = entry.optional_object("defaults")) m.defaults = read_defaults(*d);
+  m.guidance_distilled = entry.optional_flag("guidance_distilled").value_or(false);
+  m.fp8_file = entry.optional_text("fp8_file").value_or("");
+}
+
+}  // namespace headroom

@@ -1,0 +1,126 @@
+#pragma once
+// The architecture figures of a catalog model, typed: models.json "arch", "activation", "decode",
+// "encode", "experts" and the ComfyUI constants, read once when the catalog loads (model_arch.cpp)
+// so that a missing or wrong-typed figure fails at start-up naming the file, model and key, and the
+// estimator, the decode plans and the planner read fields instead of looking JSON up per call.
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace headroom {
+
+// Which of Headroom's native VAE decoders runs a VAE (models.json vae "arch.decoder").
+// None: no native decoder; its Headroom decode is estimated as ComfyUI's tiled one.
+enum class DecoderKind { None, Kl, Wan21, Wan22 };
+const char* decoder_kind_name(DecoderKind kind);  // "none", "kl", "wan2.1", "wan2.2"
+std::optional<DecoderKind> decoder_kind_from_name(std::string_view name);
+
+// Live elements per token at one phase of a block's peak: hidden_multiple*hidden + ffn_multiple*ffn.
+struct ActivationPhase {
+  std::string name;
+  double hidden_multiple = 0;
+  double ffn_multiple = 0;
+};
+
+struct Activation {
+  std::vector<ActivationPhase> phases;  // the largest phase sets the peak
+  double fp32_elems_per_token = 0;      // fp32 tensors per token beside them (RoPE tables)
+  std::string attention;                // "sdpa": no N x N score matrix is kept
+  double elems_per_token(double hidden, double ffn) const;
+};
+
+// How the diffusion model takes an input image (decides the VAE encode stage).
+enum class ImageConditioning {
+  None,             // text only
+  ClipConcat,       // the VAE encodes the whole conditioning clip (WanImageToVideo style)
+  ReferenceTokens,  // reference images are encoded and appended to the sequence as tokens (Kontext)
+};
+
+struct DiffusionArch {
+  std::string kind;                 // "flux_dit", "wan_dit", ...
+  int hidden = 0, ffn = 0, heads = 0, head_dim = 0;
+  int blocks = 0;                   // transformer blocks (double + single for Flux)
+  std::optional<int> double_blocks, single_blocks;
+  int in_channels = 0;
+  std::optional<int> out_channels;
+  int latent_channels = 0;
+  std::array<int, 3> vae_stride{};  // T, H, W of the VAE it samples for
+  std::array<int, 3> patch{};       // T, H, W of a token
+  int text_tokens = 0;
+  bool text_in_sequence = false;    // text tokens join the attention sequence (Flux)
+  double largest_linear_params = 0;
+  double largest_block_params = 0;
+  ImageConditioning image_conditioning = ImageConditioning::None;
+  Activation activation;
+  double comfy_memory_usage_factor = 0;
+  int temporal_stride() const { return vae_stride[0]; }
+  int spatial_stride() const { return vae_stride[2]; }
+  bool video() const { return temporal_stride() > 1; }
+};
+
+// Text encoders and CLIP vision towers.
+struct EncoderArch {
+  std::string kind;                 // "t5_encoder", "clip_text", "clip_vision"
+  int hidden = 0, ffn = 0, heads = 0, layers = 0;
+  int tokens = 0;                   // sequence length ComfyUI pads to
+  bool attention_bias = false;      // T5's heads x seq x seq position bias
+  double largest_linear_params = 0;
+  Activation activation;
+};
+
+// Per-pixel working set of a VAE pass, in elements of the compute dtype.
+struct VaeDecodeCost {
+  bool causal_per_latent_frame = false;       // Wan: one latent frame at a time (else a whole frame)
+  double elems_per_output_px = 0;             // full-frame decoders
+  double single_frame_elems_per_output_px = 0, chunk_elems_per_output_px = 0;
+  double cache_elems_per_output_px = 0;       // causal cache, part of the chunk figure
+  double output_copies = 0;                   // RGB clip copies alive while it grows on the GPU
+};
+
+struct VaeEncodeCost {
+  double elems_per_input_px = 0;
+  double single_frame_elems_per_input_px = 0, chunk_elems_per_input_px = 0;
+};
+
+struct VaeArch {
+  std::string kind;                 // "kl_vae", "wan_vae"
+  int z_channels = 0;
+  std::array<int, 3> stride{};      // T, H, W compression
+  DecoderKind decoder = DecoderKind::None;
+  int res_blocks = 0;               // residual blocks per decoder level
+  // KL: width of every decoder level (encoder order), the fast mode's halo (latent px).
+  std::vector<int> channels;
+  int receptive_field_latent_px = 0;
+  // Wan: decoder widths are base_channels x multipliers; time doubles in the first
+  // temporal_upsamples resamples; the head writes out_channels (12 = 3 RGB x 2x2 patch for 2.2).
+  int base_channels = 0;
+  std::vector<int> multipliers;
+  int temporal_upsamples = 0;
+  int out_channels = 0;
+  bool causal = false;
+  int cache_frames = 0;             // input frames each causal conv keeps
+  std::uint64_t decoder_params = 0;
+  VaeDecodeCost decode;
+  VaeEncodeCost encode;
+  double comfy_decode_constant = 0;
+  int temporal_stride() const { return stride[0]; }
+  int spatial_stride() const { return stride[2]; }
+  bool video() const { return temporal_stride() > 1; }
+};
+
+struct Experts {
+  int count = 1;                    // 2 for Wan 2.2 A14B
+  int active_per_step = 1;
+  double boundary = 0;              // noise level where the second expert takes over
+};
+
+// The shape a diffusion model runs at when the user gives none.
+struct JobDefaults {
+  int width = 1024, height = 1024, frames = 1, reference_images = 0;
+  double cfg = 1.0;
+};
+
+}  // namespace headroom
