@@ -64,7 +64,7 @@ void print_table(const std::string& path, const api::json& r) {
               << (r["verdict"].is_string() ? r["verdict"].get<std::string>() : "no card given") << "\n";
   }
   if (!r["changes"].empty()) {
-    std::cout << "\nChanges, cheapest first:\n";
+    std::cout << "\nChanges (what makes it fit first, then what makes it run; cheapest first in each):\n";
     int i = 0;
     for (const auto& c : r["changes"])
       std::cout << "  " << ++i << ". " << c["description"].get<std::string>() << "\n     -> peak "

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 
 #include "core/catalog/catalog.hpp"
@@ -17,11 +18,20 @@ namespace headroom {
 using plan_search::fits;
 using plan_search::try_estimate;
 
+NeedBasis need_basis(const Estimate& e) {
+  return e.verdict == "does not fit" ? NeedBasis::Runs : NeedBasis::FullyResident;
+}
+
 // Cached models are freed for a stage that needs the room, so they are not what a change must save.
-std::uint64_t need_bytes(const Estimate& e) { return std::max(e.own_peak_bytes, e.full_load_peak_bytes); }
+std::uint64_t need_bytes(const Estimate& e, NeedBasis basis) {
+  return basis == NeedBasis::Runs ? std::max(e.own_peak_bytes, e.required_bytes)
+                                  : std::max(e.own_peak_bytes, e.full_load_peak_bytes);
+}
+
+std::uint64_t need_bytes(const Estimate& e) { return need_bytes(e, need_basis(e)); }
 
 std::optional<PlanChange> plan_change(const std::string& kind, const Job& job, const Runtime& rt,
-                                      std::uint64_t baseline_need) {
+                                      std::uint64_t baseline_need, NeedBasis basis) {
   const PresetData& data = planner_preset_data();
   const ChangeSpec* spec = data.change(kind);
   if (!spec) throw InputError("change", "unknown change kind '" + kind + "'");
@@ -35,7 +45,7 @@ std::optional<PlanChange> plan_change(const std::string& kind, const Job& job, c
   c.widget = spec->widget;
   c.job = std::move(r->priced.job);
   c.new_peak_bytes = est.peak_bytes;
-  c.new_need_bytes = need_bytes(est);
+  c.new_need_bytes = need_bytes(est, basis);
   c.saving_bytes = baseline_need > c.new_need_bytes ? baseline_need - c.new_need_bytes : 0;
   c.verdict = est.verdict;
   c.fits = fits(est);
@@ -52,7 +62,13 @@ Plan make_plan(const Job& job_in, const Runtime& rt, const PlanOptions& options)
   Job job = job_in;
   job.notes.clear();
   plan.verdict = plan.estimate.verdict;
-  const std::uint64_t need = need_bytes(plan.estimate);
+  const NeedBasis basis = need_basis(plan.estimate);
+  const std::uint64_t need = need_bytes(plan.estimate, basis);
+  const bool baseline_runs = plan.verdict != "does not fit";
+  // A change is a fix when it lowers the need, makes the run fit, or makes a failing run run at all.
+  auto helps = [&](const PlanChange& c) {
+    return c.saving_bytes > 0 || c.fits || (!baseline_runs && c.verdict != "does not fit");
+  };
   const PresetData& data = planner_preset_data();
 
   if (rt.has_card() && plan.verdict != "fits") {
@@ -68,14 +84,19 @@ Plan make_plan(const Job& job_in, const Runtime& rt, const PlanOptions& options)
       if (options.reuse && known != options.reuse->singles.end())
         c = known->second;
       else
-        c = plan_change(spec.kind, job, rt, need);
+        c = plan_change(spec.kind, job, rt, need, basis);
       first[spec.kind] = c;
-      // Kept when it lowers the need or lifts the verdict (partial loading avoided).
-      if (c && (c->saving_bytes > 0 || c->fits)) plan.changes.push_back(std::move(*c));
+      if (c && helps(*c)) plan.changes.push_back(std::move(*c));
     }
+    // What makes the run fit first, then what makes it run, each group in the data's cost order
+    // (quality loss, then slowdown): the cheapest change that fits leads the list when one exists.
+    auto rank = [](const PlanChange& c) { return c.fits ? 0 : (c.verdict != "does not fit" ? 1 : 2); };
+    std::stable_sort(plan.changes.begin(), plan.changes.end(),
+                     [&](const PlanChange& a, const PlanChange& b) { return rank(a) < rank(b); });
     Job cur = job;
     std::uint64_t cur_need = need;
     bool cur_fits = false;
+    bool cur_runs = baseline_runs;
     // Greedy, cheapest first, restarting from the cheapest after each accepted change: one that
     // saves nothing while another stage sets the need (an fp8 text encoder next to 16-bit diffusion
     // weights) is taken as soon as the cheaper changes have made it useful, before any dearer one.
@@ -85,11 +106,12 @@ Plan make_plan(const Job& job_in, const Runtime& rt, const PlanOptions& options)
       for (const auto& kind : order) {
         if (!allowed(kind) || applied.count(kind)) continue;
         auto cached = applied.empty() ? first.find(kind) : first.end();
-        auto c = cached != first.end() ? cached->second : plan_change(kind, cur, rt, cur_need);
-        if (!c || (c->saving_bytes == 0 && !c->fits)) continue;
+        auto c = cached != first.end() ? cached->second : plan_change(kind, cur, rt, cur_need, basis);
+        if (!c || !(c->saving_bytes > 0 || c->fits || (!cur_runs && c->verdict != "does not fit"))) continue;
         cur = c->job;
         cur_need = c->new_need_bytes;
         cur_fits = c->fits;
+        cur_runs = c->verdict != "does not fit";
         applied.insert(kind);
         progress = true;
         plan.cumulative.push_back(std::move(*c));
@@ -98,6 +120,15 @@ Plan make_plan(const Job& job_in, const Runtime& rt, const PlanOptions& options)
       if (!progress) break;
     }
     plan.cumulative_fits = cur_fits;
+    if (plan.verdict == "streams") {
+      // Under dynamic VRAM a run that streams works as it is; it is only slower.
+      char buf[48];
+      std::snprintf(buf, sizeof buf, "%.1f", plan.estimate.slowdown);
+      plan.advice = "runs as it is, streaming weights, about " + std::string(buf) + "x slower than fully resident";
+      auto cheapest = std::find_if(plan.changes.begin(), plan.changes.end(), [](const PlanChange& c) { return c.fits; });
+      if (cheapest != plan.changes.end()) plan.advice += "; " + cheapest->description.substr(0, cheapest->description.find(" (")) +
+                       " would make it fully resident";
+    }
   }
 
   for (auto* list : {&plan.changes, &plan.cumulative})
@@ -153,6 +184,7 @@ nlohmann::json Plan::to_json() const {
                      {"new_peak_bytes", cumulative.empty() ? nlohmann::json(nullptr)
                                                            : nlohmann::json(cumulative.back().new_peak_bytes)}};
   j["smallest_gpu"] = smallest_gpu ? smallest_gpu->to_json() : nlohmann::json(nullptr);
+  j["advice"] = advice;
   return j;
 }
 

@@ -46,9 +46,13 @@ struct SmallestGpu {
 struct Plan {
   Estimate estimate;                    // of the job as it is
   std::string verdict;                  // "fits" | "tight" | "does not fit" | "" (no card given)
-  std::vector<PlanChange> changes;      // single changes, cheapest first (empty when it fits)
+  std::vector<PlanChange> changes;      // single changes that lower the need: those that make it fit first,
+                                        // then those that make it run, each group cheapest first
   std::vector<PlanChange> cumulative;   // changes applied one on top of the other until it fits
   bool cumulative_fits = false;
+  // What the user may do instead of changing anything (a run that streams under dynamic VRAM: how much
+  // slower, and the cheapest change that would make it fully resident); "" when there is nothing to say.
+  std::string advice;
   std::optional<SmallestGpu> smallest_gpu;  // nullopt when no catalog card runs it unchanged
   // Every single change tried on the unchanged job (also those not listed), for PlanOptions::reuse.
   std::map<std::string, std::optional<PlanChange>> singles;
@@ -69,11 +73,15 @@ Plan make_plan(const Job& job, const Runtime& runtime, const PlanOptions& option
 // Applies one change kind to `job` with the least reduction that makes it fit `runtime`
 // (the strongest one when nothing fits). nullopt when the change does not apply to the job.
 // `baseline_need` is need_bytes() of the unchanged job.
-std::optional<PlanChange> plan_change(const std::string& kind, const Job& job, const Runtime& runtime,
-                                      std::uint64_t baseline_need);
+// What a change is measured against. A run that does not fit must lower what it really needs (its own
+// peak, at least the required bytes); one that runs but streams or loads partially must lower what it
+// needs with every model resident. Both measures leave out models cached from earlier stages.
+enum class NeedBasis { Runs, FullyResident };
+NeedBasis need_basis(const Estimate& unchanged);
+std::uint64_t need_bytes(const Estimate& e, NeedBasis basis);
+std::uint64_t need_bytes(const Estimate& e);  // with need_basis(e)
 
-// What a job needs with every model fully resident: the reserved peak, or more where partial
-// loading streams weights.
-std::uint64_t need_bytes(const Estimate& e);
+std::optional<PlanChange> plan_change(const std::string& kind, const Job& job, const Runtime& runtime,
+                                      std::uint64_t baseline_need, NeedBasis basis = NeedBasis::FullyResident);
 
 }  // namespace headroom
