@@ -6,6 +6,7 @@
 
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
+#include "cli/runtime_flags.hpp"
 #include "core/api/api.hpp"
 #include "core/base/error.hpp"
 #include "core/base/units.hpp"
@@ -24,10 +25,13 @@ const char* kEstimateUsage =
     "         [--vae-precision P] [--width W --height H] [--frames F] [--batch B] [--cfg X]\n"
     "         [--references N] [--gpu NAME | --vram GIB] [--free GIB] [--decode full|tiled|headroom] [--tile PX]\n"
     "         [--block-swap N] [--lora SIZE] [--text-encoder-on-cpu] [--windows] [--reserve SIZE] [--json]\n"
+    "         [--runtime dynamic|legacy] [--reserve-vram GB] [--vram-headroom GB] [--ram GIB]\n"
     "Per-stage peak VRAM (reserved memory, CUDA context and ComfyUI's reserve included) of one model\n"
     "with its usual companions, or of a text encoder or VAE alone. Exit code: 0 fits or no card given,\n"
     "1 does not fit, 2 bad input. --free: memory free for the run as ComfyUI counts it (the CUDA context\n"
     "and other processes already outside it); verdicts are then against it.\n";
+
+std::string estimate_usage() { return std::string(kEstimateUsage) + kRuntimeFlagsHelp; }
 
 std::string pad(const std::string& s, std::size_t n) { return s.size() >= n ? s + " " : s + std::string(n - s.size(), ' '); }
 
@@ -55,7 +59,8 @@ std::string gb(std::uint64_t bytes) { return fixed1(bytes / 1e9) + " GB"; }
       {"blocks_swapped", "--block-swap"}, {"lora_bytes", "--lora"}, {"reserve_bytes", "--reserve"},
       {"free_bytes", "--free"}, {"vram_bytes", "--vram"}};
   auto it = flags.find(e.field());
-  if (it == flags.end()) throw e;
+  if (it == flags.end() && e.field() != "reserve_bytes") it = runtime_flag_of_field().find(e.field());
+  if (it == flags.end() || it == runtime_flag_of_field().end()) throw e;
   std::string msg = e.what();
   msg = msg.substr(e.field().size() + 2);
   throw InputError(it->second, msg);
@@ -95,11 +100,15 @@ void print_estimate(const json& r) {
   }
   std::cout << "\npeak: " << format_bytes(r["peak_bytes"].get<std::uint64_t>()) << " ("
             << gb(r["peak_bytes"].get<std::uint64_t>()) << ") in " << r["peak_stage"].get<std::string>() << "\n";
-  std::cout << "with every model fully loaded: " << format_bytes(r["full_load_peak_bytes"].get<std::uint64_t>())
-            << "; with the most offloading ComfyUI does: " << format_bytes(r["min_peak_bytes"].get<std::uint64_t>()) << "\n";
+  std::cout << "the run itself needs " << format_bytes(r["own_peak_bytes"].get<std::uint64_t>())
+            << " (without cached models); with every model fully loaded: "
+            << format_bytes(r["full_load_peak_bytes"].get<std::uint64_t>())
+            << "; at least (the most streaming ComfyUI does): " << format_bytes(r["required_bytes"].get<std::uint64_t>()) << "\n";
+  std::cout << "host RAM for the weights: " << format_bytes(r["host_ram_bytes"].get<std::uint64_t>()) << "\n";
   if (r.contains("verdict")) {
-    std::cout << "verdict: " << r["verdict"].get<std::string>();
+    std::cout << "verdict: " << r["verdict"].get<std::string>() << " (" << r["runtime"].get<std::string>() << " loader)";
     if (r["slowdown"].get<double>() > 1.05) std::cout << " (about " << fixed1(r["slowdown"].get<double>()) << "x slower)";
+    if (!r["verdict_reason"].get<std::string>().empty()) std::cout << ": " << r["verdict_reason"].get<std::string>();
     std::cout << "\n";
   }
   for (const auto& n : r["notes"]) std::cout << "note: " << n.get<std::string>() << "\n";
@@ -155,10 +164,11 @@ int cmd_models(const Argv& argv) {
 int cmd_estimate(const Argv& argv) {
   Args args(argv,
             {"model", "precision", "text-encoder-precision", "vae-precision", "width", "height", "frames", "batch",
-             "cfg", "references", "gpu", "vram", "free", "decode", "tile", "block-swap", "lora", "reserve"},
+             "cfg", "references", "gpu", "vram", "free", "decode", "tile", "block-swap", "lora", "reserve",
+             "runtime", "reserve-vram", "vram-headroom", "ram"},
             {"json", "help", "text-encoder-on-cpu", "windows"});
   if (args.has("help")) {
-    std::cout << kEstimateUsage;
+    std::cout << estimate_usage();
     return 0;
   }
   if (!args.positionals().empty())
@@ -190,6 +200,9 @@ int cmd_estimate(const Argv& argv) {
   if (auto v = args.get("reserve")) req["reserve_bytes"] = parse_size(*v, "--reserve", GiB);
   if (args.has("text-encoder-on-cpu")) req["text_encoder_on_cpu"] = true;
   if (args.has("windows")) req["windows"] = true;
+  if (args.get("reserve") && args.get("reserve-vram"))
+    throw InputError("--reserve-vram", "give --reserve-vram or --reserve (the same setting), not both");
+  add_runtime_flags(args, req);
 
   json r;
   try {

@@ -6,6 +6,7 @@
 
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
+#include "cli/runtime_flags.hpp"
 #include "core/api/api.hpp"
 #include "core/base/error.hpp"
 #include "core/base/units.hpp"
@@ -17,6 +18,7 @@ namespace {
 
 const char* kHelp =
     "usage: headroom plan WORKFLOW.json [--gpu NAME | --vram GIB] [--free GIB] [--models DIR] [--json]\n"
+    "         [--runtime dynamic|legacy] [--reserve-vram GB] [--vram-headroom GB] [--ram GIB]\n"
     "\n"
     "Reads a ComfyUI workflow (UI format as saved by Workflow > Save, or API format), predicts the\n"
     "peak VRAM of each stage and, when it does not fit the card, lists the cheapest changes that do.\n"
@@ -29,7 +31,12 @@ const char* kHelp =
     "  --json         one JSON object: estimate's fields plus verdict, changes, cumulative, unknown_nodes,\n"
     "                 smallest_gpu, job\n"
     "\n"
-    "Exit status: 0 fits (or tight), 1 does not fit, 2 bad input.\n";
+    "Exit status: 0 fits, streams or tight, 1 does not fit, 2 bad input.\n";
+
+std::string help_text() {
+  std::string h = kHelp;
+  return h.insert(h.find("  --json"), kRuntimeFlagsHelp);
+}
 
 std::string bytes(const api::json& v) { return v.is_number() ? format_bytes(v.get<std::uint64_t>()) : "-"; }
 
@@ -60,8 +67,13 @@ void print_table(const std::string& path, const api::json& r) {
         for (const auto& m : s["resident"]) resident += (resident.empty() ? "" : ", ") + m.get<std::string>();
       std::printf("  %-16s %-12s %s\n", s.value("name", "").c_str(), bytes(s["peak_bytes"]).c_str(), resident.c_str());
     }
-    std::cout << "\nPeak " << bytes(r["peak_bytes"]) << " in " << r.value("peak_stage", "") << ": "
-              << (r["verdict"].is_string() ? r["verdict"].get<std::string>() : "no card given") << "\n";
+    std::cout << "\nPeak " << bytes(r["peak_bytes"]) << " in " << r.value("peak_stage", "") << ", at least "
+              << bytes(r["required_bytes"]) << ": "
+              << (r["verdict"].is_string() ? r["verdict"].get<std::string>() : "no card given") << " ("
+              << r.value("runtime", "") << " loader)";
+    if (r.value("verdict_reason", "") != "") std::cout << ": " << r.value("verdict_reason", "");
+    std::cout << "\n";
+    if (r.value("advice", "") != "") std::cout << "As it is: " << r.value("advice", "") << "\n";
   }
   if (!r["changes"].empty()) {
     std::cout << "\nChanges (what makes it fit first, then what makes it run; cheapest first in each):\n";
@@ -102,13 +114,13 @@ void print_table(const std::string& path, const api::json& r) {
 int cmd_plan(const Argv& argv) {
   for (const auto& a : argv)
     if (a == "--help" || a == "-h") {
-      std::cout << kHelp;
+      std::cout << help_text();
       return 0;
     }
-  Args args(argv, {"gpu", "vram", "free", "models"}, {"json"});
+  Args args(argv, {"gpu", "vram", "free", "models", "runtime", "reserve-vram", "vram-headroom", "ram"}, {"json"});
   if (args.positionals().size() != 1)
     throw InputError("WORKFLOW.json", "give exactly one workflow file (got " +
-                                          std::to_string(args.positionals().size()) + ")\n\n" + kHelp);
+                                          std::to_string(args.positionals().size()) + ")\n\n" + help_text());
   if (args.get("gpu") && args.get("vram")) throw InputError("--gpu", "give --gpu or --vram, not both");
   const std::string path = args.positionals()[0];
   api::json request;
@@ -118,6 +130,7 @@ int cmd_plan(const Argv& argv) {
   if (auto v = args.get_size("vram", GiB, false)) request["vram_bytes"] = *v;
   if (auto f = args.get_size("free", GiB, false)) request["free_bytes"] = *f;
   if (auto m = args.get("models")) request["models_dir"] = *m;
+  add_runtime_flags(args, request);
   api::json r;
   try {
     r = api::plan(request);
@@ -126,6 +139,8 @@ int cmd_plan(const Argv& argv) {
     static const std::map<std::string, std::string> flags = {
         {"gpu", "--gpu"}, {"vram_bytes", "--vram"}, {"free_bytes", "--free"}, {"models_dir", "--models"}};
     auto it = flags.find(e.field());
+    if (auto rt = runtime_flag_of_field().find(e.field()); rt != runtime_flag_of_field().end())
+      throw InputError(rt->second, std::string(e.what()).substr(e.field().size() + 2));
     if (it == flags.end()) throw;
     throw InputError(it->second, std::string(e.what()).substr(e.field().size() + 2));
   }

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "core/api/api.hpp"
+#include "core/api/runtime_fields.hpp"
 #include "core/catalog/catalog.hpp"
 #include "core/base/data_files.hpp"
 #include "core/base/error.hpp"
@@ -19,7 +20,7 @@ const std::set<std::string>& known_fields() {
       "model", "precision", "text_encoder_precision", "vae_precision", "clip_vision_precision",
       "width", "height", "frames", "batch", "cfg", "reference_images", "gpu", "vram_bytes", "vram", "free_bytes",
       "decode_mode", "decode_tile_px", "blocks_swapped", "text_encoder_on_cpu", "lora_bytes",
-      "windows", "reserve_bytes", "allow_lowvram", "fp8_compute"};
+      "windows", "reserve_bytes", "allow_lowvram", "fp8_compute", "runtime", "vram_headroom_bytes", "ram_bytes"};
   return k;
 }
 
@@ -207,6 +208,7 @@ json estimate(const json& request) {
     const GpuInfo& g = resolve_gpu(get_string(request, "gpu"), "gpu");
     rt.vram_bytes = g.memory_bytes;
     if (g.fp8_compute) rt.fp8_compute = *g.fp8_compute ? 1 : 0;
+    apply_gpu_rates(g, rt);
     gpu_json = {{"name", g.name}, {"memory_bytes", g.memory_bytes},
                 {"price_eur_per_hour", g.price_eur_per_hour ? json(*g.price_eur_per_hour) : json(nullptr)},
                 {"fp8_compute", g.fp8_compute ? json(*g.fp8_compute) : json(nullptr)}};
@@ -230,6 +232,7 @@ json estimate(const json& request) {
   if (request.contains("reserve_bytes")) rt.reserve_bytes = static_cast<std::uint64_t>(get_int(request, "reserve_bytes", 0, 1ll << 40));
   if (request.contains("allow_lowvram")) rt.allow_lowvram = get_bool(request, "allow_lowvram");
   if (request.contains("fp8_compute")) rt.fp8_compute = get_bool(request, "fp8_compute") ? 1 : 0;
+  apply_runtime_fields(request, rt);
 
   Estimate est = headroom::estimate(job, rt);
   json out = est.to_json();

@@ -4,6 +4,8 @@
 #include <unordered_set>
 
 #include "core/api/api.hpp"
+#include "core/api/runtime_fields.hpp"
+#include "core/base/json_reader.hpp"
 #include "core/catalog/catalog.hpp"
 #include "core/base/error.hpp"
 #include "core/plan/planner.hpp"
@@ -38,6 +40,7 @@ Runtime runtime_of(const json& request) {
     const GpuInfo& g = resolve_gpu(request["gpu"].get<std::string>(), "gpu");
     rt.vram_bytes = g.memory_bytes;
     if (g.fp8_compute) rt.fp8_compute = *g.fp8_compute ? 1 : 0;  // as api::estimate does
+    apply_gpu_rates(g, rt);
   } else if (request.contains("vram_bytes")) {
     if (!request["vram_bytes"].is_number_unsigned() || request["vram_bytes"].get<std::uint64_t>() == 0 ||
         request["vram_bytes"].get<std::uint64_t>() > kMaxMemoryBytes)
@@ -57,6 +60,13 @@ Runtime runtime_of(const json& request) {
     if (rt.vram_bytes && rt.free_bytes > rt.vram_bytes)
       throw InputError("free_bytes", "is more than the card's memory (" + std::to_string(rt.vram_bytes) + " bytes)");
   }
+  if (request.contains("reserve_bytes")) {
+    const auto& v = request["reserve_bytes"];
+    if (!v.is_number_unsigned() || v.get<std::uint64_t>() > (1ull << 40))
+      throw InputError("reserve_bytes", "expected ComfyUI's --reserve-vram as a whole number of bytes, got " + json_preview(v));
+    rt.reserve_bytes = v.get<std::uint64_t>();
+  }
+  apply_runtime_fields(request, rt);
   return rt;
 }
 
@@ -88,7 +98,8 @@ const json& workflow_of(const json& request, json& parsed) {
 }  // namespace
 
 json plan(const json& request) {
-  check_keys(request, {"workflow", "gpu", "vram_bytes", "vram", "free_bytes", "models_dir", "source"}, "plan");
+  check_keys(request, {"workflow", "gpu", "vram_bytes", "vram", "free_bytes", "models_dir", "source", "runtime",
+                       "vram_headroom_bytes", "ram_bytes", "reserve_bytes"}, "plan");
   json parsed;
   const json& wf = workflow_of(request, parsed);
   std::string source = request.value("source", "workflow");
@@ -137,7 +148,8 @@ json plan(const json& request) {
 }
 
 json apply_preset(const json& request) {
-  check_keys(request, {"workflow", "preset", "gpu", "vram_bytes", "vram", "free_bytes", "models_dir", "source"},
+  check_keys(request, {"workflow", "preset", "gpu", "vram_bytes", "vram", "free_bytes", "models_dir", "source", "runtime",
+                       "vram_headroom_bytes", "ram_bytes", "reserve_bytes"},
              "apply_preset");
   if (!request.contains("preset") || !request["preset"].is_string())
     throw InputError("preset", "missing: give a preset name such as \"fit 12 GB\"");

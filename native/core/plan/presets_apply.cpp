@@ -158,12 +158,23 @@ Job preset_job(const PresetSpec& preset_spec, const WorkflowInfo& info, const Ru
       // run at all (verdict "tight": with weights streamed), as `headroom plan` shows them.
       std::string verdict = plan.verdict;
       bool cut = false;
+      // The job and kinds before the first content cut: what is kept when the cuts do not make it run.
+      Job uncut = job;
+      std::size_t uncut_kinds = kinds->size();
       for (const auto& step : plan.cumulative) {
         const bool content = step.kind == "batch" || step.kind == "frames" || step.kind == "resolution";
         if (content && verdict != "does not fit") break;
         take(step);
         verdict = step.verdict;
         cut = cut || content;
+        if (!cut) {
+          uncut = job;
+          uncut_kinds = kinds->size();
+        }
+      }
+      if (verdict == "does not fit" && cut) {
+        job = uncut;
+        kinds->resize(uncut_kinds);
       }
       if (verdict == "does not fit")
         notes->push_back("even the widget changes this preset may make do not fit " + std::to_string(usable_bytes(rt)) +
