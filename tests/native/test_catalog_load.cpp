@@ -135,3 +135,20 @@ TEST_CASE("the native decode plans count the VAE decoders' published parameters"
   }
   CHECK(checked == 5);
 }
+
+TEST_CASE("the optional GPU figures load when typed as documented", "[catalog][data]") {
+  support::DataOverride data;
+  json gpus = support::source_data("gpus.json");
+  gpus["gpus"][0].update({{"pcie_gen", 4}, {"pcie_lanes", 16}, {"bf16_tflops", 82.6}, {"vendor", "nvidia"},
+                          {"compute_capability", "8.6"}});
+  data.write("gpus.json", gpus);
+  CliRun ok = run_cli("estimate --model flux1-dev --vram 24", /*with_stderr=*/true);
+  INFO(ok.out);
+  CHECK(ok.code == 0);
+  gpus["gpus"][0]["vendor"] = "intel";
+  data.write("gpus.json", gpus);
+  CliRun bad = run_cli("estimate --model flux1-dev --vram 24", /*with_stderr=*/true);
+  INFO(bad.out);
+  CHECK(bad.code == 2);
+  CHECK(bad.out.find("'vendor' expected nvidia or amd, got 'intel'") != std::string::npos);
+}
