@@ -69,6 +69,12 @@ TEST_CASE("a wrong-typed architecture figure fails at load naming what came inst
     CHECK(r.code == 2);
     CHECK(r.out.find("model wan2.1-vae: 'decode.output_copies' expected a number, got a boolean true") != std::string::npos);
   }
+  SECTION("a ComfyUI hint of the wrong type") {
+    CliRun r = estimate_with([](json& d) { model_entry(d, "flux1-schnell")["comfy"] = {{"config_class", 7}}; });
+    INFO(r.out);
+    CHECK(r.code == 2);
+    CHECK(r.out.find("model flux1-schnell: 'comfy.config_class' expected a string, got a number 7") != std::string::npos);
+  }
   SECTION("an activation phase without its ffn multiple") {
     CliRun r = estimate_with([](json& d) { model_entry(d, "wan2.1-t2v-14b")["activation"]["phases"][1].erase("ffn_multiple"); });
     INFO(r.out);

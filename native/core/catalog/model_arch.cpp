@@ -206,6 +206,13 @@ void read_model_figures(const JsonFields& entry, ModelInfo& m) {
   if (auto d = entry.optional_object("defaults")) m.defaults = read_defaults(*d);
   m.guidance_distilled = entry.optional_flag("guidance_distilled").value_or(false);
   m.fp8_file = entry.optional_text("fp8_file").value_or("");
+  if (auto c = entry.optional_object("comfy")) {
+    ComfyHints h;
+    h.config_class = c->text("config_class");
+    h.dim = c->optional_integer("dim");
+    h.in_dim = c->optional_integer("in_dim");
+    m.comfy = h;
+  }
 }
 
 }  // namespace headroom
