@@ -75,6 +75,7 @@ struct ModelInfo {
   std::optional<EncoderArch> encoder;       // roles text_encoder, clip_vision
   std::optional<VaeArch> vae;               // role vae
   std::optional<JobDefaults> defaults;
+  std::optional<ComfyHints> comfy;
   bool guidance_distilled = false;          // trained to follow guidance at cfg 1
   std::string fp8_file;                     // text encoders: the usual fp8 release's file name, "" if none
   const nlohmann::json* data = nullptr;

@@ -128,7 +128,6 @@ VaeArch read_vae(const JsonFields& entry) {
   a.z_channels = arch.integer("z_channels");
   a.stride = arch.triple("stride");
   a.causal = arch.optional_flag("causal").value_or(false);
-  a.cache_frames = arch.optional_integer("cache_frames").value_or(0);
   if (auto d = arch.optional_text("decoder")) {
     auto kind = decoder_kind_from_name(*d);
     if (!kind) arch.fail("decoder", "expected kl, wan2.1 or wan2.2 (a native decoder), got '" + *d + "'");
@@ -154,6 +153,7 @@ VaeArch read_vae(const JsonFields& entry) {
   const std::string kind = dec.text("kind");
   if (kind == "causal_per_latent_frame") {
     a.decode.causal_per_latent_frame = true;
+    a.cache_frames = arch.integer("cache_frames");
     a.decode.single_frame_elems_per_output_px = dec.number("single_frame_elems_per_output_px");
     a.decode.chunk_elems_per_output_px = dec.number("chunk_elems_per_output_px");
     a.decode.cache_elems_per_output_px = dec.optional_number("cache_elems_per_output_px").value_or(0);
@@ -206,6 +206,13 @@ void read_model_figures(const JsonFields& entry, ModelInfo& m) {
   if (auto d = entry.optional_object("defaults")) m.defaults = read_defaults(*d);
   m.guidance_distilled = entry.optional_flag("guidance_distilled").value_or(false);
   m.fp8_file = entry.optional_text("fp8_file").value_or("");
+  if (auto c = entry.optional_object("comfy")) {
+    ComfyHints h;
+    h.config_class = c->text("config_class");
+    h.dim = c->optional_integer("dim");
+    h.in_dim = c->optional_integer("in_dim");
+    m.comfy = h;
+  }
 }
 
 }  // namespace headroom

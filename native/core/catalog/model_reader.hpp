@@ -6,7 +6,7 @@
 namespace headroom {
 
 // Reads the sections the model's role needs (arch, activation, decode/encode, ComfyUI constants)
-// and the optional experts, defaults and fp8_file; throws Error naming the file, model and key.
+// and the optional experts, defaults, fp8_file and comfy hints; throws Error naming the file, model and key.
 void read_model_figures(const JsonFields& entry, ModelInfo& model);
 
 }  // namespace headroom

@@ -270,10 +270,8 @@ int count_overlapping(int size, int tile, int overlap) {
   return 1 + (size - tile + (tile - overlap) - 1) / (tile - overlap);
 }
 
-}  // namespace
-
-DecodePlan plan_decode_wan(const DecodeRequest& r) {
-  const VaeArch& vae = decode_arch(r);
+// The request's figures, checked; returns its mode with "fast" read as "blend" (Wan has no halo mode).
+std::string checked_wan_mode(const DecodeRequest& r, const VaeArch& vae) {
   if (vae.decoder != DecoderKind::Wan21 && vae.decoder != DecoderKind::Wan22)
     throw InputError("family", "plan_decode_wan: '" + r.family + "' is not wan2.1 or wan2.2");
   if (r.latent_height < 1 || r.latent_width < 1 || r.latent_frames < 1 || r.batch < 1)
@@ -284,7 +282,14 @@ DecodePlan plan_decode_wan(const DecodeRequest& r) {
   std::string mode = r.mode == "fast" ? "blend" : r.mode;
   if (mode != "auto" && mode != "full" && mode != "exact" && mode != "blend")
     throw InputError("mode", "unknown mode '" + r.mode + "' (use full, exact, blend, fast or auto)");
+  return mode;
+}
 
+}  // namespace
+
+DecodePlan plan_decode_wan(const DecodeRequest& r) {
+  const VaeArch& vae = decode_arch(r);
+  std::string mode = checked_wan_mode(r, vae);
   const Arch a = arch_of(r, vae);
   const double d = r.dtype_bytes, h = r.latent_height, w = r.latent_width, T = r.latent_frames;
   const int scale = a.scale;

@@ -10,7 +10,7 @@ namespace headroom {
 
 // One model file that ComfyUI will load.
 struct Component {
-  std::string model;      // canonical catalog name, e.g. "flux1-dev", "t5-xxl", "flux-vae"
+  std::string model;      // canonical catalog name (models.json "name")
   std::string precision;  // canonical precision ("bf16", "fp16", "fp32", "fp8_e4m3fn", "fp8_e5m2",
                           // "fp8_scaled", "gguf-q8_0", ...); empty = the catalog's default
   std::optional<std::uint64_t> weight_bytes;  // exact bytes read from the file header, when known

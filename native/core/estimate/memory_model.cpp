@@ -447,7 +447,8 @@ StageDemand vae_decode_demand(const ResolvedJob& rj, const DemandOptions& o) {
   d.transient["activations"] = c.activations;
   if (c.output) d.transient["output_buffers"] = c.output;
   if (video)
-    d.notes.push_back("causal decode one latent frame at a time (cache of 2 frames per conv): activations do not grow with frames; the RGB clip on the GPU does");
+    d.notes.push_back("causal decode one latent frame at a time (cache of " + std::to_string(vae_of(vae).cache_frames) +
+                      " frames per conv): activations do not grow with frames; the RGB clip on the GPU does");
   if (!video && images < job.batch)
     d.notes.push_back("ComfyUI decodes " + std::to_string(images) + " of " + std::to_string(job.batch) + " images per call");
   const int fb_tile = static_cast<int>(runtime_constant(video ? "fallback_tile_px_video" : "fallback_tile_px_image"));
