@@ -75,8 +75,8 @@ TEST_CASE("a workflow loading a file of the data-only model plans like the origi
   data.write("models.json", catalog_with_copy());
   data.write("added.json", workflow("acmevideo_fp16.safetensors"));
   data.write("original.json", workflow("wan2.1_t2v_1.3B_fp16.safetensors"));
-  json added = run_json("plan '" + data.path("added.json") + "' --vram 8 --json");
-  json original = run_json("plan '" + data.path("original.json") + "' --vram 8 --json");
+  json added = run_json("plan '" + data.path("added.json") + "' --vram 8 --runtime legacy --json");
+  json original = run_json("plan '" + data.path("original.json") + "' --vram 8 --runtime legacy --json");
   // How the name was matched is the workflow reader's note (its own spelling rules for the known
   // model, the catalog's file patterns for the added one); the figures must not differ.
   CHECK(added["job"]["notes"][0] == "'acmevideo_fp16.safetensors' taken for acme-video-1.3b from its file name "
