@@ -5,14 +5,16 @@ ComfyUI counts as free what the driver reports free plus what PyTorch holds rese
 ComfyUI when it is loaded so the number matches what its loader will do; otherwise we compute the same
 definition from torch directly.
 """
+import json
 import math
 import os
 import re
 import sys
 
-# ComfyUI's default reserve on Linux (comfy/model_management.py, EXTRA_RESERVED_VRAM = 400 MiB);
-# used only when ComfyUI is not loaded, i.e. in tools and tests.
-FALLBACK_RESERVE_BYTES = 400 * 1024 * 1024
+# The models.json runtime constant of ComfyUI's default reserve on Linux (EXTRA_RESERVED_VRAM), read from
+# the core when ComfyUI is not loaded, i.e. in tools and tests.
+RESERVE_CONSTANT = "comfy_reserve_bytes_linux"
+_core_reserve = []  # the value once read (the catalog is large; it does not change in a process)
 GIB = 1024 ** 3
 # No card or budget is near this (the largest GPUs have a few hundred GB); numbers above it are typos or
 # attacks, and converting them to bytes would overflow.
@@ -58,7 +60,23 @@ def reserve_bytes() -> int:
     mm = _comfy_mm()
     if mm is not None and hasattr(mm, "extra_reserved_memory"):
         return int(mm.extra_reserved_memory())
-    return FALLBACK_RESERVE_BYTES
+    return core_reserve_bytes()
+
+
+def core_reserve_bytes() -> int:
+    """ComfyUI's default reserve as the core's data holds it; 0 when the core is not loaded either or does
+    not say (the reserve is then unknown, and free memory is reported as the driver counts it)."""
+    if not _core_reserve:
+        from . import native_loader
+        try:
+            runtime = json.loads(native_loader.core().catalog()).get("runtime", {})
+        except native_loader.NativeUnavailable:
+            return 0
+        value = (runtime.get(RESERVE_CONSTANT) or {}).get("value")
+        if value is None:  # a core too old to carry its runtime constants
+            return 0
+        _core_reserve.append(int(value))
+    return _core_reserve[0]
 
 
 def free_bytes_raw(device=None):

@@ -2,7 +2,7 @@
 
 Everything is read through duck typing so the nodes run with small stand-ins in tests and do not
 import ComfyUI here."""
-import re
+import json
 
 # Latent channels -> (pixels per latent pixel, latent frames -> pixel frames). Sources: ComfyUI
 # comfy/latent_formats.py channel counts and comfy/sd.py upscale ratios (Wan 2.2 VAE: 48 ch, 16x;
@@ -34,11 +34,9 @@ def latent_geometry(latent) -> dict:
     raise ValueError(f"samples: expected a 4-D image or 5-D video latent, got shape {shape}")
 
 
-def dtype_name(dtype) -> str:
-    """torch.bfloat16 -> 'bf16' etc. (the precision names of the catalog)."""
-    text = str(dtype).replace("torch.", "")
-    return {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32",
-            "float8_e4m3fn": "fp8_e4m3fn", "float8_e5m2": "fp8_e5m2"}.get(text, text)
+def dtype_text(dtype) -> str:
+    """torch.bfloat16 -> 'bfloat16': torch's own spelling, which the core maps to its precisions."""
+    return str(dtype).replace("torch.", "")
 
 
 def model_descriptor(model) -> dict:
@@ -60,42 +58,26 @@ def model_descriptor(model) -> dict:
         "config": type(config).__name__ if config is not None else None,
         "dim": unet.get("dim") or unet.get("hidden_size"),
         "in_dim": unet.get("in_dim"),
-        "precision": dtype_name(dtype) if dtype is not None else None,
+        "precision": dtype_text(dtype) if dtype is not None else None,
         "params": params,
     }
 
 
-def _norm(text):
-    return re.sub(r"[^a-z0-9]", "", str(text).lower())
+def comfy_config_request(descriptor: dict) -> dict:
+    """The core's recognise request for a loaded model's ComfyUI config (comfy/supported_models.py class
+    name, unet_config width and input channels)."""
+    return {"comfy_config": {"config_class": descriptor.get("config") or "", "dim": descriptor.get("dim"),
+                             "in_channels": descriptor.get("in_dim")}}
 
 
-# ComfyUI model-config class (comfy/supported_models.py) and Wan `dim` -> words the catalog names
-# and aliases are expected to contain. Matching is by normalised substring, so the data stays the
-# authority on names.
-_CONFIG_HINTS = {
-    "Flux": ["flux1dev", "fluxdev"],
-    "FluxSchnell": ["flux1schnell", "fluxschnell"],
-    "WAN22_T2V": ["wan22ti2v5b", "wan225b"],
-    "WAN21_I2V": ["wan21i2v14b"],
-}
-# WAN21_T2V also matches Wan 2.2's 14B experts (no img_emb); their input channels tell T2V (16) from
-# I2V (36) (ComfyUI comfy/model_detection.py), and the 14B architectures are shared across 2.1 / 2.2.
-_WAN_T2V_HINTS = {(1536, 16): ["wan21t2v13b"], (5120, 16): ["wan21t2v14b", "wan22t2va14b"],
-                  (5120, 36): ["wan22i2va14b", "wan21i2v14b"]}
-
-
-def catalog_model_name(descriptor: dict, catalog: dict):
-    """The catalog entry name for a loaded model, or None when it cannot be told apart."""
-    hints = list(_CONFIG_HINTS.get(descriptor.get("config") or "", []))
-    if descriptor.get("config") == "WAN21_T2V":
-        hints += _WAN_T2V_HINTS.get((descriptor.get("dim"), descriptor.get("in_dim") or 16), [])
-    entries = catalog.get("models", [])
-    for hint in hints:  # hints are in order of preference
-        for entry in entries:
-            keys = [_norm(entry.get("name", ""))] + [_norm(a) for a in entry.get("aliases", []) or []]
-            if any(hint == k or hint in k for k in keys if k):
-                return entry.get("name")
-    return None
+def catalog_model_name(descriptor: dict, catalog=None, core=None):
+    """The catalog entry name for a loaded model, or None when it cannot be told apart. The core decides
+    (native/data/comfy_nodes.json model_configs); `catalog` is no longer read and stays for old callers."""
+    if core is None:
+        from . import native_loader
+        core = native_loader.core()
+    answer = json.loads(core.recognise(json.dumps(comfy_config_request(descriptor))))
+    return answer.get("model")
 
 
 def vae_state_dict(vae) -> dict:

@@ -18,7 +18,7 @@ def state_dict_spec(vae):
     spec = {}
     for name, t in comfy_adapters.vae_state_dict(vae).items():
         if hasattr(t, "shape") and hasattr(t, "dtype"):
-            spec[name] = {"dtype": comfy_adapters.dtype_name(t.dtype), "shape": [int(d) for d in t.shape]}
+            spec[name] = {"dtype": comfy_adapters.dtype_text(t.dtype), "shape": [int(d) for d in t.shape]}
     return spec
 
 

@@ -56,6 +56,7 @@ class FakeCore:
                                                                  "to": "fp8_e4m3fn"}],
              "new_peak_bytes": 11 * 2**30}]
         self.presets = presets or [{"name": "fp8-weights", "title": "fp8 weights"}]
+        self.recognised = None  # the model recognise() answers
 
     def _result(self, req):
         budget = req.get("vram_bytes")
@@ -72,6 +73,11 @@ class FakeCore:
     def catalog(self):
         self.calls.append(("catalog", None))
         return json.dumps({"models": [{"name": "flux1-dev", "aliases": ["flux dev"]}], "presets": self.presets})
+
+    def recognise(self, text):
+        req = json.loads(text)
+        self.calls.append(("recognise", req))
+        return json.dumps({"from": "comfy_config" if "comfy_config" in req else "tensors", "model": self.recognised})
 
     def plan(self, text):
         req = json.loads(text)

@@ -58,3 +58,22 @@ def test_core_counts_free_memory_once(monkeypatch):
         free = json.loads(_headroom_core.estimate(json.dumps({**job, "free_bytes": gib * GIB, "vram_bytes": 24 * GIB})))
         card = json.loads(_headroom_core.estimate(json.dumps({**job, "vram_bytes": gib * GIB})))
         assert rank[free["verdict"]] <= rank[card["verdict"]], gib
+
+
+def test_without_comfyui_the_reserve_is_the_cores_runtime_constant(monkeypatch):
+    """Outside ComfyUI the reserve comes from the core's data (models.json runtime), not a Python copy."""
+    import fakes
+    from conftest import natives_installed
+    monkeypatch.setattr(budget, "_comfy_mm", lambda: None)
+    monkeypatch.setattr(budget, "_core_reserve", [])
+    core = fakes.FakeCore()
+    core.catalog = lambda: json.dumps({"runtime": {budget.RESERVE_CONSTANT: {"value": 3 * 2**20, "source": "test"}}})
+    with natives_installed(core):
+        assert budget.reserve_bytes() == 3 * 2**20
+
+
+@pytest.mark.skipif(not core_built(), reason="_headroom_core is not built")
+def test_the_real_cores_reserve_is_comfyuis_400_mib(monkeypatch):
+    monkeypatch.setattr(budget, "_comfy_mm", lambda: None)
+    monkeypatch.setattr(budget, "_core_reserve", [])
+    assert budget.reserve_bytes() == 400 * 2**20  # ComfyUI's EXTRA_RESERVED_VRAM on Linux

@@ -101,6 +101,7 @@ json catalog() {
     j["ggml_type"] = p.ggml_type >= 0 ? json(p.ggml_type) : json(nullptr);
     out["precisions"].push_back(j);
   }
+  out["runtime"] = c.runtime ? *c.runtime : json::object();  // constants with sources, for the Python nodes
   out["gpus"] = json::array();
   for (const auto& g : c.gpus) {
     out["gpus"].push_back({{"name", g.name},

@@ -1,12 +1,19 @@
-// api::recognise: which catalog model and precision a state dict is, from tensor names, dtypes and
-// shapes alone (what ComfyUI holds in memory after loading a file whose path we do not know). It feeds
-// the same summarise() as `inspect`, so a state dict and the file it came from get the same answer.
+// api::recognise: which catalog model and precision something is, through the one recogniser
+// (core/inspect/recognise.hpp), from exactly one of:
+//   tensors      {name: {dtype, shape}}: a state dict as ComfyUI holds it after loading a file whose path
+//                we do not know; the same answer as `inspect` gives for the file;
+//   file_name    a loader's file name, with an optional role (diffusion, checkpoint, text_encoder, vae,
+//                clip_vision; without one, the first role that recognises it);
+//   comfy_config {config_class, dim, in_channels}: a loaded MODEL's ComfyUI config.
+#include <algorithm>
 #include <map>
 
 #include "core/api/api.hpp"
 #include "core/base/data_files.hpp"
 #include "core/base/error.hpp"
+#include "core/catalog/catalog.hpp"
 #include "core/inspect/inspector.hpp"
+#include "core/inspect/recognise.hpp"
 #include "core/base/json_reader.hpp"
 
 namespace headroom::api {
@@ -24,11 +31,72 @@ const std::map<std::string, std::uint64_t>& element_bytes() {
 constexpr std::size_t kMaxTensors = 200000;
 constexpr std::size_t kMaxRank = 8;
 
+// A dtype as torch spells it ("torch.bfloat16", "float16") or the catalog does ("bf16"), in the catalog's spelling.
+std::string canonical_dtype(std::string d) {
+  if (d.rfind("torch.", 0) == 0) d = d.substr(6);
+  if (element_bytes().count(d)) return d;
+  if (const PrecisionInfo* p = find_precision(d); p && element_bytes().count(p->name)) return p->name;
+  return d;
+}
+
+json or_null(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
+
+json from_file_name(const json& request) {
+  const json& f = request["file_name"];
+  if (!f.is_string() || f.get<std::string>().empty() || f.get<std::string>().size() > 4096)
+    throw InputError("file_name", "expected a file name such as \"flux1-dev-fp8.safetensors\", got " + json_preview(f));
+  static const std::vector<std::string> roles = {"diffusion", "checkpoint", "text_encoder", "vae", "clip_vision"};
+  std::vector<std::string> tried = roles;
+  if (request.contains("role")) {
+    const json& r = request["role"];
+    if (!r.is_string() || std::find(roles.begin(), roles.end(), r.get<std::string>()) == roles.end())
+      throw InputError("role", "expected diffusion, checkpoint, text_encoder, vae or clip_vision, got " + json_preview(r));
+    tried = {r.get<std::string>()};
+  }
+  NameRecognition best;
+  std::string role;
+  for (const auto& r : tried) {
+    NameRecognition g = recognise_file_name(f.get<std::string>(), r);
+    if (role.empty() || (!g.model.empty() && best.model.empty())) best = g, role = r;
+    if (!g.model.empty()) break;
+  }
+  return {{"from", "file_name"}, {"model", or_null(best.model)}, {"role", best.model.empty() ? json(nullptr) : json(role)},
+          {"precision", or_null(best.precision)}, {"notes", best.notes}};
+}
+
+json from_comfy_config(const json& c) {
+  if (!c.is_object()) throw InputError("comfy_config", "expected {config_class, dim, in_channels}, got " + json_preview(c));
+  for (const auto& kv : c.items())
+    if (kv.key() != "config_class" && kv.key() != "dim" && kv.key() != "in_channels")
+      throw InputError("comfy_config." + kv.key(), "unknown field; comfy_config takes config_class, dim, in_channels");
+  ComfyModelConfig config;
+  if (!c.contains("config_class") || !c["config_class"].is_string())
+    throw InputError("comfy_config.config_class", "expected the ComfyUI model-config class name such as \"Flux\", got " +
+                                                     json_preview(c.value("config_class", json(nullptr))));
+  config.config_class = c["config_class"].get<std::string>();
+  for (const char* key : {"dim", "in_channels"}) {
+    if (!c.contains(key) || c[key].is_null()) continue;
+    if (!c[key].is_number_integer() || c[key].get<long long>() < 0 || c[key].get<long long>() > (1ll << 30))
+      throw InputError(std::string("comfy_config.") + key, "expected a whole number from 0 to 2^30 or null, got " +
+                                                             json_preview(c[key]));
+    (std::string(key) == "dim" ? config.dim : config.in_channels) = c[key].get<long long>();
+  }
+  return {{"from", "comfy_config"}, {"model", or_null(recognise_comfy_config(config))}};
+}
+
 }  // namespace
 
 json recognise(const json& request) {
+  if (!request.is_object()) throw InputError("request", "expected an object with tensors, file_name or comfy_config");
   for (const auto& kv : request.items())
-    if (kv.key() != "tensors") throw InputError(kv.key(), "unknown field; recognise takes only tensors");
+    if (kv.key() != "tensors" && kv.key() != "file_name" && kv.key() != "role" && kv.key() != "comfy_config")
+      throw InputError(kv.key(), "unknown field; recognise takes one of tensors, file_name (with role) or comfy_config");
+  const int given = request.contains("tensors") + request.contains("file_name") + request.contains("comfy_config");
+  if (given > 1) throw InputError("request", "give one of tensors, file_name and comfy_config, not several");
+  if (request.contains("role") && !request.contains("file_name"))
+    throw InputError("role", "is read only with file_name");
+  if (request.contains("file_name")) return from_file_name(request);
+  if (request.contains("comfy_config")) return from_comfy_config(request["comfy_config"]);
   auto it = request.find("tensors");
   if (it == request.end() || !it->is_object() || it->empty())
     throw InputError("tensors", "expected an object {name: {dtype, shape}} with at least one tensor");
@@ -46,7 +114,7 @@ json recognise(const json& request) {
       throw InputError(field, "expected {\"dtype\": \"bf16\", \"shape\": [..]}, got " + json_preview(t));
     TensorRecord r;
     r.name = kv.key();
-    r.dtype = t["dtype"].get<std::string>();
+    r.dtype = canonical_dtype(t["dtype"].get<std::string>());
     auto eb = element_bytes().find(r.dtype);
     if (eb == element_bytes().end())
       throw InputError(field + ".dtype", "expected bf16, fp16, fp32, fp64, fp8_e4m3fn, fp8_e5m2 or an integer type, got " +
@@ -64,7 +132,7 @@ json recognise(const json& request) {
     file.file_bytes += r.bytes;
     file.tensors.push_back(std::move(r));
   }
-  json out = summarise(file, data_file("models.json")).to_json();
+  json out = recognise_tensors(file).to_json();
   out.erase("path");
   return out;
 }

@@ -6,11 +6,12 @@
 #include <cmath>
 #include <map>
 #include <set>
-#include <unordered_set>
 
 #include "core/base/error.hpp"
 #include "core/base/file_reader.hpp"
 #include "core/base/json_reader.hpp"
+#include "core/catalog/catalog.hpp"
+#include "core/workflow/comfy_nodes.hpp"
 #include "core/workflow/workflow_models_dir.hpp"
 #include "core/workflow/workflow_names.hpp"
 
@@ -18,53 +19,9 @@ namespace headroom::workflow {
 
 namespace {
 
-// Nodes whose results a run keeps: ComfyUI executes these and what they depend on.
-const std::unordered_set<std::string> kOutputTypes = {
-    "SaveImage", "PreviewImage", "SaveVideo", "SaveAnimatedWEBP", "SaveAnimatedPNG", "SaveWEBM",
-    "SaveLatent", "SaveImageWebsocket", "PreviewAny", "SaveAudio", "VHS_VideoCombine", "SaveGLB"};
-
-// Known nodes that do not change the memory picture the planner models (conditioning, schedulers,
-// image I/O, frontend-only nodes). Anything else that runs is listed in unknown_nodes.
-const std::unordered_set<std::string> kNeutralTypes = {
-    "CLIPTextEncode", "CLIPTextEncodeFlux", "ConditioningZeroOut", "ConditioningCombine",
-    "ConditioningSetTimestepRange", "ConditioningConcat", "FluxGuidance", "ModelSamplingSD3", "ModelSamplingFlux",
-    "ModelSamplingAuraFlow", "ModelSamplingDiscrete", "KSamplerSelect", "BasicScheduler", "RandomNoise",
-    "BetaSamplingScheduler", "DisableNoise", "BasicGuider", "SamplerCustomAdvanced", "StyleModelApply",
-    "CLIPVisionEncode", "DifferentialDiffusion", "TrimVideoLatent", "CreateVideo", "GetVideoComponents",
-    "LoadImage", "LoadImageOutput", "LoadImageMask", "LoadVideo", "ImageStitch", "ImageScale", "ImageScaleBy",
-    "ImageScaleToTotalPixels", "VAEEncode", "SetLatentNoiseMask", "Reroute", "PrimitiveNode", "PrimitiveInt",
-    "PrimitiveFloat", "PrimitiveString", "PrimitiveStringMultiline", "PrimitiveBoolean", "Note", "MarkdownNote",
-    "HeadroomPreflight", "HeadroomVRAMSnapshot", "HeadroomExplainOOM", "HeadroomQueueGate", "FluxKontextImageScale", "ReferenceLatent",
-    "SaveImage", "PreviewImage", "SaveVideo", "SaveAnimatedWEBP", "SaveAnimatedPNG", "SaveWEBM", "SaveLatent",
-    "SaveImageWebsocket", "PreviewAny", "SaveAudio"};
-
-// Frontend-only nodes: never executed, never unknown.
-const std::unordered_set<std::string> kVirtualTypes = {"Note", "MarkdownNote", "PrimitiveNode", "Reroute"};
-
-bool is_latent_type(const std::string& t) {
-  const auto* names = widget_names(t);
-  return names && std::find(names->begin(), names->end(), "width") != names->end() &&
-         std::find(names->begin(), names->end(), "batch_size") != names->end();
-}
-
-bool has_length(const std::string& t) {
-  const auto* names = widget_names(t);
-  return names && std::find(names->begin(), names->end(), "length") != names->end();
-}
-
-std::string role_of(const std::string& t) {
-  if (t == "UNETLoader" || t == "HeadroomLoadDiffusionModel" || t == "UnetLoaderGGUF" || t == "UnetLoaderGGUFAdvanced")
-    return "diffusion";
-  if (t == "CheckpointLoaderSimple") return "checkpoint";
-  if (t == "CLIPLoader" || t == "DualCLIPLoader" || t == "TripleCLIPLoader" || t == "CLIPLoaderGGUF" ||
-      t == "DualCLIPLoaderGGUF" || t == "TripleCLIPLoaderGGUF")
-    return "text_encoder";
-  if (t == "VAELoader") return "vae";
-  if (t == "CLIPVisionLoader") return "clip_vision";
-  if (t == "LoraLoader" || t == "LoraLoaderModelOnly") return "lora";
-  if (t == "StyleModelLoader") return "style_model";
-  return "";
-}
+const ComfyNode* node_info(const std::string& type) { return comfy_nodes().find(type); }
+bool is_output(const std::string& t) { const auto* n = node_info(t); return n && n->output; }
+bool is_virtual(const std::string& t) { const auto* n = node_info(t); return n && n->is_virtual; }
 
 std::string text(const std::optional<json>& v) { return v && v->is_string() ? v->get<std::string>() : ""; }
 
@@ -90,16 +47,16 @@ std::set<std::string> executed_nodes(const Graph& g) {
   std::vector<std::string> stack;
   bool has_outputs = false;  // even muted ones: then the user silenced the run on purpose
   for (const auto& [id, n] : g.nodes) {
-    if (kOutputTypes.count(n.type)) has_outputs = true;
-    if (n.mode != 0 || kVirtualTypes.count(n.type)) continue;
-    bool unknown_leaf = !kNeutralTypes.count(n.type) && role_of(n.type).empty() && !consumed.count(id) &&
-                        !widget_names(n.type) && n.type != "VAEDecode";
-    if (kOutputTypes.count(n.type) || unknown_leaf) stack.push_back(id);
+    if (is_output(n.type)) has_outputs = true;
+    if (n.mode != 0 || is_virtual(n.type)) continue;
+    // A node comfy_nodes.json does not know, whose result nothing consumes, may be an output too.
+    bool unknown_leaf = !node_info(n.type) && !consumed.count(id);
+    if (is_output(n.type) || unknown_leaf) stack.push_back(id);
   }
   std::set<std::string> run, seen;
   if (stack.empty() && !has_outputs) {  // no recognisable output (an API fragment): everything active counts
     for (const auto& [id, n] : g.nodes)
-      if (n.mode == 0 && !kVirtualTypes.count(n.type)) run.insert(id);
+      if (n.mode == 0 && !is_virtual(n.type)) run.insert(id);
     return run;
   }
   while (!stack.empty()) {
@@ -108,7 +65,7 @@ std::set<std::string> executed_nodes(const Graph& g) {
     if (!seen.insert(id).second) continue;
     const Node* n = g.node(id);
     if (!n || n->mode == kModeMuted) continue;
-    if (n->mode == 0 && !kVirtualTypes.count(n->type)) run.insert(id);
+    if (n->mode == 0 && !is_virtual(n->type)) run.insert(id);
     for (const auto& in : n->inputs)
       if (in.from_node) stack.push_back(*in.from_node);
   }
@@ -202,16 +159,15 @@ class Analyser {
   }
 
   void loader(const Node& n, const std::string& role) {
-    std::vector<std::string> file_widgets;
-    if (role == "diffusion") file_widgets = {"unet_name"};
-    else if (role == "checkpoint") file_widgets = {"ckpt_name"};
-    else if (role == "text_encoder")
-      file_widgets = n.input("clip_name") ? std::vector<std::string>{"clip_name"}
-                                          : std::vector<std::string>{"clip_name1", "clip_name2", "clip_name3"};
-    else if (role == "vae") file_widgets = {"vae_name"};
-    else if (role == "clip_vision") file_widgets = {"clip_name"};
-    else if (role == "lora") file_widgets = {"lora_name"};
-    else if (role == "style_model") file_widgets = {"style_model_name"};
+    // The first alternative whose first widget the node has (CLIPLoader's clip_name), else the last.
+    const auto& alternatives = comfy_nodes().loader_roles.at(role).file_widgets;
+    const std::vector<std::string>* chosen = &alternatives.back();
+    for (const auto& alt : alternatives)
+      if (n.input(alt.front())) {
+        chosen = &alt;
+        break;
+      }
+    const std::vector<std::string>& file_widgets = *chosen;
     for (const auto& w : file_widgets) {
       std::string file = text(g_.value(n, w));
       if (file.empty()) {
@@ -279,38 +235,50 @@ class Analyser {
     }
   }
 
-  // A checkpoint bundles the text encoders and VAE of its family (Comfy-Org's flux1-dev-fp8 /
-  // flux1-schnell-fp8 carry CLIP-L, an fp8 T5-XXL and the Flux VAE).
+  // A checkpoint bundles the companions of its diffusion model (Comfy-Org's flux1-dev-fp8 and
+  // flux1-schnell-fp8 carry CLIP-L, an fp8 T5-XXL and the Flux VAE): an fp8 checkpoint holds its T5
+  // encoder in fp8 too, the small CLIP in 16 bit.
   void checkpoint_companions(const Component& c) {
-    std::string fam = family_of(c.model);
-    if (fam == "flux") {
-      Component clip{"clip-l", "", std::nullopt, c.file};
-      Component t5{"t5-xxl", c.precision.rfind("fp8", 0) == 0 ? "fp8_e4m3fn" : "", std::nullopt, c.file};
-      checkpoint_text_encoders_ = {clip, t5};
-      checkpoint_vae_ = Component{"flux-vae", "", std::nullopt, c.file};
-      notes().push_back("checkpoint '" + c.file + "' bundles CLIP-L, T5-XXL" +
-                        (t5.precision.empty() ? "" : " (" + t5.precision + ")") + " and the Flux VAE");
+    const ModelInfo* m = c.model.empty() ? nullptr : find_model(c.model);
+    if (m && (!m->companion_text_encoders.empty() || !m->companion_vae.empty())) {
+      const PrecisionInfo* p = c.precision.empty() ? nullptr : find_precision(c.precision);
+      const bool fp8 = p && p->kind == "fp8";
+      std::string parts;
+      checkpoint_text_encoders_.clear();
+      for (const auto& name : m->companion_text_encoders) {
+        const ModelInfo* te = find_model(name);
+        std::string precision = fp8 && te && te->family == "t5_encoder" ? "fp8_e4m3fn" : "";
+        checkpoint_text_encoders_.push_back(Component{name, precision, std::nullopt, c.file});
+        parts += (parts.empty() ? "" : ", ") + name + (precision.empty() ? "" : " (" + precision + ")");
+      }
+      if (!m->companion_vae.empty()) {
+        checkpoint_vae_ = Component{m->companion_vae, "", std::nullopt, c.file};
+        parts += (parts.empty() ? "" : " and ") + m->companion_vae;
+      }
+      notes().push_back("checkpoint '" + c.file + "' bundles " + parts);
     } else if (c.model.empty()) {
       notes().push_back("checkpoint '" + c.file + "' is not a catalog model (Flux or Wan); it cannot be estimated");
     }
   }
 
-  void latent(const Node& n) {
+  void latent(const Node& n, const ComfyNode& info) {
     ++latent_nodes_;
-    auto w = ref(n, "width"), h = ref(n, "height"), b = ref(n, "batch_size");
-    auto len = has_length(n.type) ? ref(n, "length") : std::nullopt;
+    const LatentSize& size = *info.latent;
+    auto w = ref(n, size.width), h = ref(n, size.height), b = ref(n, size.batch);
+    auto len = size.length.empty() ? std::nullopt : ref(n, size.length);
     std::optional<long long> wi, hi;
     if (w) wi = integer(w->value);
     if (h) hi = integer(h->value);
     // A literal that is not a positive whole number is a bad value, not a computed one: say which.
-    const std::pair<const char*, const std::optional<WidgetRef>*> sizes[] = {{"width", &w}, {"height", &h}};
+    const std::pair<const std::string*, const std::optional<WidgetRef>*> sizes[] = {{&size.width, &w},
+                                                                                    {&size.height, &h}};
     for (const auto& [name, r] : sizes) {
       if (!*r) continue;  // no literal: linked to a node that computes it (reported below)
       auto value = integer((*r)->value);
-      const Input* in = n.input(name);
+      const Input* in = n.input(*name);
       const Node* from = in && in->from_node ? g_.node(*in->from_node) : nullptr;
       if ((value && *value > 0) || (from && from->type != "PrimitiveNode")) continue;
-      notes().push_back(n.type + " #" + n.id + ": " + name + " is " + json_preview((*r)->value, 40) +
+      notes().push_back(n.type + " #" + n.id + ": " + *name + " is " + json_preview((*r)->value, 40) +
                         ", expected a whole number of pixels from 16 to 16384; size unknown");
       return;
     }
@@ -340,52 +308,47 @@ class Analyser {
     info_.height = {*h};
     info_.length = len ? std::vector<WidgetRef>{*len} : std::vector<WidgetRef>{};
     info_.batch = b ? std::vector<WidgetRef>{*b} : std::vector<WidgetRef>{};
-    if (n.type == "WanVaceToVideo")
-      notes().push_back("WanVaceToVideo adds its reference frames to the latent length; not counted");
+    if (!info.latent_note.empty()) notes().push_back(info.latent_note);
   }
 
-  void sampler_cfg(const Node& n) {
-    auto v = g_.value(n, "cfg");
+  void sampler_cfg(const Node& n, const std::string& widget) {
+    auto v = g_.value(n, widget);
     if (!v || !v->is_number()) return;
     cfg_ = std::max(cfg_, v->get<double>());
   }
 
-  void decoder(const Node& n) {
+  void decoder(const Node& n, const ComfyNode& info) {
     Decoder d{n.id, n.type, n.where, std::nullopt, std::nullopt};
-    if (n.type == "VAEDecodeTiled") d.tile_size = ref(n, "tile_size");
-    if (n.type == "HeadroomVAEDecode") d.mode = ref(n, "mode");
+    if (!info.tile_widget.empty()) d.tile_size = ref(n, info.tile_widget);
+    if (!info.mode_widget.empty()) d.mode = ref(n, info.mode_widget);
     info_.decoders.push_back(d);
   }
 
   void visit(const Node& n) {
-    const std::string& t = n.type;
-    std::string role = role_of(t);
-    if (!role.empty()) return loader(n, role);
-    if (is_latent_type(t)) return latent(n);
-    if (t == "KSampler" || t == "KSamplerAdvanced" || t == "SamplerCustom" || t == "CFGGuider") return sampler_cfg(n);
-    if (t == "DualCFGGuider") {
-      cfg_ = std::max(cfg_, 2.0);  // two conditionings plus uncond run batched
+    const ComfyNode* info = node_info(n.type);
+    if (!info) {
+      info_.unknown_nodes.push_back({n.id, n.type});
       return;
     }
-    if (t == "VAEDecode" || t == "VAEDecodeTiled" || t == "HeadroomVAEDecode") return decoder(n);
-    if (t == "InpaintModelConditioning") {
+    if (!info->loads.empty()) return loader(n, info->loads);
+    if (info->latent) return latent(n, *info);
+    if (!info->cfg_widget.empty()) return sampler_cfg(n, info->cfg_widget);
+    if (info->cfg_at_least) {
+      cfg_ = std::max(cfg_, *info->cfg_at_least);  // several conditionings plus uncond run batched
+      return;
+    }
+    if (info->decode != DecodeKind::None) return decoder(n, *info);
+    if (!info->latent_from_image.empty()) {
       image_sized_latent_ = true;
-      notes().push_back("InpaintModelConditioning #" + n.id + ": the latent has the size of the input image, "
-                        "which a workflow does not record");
+      notes().push_back(n.type + " #" + n.id + info->latent_from_image);
       return;
     }
-    if (t == "FluxKontextImageScale") {
-      image_sized_latent_ = true;
-      notes().push_back("FluxKontextImageScale #" + n.id + " scales the input image to a Kontext resolution of "
-                        "about one megapixel; the exact size depends on the image");
-      return;
-    }
-    if (t == "ReferenceLatent") {
+    if (info->reference_image) {
       ++info_.job.reference_images;
       return;
     }
-    if (kNeutralTypes.count(t) || kVirtualTypes.count(t)) return;
-    info_.unknown_nodes.push_back({n.id, t});
+    if (info->neutral || info->is_virtual) return;
+    info_.unknown_nodes.push_back({n.id, n.type});
   }
 
   void finish() {
@@ -399,8 +362,8 @@ class Analyser {
           break;
         }
       job.diffusion = diffusion_[pick];
-      bool experts = diffusion_.size() == 2 && diffusion_[0].model == diffusion_[1].model &&
-                     family_of(diffusion_[0].model) == "wan2.2-a14b";
+      const ModelInfo* first = diffusion_[0].model.empty() ? nullptr : find_model(diffusion_[0].model);
+      bool experts = diffusion_.size() == 2 && diffusion_[0].model == diffusion_[1].model && first && first->experts == 2;
       if (experts) {
         if (diffusion_[1].weight_bytes && (!job.diffusion->weight_bytes ||
                                            *diffusion_[1].weight_bytes > *job.diffusion->weight_bytes))
@@ -432,16 +395,22 @@ class Analyser {
     bool any_full = false, any_tiled = false, any_headroom = false;
     int tile = 0;
     for (const auto& d : info_.decoders) {
-      if (d.type == "VAEDecode") any_full = true;
-      if (d.type == "HeadroomVAEDecode") {
-        std::string m = d.mode ? text(d.mode->value) : "";
-        if (m == "full") any_full = true;
-        else any_headroom = true;
-      }
-      if (d.type == "VAEDecodeTiled") {
-        any_tiled = true;
-        auto ts = d.tile_size ? integer(d.tile_size->value) : std::nullopt;
-        tile = std::max(tile, static_cast<int>(ts.value_or(512)));  // 512 = the node's default
+      switch (node_info(d.type)->decode) {
+        case DecodeKind::Full: any_full = true; break;
+        case DecodeKind::Headroom: {
+          std::string m = d.mode ? text(d.mode->value) : "";
+          if (m == "full") any_full = true;
+          else any_headroom = true;
+          break;
+        }
+        case DecodeKind::Tiled: {
+          any_tiled = true;
+          auto ts = d.tile_size ? integer(d.tile_size->value) : std::nullopt;
+          const int node_default = static_cast<int>(runtime_constant("tiled_decode_default_tile_px"));
+          tile = std::max(tile, static_cast<int>(ts.value_or(node_default)));
+          break;
+        }
+        case DecodeKind::None: break;
       }
     }
     if (any_full) job.decode_mode = DecodeMode::Full;

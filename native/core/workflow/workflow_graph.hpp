@@ -75,7 +75,7 @@ Graph build_graph(const json& workflow, const std::string& source);
 json parse_workflow_text(const std::string& text, const std::string& source);
 
 // Widget names of a UI-format node type in widgets_values order ("" = a frontend-only entry such as
-// control_after_generate). nullptr for a type we do not know.
+// control_after_generate), from comfy_nodes.json. nullptr for a type whose widgets we do not read.
 const std::vector<std::string>* widget_names(const std::string& type);
 
 }  // namespace headroom::workflow

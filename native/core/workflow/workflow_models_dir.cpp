@@ -2,31 +2,17 @@
 #include "core/workflow/workflow_models_dir.hpp"
 
 #include <filesystem>
-#include <map>
 #include <vector>
 
 #include "core/base/error.hpp"
 #include "core/inspect/inspector.hpp"
+#include "core/workflow/comfy_nodes.hpp"
 
 namespace headroom::workflow {
 
 namespace fs = std::filesystem;
 
 namespace {
-
-// ComfyUI's folder_paths names (and their legacy aliases) per loader role.
-const std::map<std::string, std::vector<std::string>>& subfolders() {
-  static const std::map<std::string, std::vector<std::string>> m = {
-      {"diffusion", {"diffusion_models", "unet"}},
-      {"checkpoint", {"checkpoints"}},
-      {"text_encoder", {"text_encoders", "clip"}},
-      {"vae", {"vae"}},
-      {"clip_vision", {"clip_vision"}},
-      {"lora", {"loras"}},
-      {"style_model", {"style_models"}},
-  };
-  return m;
-}
 
 constexpr std::size_t kMaxEntriesScanned = 20000;  // a models folder, not a whole disk
 
@@ -51,9 +37,11 @@ std::optional<std::string> find_model_file(const std::string& dir, const std::st
     if (part == "..") return std::nullopt;
   const fs::path root = fs::u8path(dir);
   if (is_regular(root / rel)) return (root / rel).u8string();
-  auto it = subfolders().find(role);
-  if (it != subfolders().end())
-    for (const auto& sub : it->second)
+  // ComfyUI's folder_paths names (and their legacy aliases) for the loader's role.
+  const auto& roles = comfy_nodes().loader_roles;
+  auto it = roles.find(role);
+  if (it != roles.end())
+    for (const auto& sub : it->second.folders)
       if (is_regular(root / fs::u8path(sub) / rel)) return (root / fs::u8path(sub) / rel).u8string();
   // Anywhere below (custom subfolders such as diffusion_models/wan/); bounded walk.
   if (index) {

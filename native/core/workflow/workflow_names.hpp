@@ -1,6 +1,7 @@
 #pragma once
 // From a loader's file name to a catalog model and a precision. File names are all a workflow
-// carries without --models, so everything decided here is a guess and says so in `notes`.
+// carries without --models, so everything decided here is a guess and says so in `notes`. The
+// answer is the one recogniser's (core/inspect/recognise.hpp); this file only adapts it.
 #include <string>
 #include <vector>
 
@@ -13,17 +14,14 @@ struct NameGuess {
 };
 
 // `role` is what the loader loads: "diffusion", "checkpoint", "text_encoder", "vae", "clip_vision".
-// The single place that maps names to models: it asks the catalog when it knows the name and falls
-// back to the patterns of the official ComfyUI templates otherwise.
+// comfy_nodes.json file_names first, then models.json file_patterns (see recognise_file_name).
 NameGuess resolve_file(const std::string& file, const std::string& role);
 
 // Precision written in a file name ("fp8_e4m3fn", "fp8_scaled", "fp16", "Q4_K_M" in a .gguf...); "" if none.
 std::string precision_from_name(const std::string& file);
 
-// UNETLoader's weight_dtype widget -> canonical precision ("" for "default"/"auto": keep the file's).
+// UNETLoader's weight_dtype widget -> canonical precision ("" for "default"/"auto": keep the file's),
+// from comfy_nodes.json weight_dtypes.
 std::string precision_from_weight_dtype(const std::string& weight_dtype);
-
-// Family of a canonical model ("flux", "wan2.1", "wan2.2-5b", "wan2.2-a14b"; "" if unknown).
-std::string family_of(const std::string& model);
 
 }  // namespace headroom::workflow

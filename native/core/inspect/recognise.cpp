@@ -1,0 +1,260 @@
+// The one recogniser (see recognise.hpp). Name rules are comfy_nodes.json data checked at load; the
+// matching grammar is the only code here.
+#include "core/inspect/recognise.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+#include <unordered_set>
+
+#include "core/base/data_files.hpp"
+#include "core/base/error.hpp"
+#include "core/catalog/catalog.hpp"
+
+namespace headroom {
+namespace {
+
+using nlohmann::json;
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+// Lower case without separators, so "wan2.1_t2v_1.3B", "Wan2_1-T2V-1_3B" and "wan21t2v13b" compare equal.
+std::string squash(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s)
+    if (std::isalnum(c)) out.push_back(static_cast<char>(std::tolower(c)));
+  return out;
+}
+
+std::string base_name(const std::string& path) {
+  auto slash = path.find_last_of("/\\");
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+bool has(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
+
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// --- comfy_nodes.json: typed, every field checked --------------------------------------------------
+
+struct Reader {
+  const std::string& file;
+  std::string where;  // "file_names.vae[2]"
+  [[noreturn]] void fail(const std::string& key, const std::string& what) const {
+    throw Error(file + ": " + where + ": '" + key + "' " + what);
+  }
+  void known(const json& j, std::initializer_list<const char*> keys) const {
+    for (const auto& kv : j.items())
+      if (std::none_of(keys.begin(), keys.end(), [&](const char* k) { return kv.key() == k; })) {
+        std::string list;
+        for (const char* k : keys) list += (list.empty() ? "" : ", ") + std::string(k);
+        fail(kv.key(), "is not a known key (expected " + list + ")");
+      }
+  }
+  std::string text(const json& j, const char* key, bool required) const {
+    auto it = j.find(key);
+    if (it == j.end()) {
+      if (required) fail(key, "is missing");
+      return "";
+    }
+    if (!it->is_string() || it->get<std::string>().empty()) fail(key, "expected a non-empty string");
+    return it->get<std::string>();
+  }
+  std::vector<std::string> words(const json& v, const char* key) const {
+    if (!v.is_array()) fail(key, "expected an array of non-empty strings");
+    std::vector<std::string> out;
+    for (const auto& w : v) {
+      if (!w.is_string() || w.get<std::string>().empty()) fail(key, "expected an array of non-empty strings");
+      out.push_back(w.get<std::string>());
+    }
+    return out;
+  }
+  std::optional<long long> integer(const json& j, const char* key) const {
+    auto it = j.find(key);
+    if (it == j.end()) return std::nullopt;
+    if (!it->is_number_integer()) fail(key, "expected a whole number");
+    return it->get<long long>();
+  }
+};
+
+NameRule read_name_rule(const json& j, const Reader& r) {
+  if (!j.is_object()) r.fail("rule", "expected an object");
+  r.known(j, {"model", "equals", "all", "any", "none", "note"});
+  NameRule rule;
+  rule.model = r.text(j, "model", true);
+  rule.equals = r.text(j, "equals", false);
+  rule.note = r.text(j, "note", false);
+  if (j.contains("all")) rule.all = r.words(j["all"], "all");
+  if (j.contains("none")) rule.none = r.words(j["none"], "none");
+  if (j.contains("any")) {
+    if (!j["any"].is_array()) r.fail("any", "expected an array of word lists");
+    for (const auto& group : j["any"]) rule.any.push_back(r.words(group, "any"));
+  }
+  if (rule.equals.empty() && rule.all.empty() && rule.any.empty()) r.fail("all", "is missing (a rule needs equals, all or any)");
+  return rule;
+}
+
+ConfigRule read_config_rule(const json& j, const Reader& r) {
+  if (!j.is_object()) r.fail("rule", "expected an object");
+  r.known(j, {"config_class", "dim", "in_channels", "in_channels_unset", "models", "source"});
+  ConfigRule rule;
+  rule.config_class = r.text(j, "config_class", true);
+  rule.dim = r.integer(j, "dim");
+  rule.in_channels = r.integer(j, "in_channels");
+  if (j.contains("in_channels_unset")) {
+    if (!j["in_channels_unset"].is_boolean()) r.fail("in_channels_unset", "expected true or false");
+    rule.in_channels_unset = j["in_channels_unset"].get<bool>();
+  }
+  if (!j.contains("models")) r.fail("models", "is missing");
+  rule.models = r.words(j["models"], "models");
+  if (rule.models.empty()) r.fail("models", "expected at least one model");
+  return rule;
+}
+
+bool matches(const NameRule& rule, const std::string& n) {
+  if (!rule.equals.empty() && n != rule.equals) return false;
+  for (const auto& w : rule.all)
+    if (!has(n, w)) return false;
+  for (const auto& group : rule.any)
+    if (std::none_of(group.begin(), group.end(), [&](const std::string& w) { return has(n, w); })) return false;
+  for (const auto& w : rule.none)
+    if (has(n, w)) return false;
+  return true;
+}
+
+// Canonical names of the catalog, for exact checks without the alias search of find_model.
+bool in_catalog(const std::string& name) {
+  static const std::unordered_set<std::string> names = [] {
+    std::unordered_set<std::string> n;
+    for (const auto& m : catalog_data().models) n.insert(m.name);
+    return n;
+  }();
+  return names.count(name) > 0;
+}
+
+bool role_matches(const ModelInfo& m, const std::string& role) {
+  switch (m.role) {
+    case Role::DiffusionModel: return role == "diffusion" || role == "checkpoint";
+    case Role::TextEncoder: return role == "text_encoder";
+    case Role::ClipVision: return role == "clip_vision";
+    case Role::Vae: return role == "vae";
+  }
+  return false;
+}
+
+}  // namespace
+
+NameRules load_name_rules(const json& data, const std::string& file) {
+  NameRules out;
+  Reader top{file, "top level"};
+  if (!data.is_object()) top.fail("(document)", "expected an object");
+  auto fn = data.find("file_names");
+  if (fn == data.end() || !fn->is_object()) top.fail("file_names", "expected an object {role: [rules]}");
+  for (const auto& [role, rules] : fn->items()) {
+    if (role == "source") continue;
+    Reader r{file, "file_names." + role};
+    if (!rules.is_array()) r.fail(role, "expected an array of rules");
+    auto& list = out.file_names[role];
+    for (std::size_t i = 0; i < rules.size(); ++i)
+      list.push_back(read_name_rule(rules[i], Reader{file, "file_names." + role + "[" + std::to_string(i) + "]"}));
+  }
+  auto mc = data.find("model_configs");
+  if (mc == data.end() || !mc->is_array()) top.fail("model_configs", "expected an array of rules");
+  for (std::size_t i = 0; i < mc->size(); ++i)
+    out.model_configs.push_back(read_config_rule((*mc)[i], Reader{file, "model_configs[" + std::to_string(i) + "]"}));
+  return out;
+}
+
+const NameRules& name_rules() {
+  static const NameRules rules = load_name_rules(data_file("comfy_nodes.json"), "comfy_nodes.json");
+  return rules;
+}
+
+Inspection recognise_tensors(const ModelFile& file) { return summarise(file, data_file("models.json")); }
+
+std::string precision_in_file_name(const std::string& file) {
+  std::string n = lower(base_name(file));
+  if (ends_with(n, ".gguf")) {
+    // Mixed K-quants (Q4_K_M = Q4_K with some Q6_K tensors) are named after their main block type,
+    // spelt as the catalog's ggml-type alias ("q4_k", "q8_0"); the first in catalog order wins.
+    for (const auto& p : catalog_data().precisions) {
+      if (p.kind != "gguf") continue;
+      for (const auto& a : p.aliases)
+        if (a.size() == 4 && a[0] == 'q' && a[2] == '_' && has(n, a)) return p.name;
+    }
+    if (has(n, "bf16")) return "bf16";
+    if (has(n, "f16")) return "fp16";
+    return "";
+  }
+  if (has(n, "fp8_scaled") || has(n, "fp8scaled") || (has(n, "fp8") && has(n, "scaled"))) return "fp8_scaled";
+  if (has(n, "e4m3fn") || has(n, "e4m3")) return "fp8_e4m3fn";
+  if (has(n, "e5m2")) return "fp8_e5m2";
+  if (has(n, "fp8")) return "fp8_e4m3fn";  // Comfy-Org's plain "-fp8" files are e4m3fn
+  if (has(n, "bf16")) return "bf16";
+  if (has(n, "fp16") || has(n, "f16")) return "fp16";
+  if (has(n, "fp32") || has(n, "f32")) return "fp32";
+  return "";
+}
+
+NameRecognition recognise_file_name(const std::string& file, const std::string& loader_role) {
+  NameRecognition g;
+  const std::string n = squash(base_name(file));
+  // A checkpoint is named after the diffusion model it bundles.
+  const std::string rules_role = loader_role == "checkpoint" ? "diffusion" : loader_role;
+  const NameRule* hit = nullptr;
+  auto it = name_rules().file_names.find(rules_role);
+  if (it != name_rules().file_names.end())
+    for (const auto& rule : it->second)
+      if (matches(rule, n)) {
+        hit = &rule;
+        break;
+      }
+  if (hit && !in_catalog(hit->model)) hit = nullptr;
+  if (hit) {
+    g.model = hit->model;
+    g.notes.push_back("'" + file + "' taken for " + g.model + " from its file name");
+    if (!hit->note.empty()) g.notes.push_back(hit->note);
+  } else if (auto name = model_from_file_name(base_name(file))) {
+    const ModelInfo* info = find_model(*name);
+    if (info && role_matches(*info, loader_role)) {
+      g.model = info->name;
+      g.notes.push_back("'" + file + "' taken for " + g.model + " from its file name (catalog file patterns)");
+    }
+  }
+  g.precision = precision_in_file_name(file);
+  if (g.precision.empty())
+    if (auto p = precision_from_file_name(base_name(file))) g.precision = *p;
+  if (!g.precision.empty())
+    g.notes.push_back("precision " + g.precision + " of '" + file + "' taken from its file name");
+  return g;
+}
+
+std::string recognise_comfy_config(const ComfyModelConfig& c) {
+  for (const auto& rule : name_rules().model_configs) {
+    if (rule.config_class != c.config_class) continue;
+    if (rule.dim && (!c.dim || *c.dim != *rule.dim)) continue;
+    if (rule.in_channels) {
+      const bool unset = !c.in_channels || *c.in_channels == 0;
+      if (unset ? !rule.in_channels_unset : *c.in_channels != *rule.in_channels) continue;
+    }
+    for (const auto& m : rule.models)
+      if (in_catalog(m)) return m;
+  }
+  return "";
+}
+
+std::string vae_decoder_family(const std::function<bool(const std::string&)>& has_key) {
+  // The keys Headroom's native decoders load first (native/torch kl_weights.cpp, wan_model.cpp): an
+  // AutoencoderKL decoder, or Wan's causal decoder, whose 2.2 variant has residual up-blocks.
+  if (has_key("decoder.conv_in.weight") && has_key("decoder.up.0.block.0.conv1.weight")) return "kl";
+  if (has_key("decoder.middle.0.residual.0.gamma"))
+    return has_key("decoder.upsamples.0.upsamples.0.residual.2.weight") ? "wan2.2" : "wan2.1";
+  return "";
+}
+
+}  // namespace headroom

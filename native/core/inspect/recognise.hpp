@@ -1,0 +1,76 @@
+#pragma once
+// "Which catalog model and precision is this?", answered in one place from whatever the caller
+// holds: tensor names and shapes (a file header or a loaded state dict), a file name, a ComfyUI
+// model config, or the keys of a VAE state dict. The knowledge is data: models.json (recognise,
+// file_patterns) and comfy_nodes.json (file_names, model_configs); nothing here spells a model.
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/inspect/inspector.hpp"
+
+namespace headroom {
+
+// From tensor names, dtypes and shapes, against models.json `recognise` (the inspector's summarise
+// with the built-in catalog). A file and the state dict loaded from it get the same answer.
+Inspection recognise_tensors(const ModelFile& file);
+
+struct NameRecognition {
+  std::string model;      // canonical catalog name; "" when not recognised
+  std::string precision;  // canonical precision; "" = not in the name (the catalog default applies)
+  std::vector<std::string> notes;  // why: every answer from a name is a guess and says so
+};
+
+// From a file name, for a loader of `loader_role` ("diffusion", "checkpoint", "text_encoder", "vae",
+// "clip_vision"). comfy_nodes.json `file_names` are asked first, because they carry the caveats of
+// near relatives (Flux Fill, Wan VACE); a name they do not know goes to models.json `file_patterns`.
+// A rule naming a model the catalog lacks (a trimmed HEADROOM_DATA_DIR) is ignored.
+NameRecognition recognise_file_name(const std::string& file, const std::string& loader_role);
+
+// Precision written in a file name ("fp8_e4m3fn", "fp8_scaled", "fp16", "Q4_K_M" in a .gguf...); ""
+// when none. recognise_file_name falls back to the catalog's precision_from_file_name after it.
+std::string precision_in_file_name(const std::string& file);
+
+// A ComfyUI model config as a loaded MODEL carries it (comfy/supported_models.py class name, the
+// unet_config width and input channels).
+struct ComfyModelConfig {
+  std::string config_class;
+  std::optional<long long> dim;
+  std::optional<long long> in_channels;
+};
+// The catalog model of that config: the first model of the first matching comfy_nodes.json
+// `model_configs` rule that the catalog holds; "" when unknown.
+std::string recognise_comfy_config(const ComfyModelConfig& config);
+
+// Native decoder family of a VAE state dict from its keys alone: "kl" (AutoencoderKL: Flux, SD3,
+// SDXL, SD1.5), "wan2.1" or "wan2.2"; "" when neither.
+std::string vae_decoder_family(const std::function<bool(const std::string&)>& has_key);
+
+// The comfy_nodes.json rules behind the two name recognisers, typed and checked once.
+struct NameRule {
+  std::string model;
+  std::string equals;                          // the squashed name is exactly this ("" = no such test)
+  std::vector<std::string> all;                // every word occurs
+  std::vector<std::vector<std::string>> any;   // each list: at least one word occurs
+  std::vector<std::string> none;               // no word occurs
+  std::string note;                            // caveat to report ("" = none)
+};
+struct ConfigRule {
+  std::string config_class;
+  std::optional<long long> dim, in_channels;
+  bool in_channels_unset = false;  // also matches a config that does not say its input channels
+  std::vector<std::string> models; // in order of preference
+};
+struct NameRules {
+  std::map<std::string, std::vector<NameRule>> file_names;  // loader role -> ordered rules
+  std::vector<ConfigRule> model_configs;
+};
+// Throws Error naming `file`, the rule and the key on a missing or mistyped field.
+NameRules load_name_rules(const nlohmann::json& comfy_nodes, const std::string& file);
+const NameRules& name_rules();  // from comfy_nodes.json, loaded once
+
+}  // namespace headroom

@@ -1,0 +1,153 @@
+// comfy_nodes.json -> ComfyNodes. Every key is checked: a typo in the data fails the first use with
+// the file, the node type and the key, instead of silently dropping a node from the estimate.
+#include "core/workflow/comfy_nodes.hpp"
+
+#include <algorithm>
+
+#include "core/base/data_files.hpp"
+#include "core/base/error.hpp"
+#include "core/workflow/workflow_graph.hpp"
+
+namespace headroom::workflow {
+namespace {
+
+using nlohmann::json;
+
+struct Reader {
+  const std::string& file;
+  std::string where;  // "nodes.KSampler"
+  [[noreturn]] void fail(const std::string& key, const std::string& what) const {
+    throw Error(file + ": " + where + ": '" + key + "' " + what);
+  }
+  void known(const json& j, std::initializer_list<const char*> keys) const {
+    for (const auto& kv : j.items())
+      if (std::none_of(keys.begin(), keys.end(), [&](const char* k) { return kv.key() == k; })) {
+        std::string list;
+        for (const char* k : keys) list += (list.empty() ? "" : ", ") + std::string(k);
+        fail(kv.key(), "is not a known key (expected " + list + ")");
+      }
+  }
+  std::string text(const json& j, const char* key, bool required = false) const {
+    auto it = j.find(key);
+    if (it == j.end()) {
+      if (required) fail(key, "is missing");
+      return "";
+    }
+    if (!it->is_string() || it->get<std::string>().empty()) fail(key, "expected a non-empty string");
+    return it->get<std::string>();
+  }
+  bool flag(const json& j, const char* key) const {
+    auto it = j.find(key);
+    if (it == j.end()) return false;
+    if (!it->is_boolean()) fail(key, "expected true or false");
+    return it->get<bool>();
+  }
+  // An array of strings; `allow_empty_words` for widget lists, where "" marks a frontend-only entry.
+  std::vector<std::string> words(const json& v, const std::string& key, bool allow_empty_words = false) const {
+    if (!v.is_array()) fail(key, "expected an array of strings");
+    std::vector<std::string> out;
+    for (const auto& w : v) {
+      if (!w.is_string() || (!allow_empty_words && w.get<std::string>().empty()))
+        fail(key, "expected an array of non-empty strings");
+      out.push_back(w.get<std::string>());
+    }
+    return out;
+  }
+};
+
+LoaderRole read_role(const json& j, const Reader& r) {
+  if (!j.is_object()) r.fail("role", "expected an object");
+  r.known(j, {"folders", "file_widgets"});
+  LoaderRole role;
+  if (!j.contains("folders")) r.fail("folders", "is missing");
+  role.folders = r.words(j["folders"], "folders");
+  if (!j.contains("file_widgets") || !j["file_widgets"].is_array() || j["file_widgets"].empty())
+    r.fail("file_widgets", "expected a non-empty array of widget lists");
+  for (const auto& alt : j["file_widgets"]) {
+    role.file_widgets.push_back(r.words(alt, "file_widgets"));
+    if (role.file_widgets.back().empty()) r.fail("file_widgets", "expected non-empty widget lists");
+  }
+  return role;
+}
+
+ComfyNode read_node(const std::string& type, const json& j, const Reader& r, const ComfyNodes& so_far) {
+  if (!j.is_object()) r.fail("(entry)", "expected an object");
+  r.known(j, {"source", "widgets", "loads", "latent", "note", "latent_from_image", "reference_image", "cfg",
+              "cfg_at_least", "decode", "tile_widget", "mode_widget", "output", "neutral", "virtual"});
+  ComfyNode n;
+  n.type = type;
+  n.source = r.text(j, "source");
+  if (j.contains("widgets")) n.widgets = r.words(j["widgets"], "widgets", true);
+  n.loads = r.text(j, "loads");
+  if (!n.loads.empty() && !so_far.loader_roles.count(n.loads))
+    r.fail("loads", "names '" + n.loads + "', which is not a loader_roles entry");
+  if (auto it = j.find("latent"); it != j.end()) {
+    if (!it->is_object()) r.fail("latent", "expected {width, height, batch[, length]}");
+    Reader lr{r.file, r.where + ".latent"};
+    lr.known(*it, {"width", "height", "batch", "length"});
+    n.latent = LatentSize{lr.text(*it, "width", true), lr.text(*it, "height", true), lr.text(*it, "batch", true),
+                          lr.text(*it, "length")};
+  }
+  n.latent_note = r.text(j, "note");
+  if (!n.latent_note.empty() && !n.latent) r.fail("note", "is only read for latent nodes");
+  n.latent_from_image = r.text(j, "latent_from_image");
+  n.reference_image = r.flag(j, "reference_image");
+  n.cfg_widget = r.text(j, "cfg");
+  if (auto it = j.find("cfg_at_least"); it != j.end()) {
+    if (!it->is_number()) r.fail("cfg_at_least", "expected a number");
+    n.cfg_at_least = it->get<double>();
+  }
+  const std::string decode = r.text(j, "decode");
+  if (decode == "full") n.decode = DecodeKind::Full;
+  else if (decode == "tiled") n.decode = DecodeKind::Tiled;
+  else if (decode == "headroom") n.decode = DecodeKind::Headroom;
+  else if (!decode.empty()) r.fail("decode", "expected full, tiled or headroom, got '" + decode + "'");
+  n.tile_widget = r.text(j, "tile_widget");
+  n.mode_widget = r.text(j, "mode_widget");
+  n.output = r.flag(j, "output");
+  n.neutral = r.flag(j, "neutral");
+  n.is_virtual = r.flag(j, "virtual");
+  return n;
+}
+
+}  // namespace
+
+const ComfyNode* ComfyNodes::find(const std::string& type) const {
+  auto it = nodes.find(type);
+  return it == nodes.end() ? nullptr : &it->second;
+}
+
+ComfyNodes load_comfy_nodes(const json& data, const std::string& file) {
+  ComfyNodes out;
+  Reader top{file, "top level"};
+  if (!data.is_object()) top.fail("(document)", "expected an object");
+  auto roles = data.find("loader_roles");
+  if (roles == data.end() || !roles->is_object()) top.fail("loader_roles", "expected an object {role: {...}}");
+  for (const auto& [name, j] : roles->items()) out.loader_roles[name] = read_role(j, Reader{file, "loader_roles." + name});
+  auto wd = data.find("weight_dtypes");
+  if (wd == data.end() || !wd->is_object() || !wd->contains("precisions") || !(*wd)["precisions"].is_object())
+    top.fail("weight_dtypes", "expected {\"precisions\": {widget value: precision}}");
+  for (const auto& [value, p] : (*wd)["precisions"].items()) {
+    if (!p.is_string() || p.get<std::string>().empty())
+      Reader{file, "weight_dtypes.precisions"}.fail(value, "expected a precision name");
+    out.weight_dtypes[value] = p.get<std::string>();
+  }
+  auto nodes = data.find("nodes");
+  if (nodes == data.end() || !nodes->is_object() || nodes->empty())
+    top.fail("nodes", "expected an object {class_type: {...}}");
+  for (const auto& [type, j] : nodes->items())
+    out.nodes.emplace(type, read_node(type, j, Reader{file, "nodes." + type}, out));
+  return out;
+}
+
+const ComfyNodes& comfy_nodes() {
+  static const ComfyNodes nodes = load_comfy_nodes(data_file("comfy_nodes.json"), "comfy_nodes.json");
+  return nodes;
+}
+
+const std::vector<std::string>* widget_names(const std::string& type) {
+  const ComfyNode* n = comfy_nodes().find(type);
+  return n && n->widgets ? &*n->widgets : nullptr;
+}
+
+}  // namespace headroom::workflow

@@ -1,0 +1,55 @@
+#pragma once
+// What Headroom knows about ComfyUI node types (native/data/comfy_nodes.json), read once into typed
+// structs: widget order, what a loader loads and from which models subfolders, where a latent node
+// takes its size, which widget holds the CFG scale, how a decoder decodes.
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace headroom::workflow {
+
+struct LoaderRole {
+  std::vector<std::string> folders;  // ComfyUI folder_paths names, legacy aliases after
+  // Widgets naming the files: the first alternative whose first widget is an input of the node is
+  // used, else the last (CLIPLoader's clip_name vs DualCLIPLoader's clip_name1/2).
+  std::vector<std::vector<std::string>> file_widgets;
+};
+
+struct LatentSize {  // widget (or input) names
+  std::string width, height, batch;
+  std::string length;  // "" for image latents
+};
+
+enum class DecodeKind { None, Full, Tiled, Headroom };
+
+struct ComfyNode {
+  std::string type;
+  std::string source;
+  std::optional<std::vector<std::string>> widgets;  // widgets_values order; "" = frontend-only entry
+  std::string loads;                                // loader role ("" = not a loader)
+  std::optional<LatentSize> latent;
+  std::string latent_note;                          // caveat reported when the node sets the size
+  std::string latent_from_image;                    // note text after "<type> #<id>": size follows an image
+  bool reference_image = false;                     // adds one reference image (Kontext ReferenceLatent)
+  std::string cfg_widget;                           // a sampler or guider
+  std::optional<double> cfg_at_least;               // a guider that batches this many conditionings
+  DecodeKind decode = DecodeKind::None;
+  std::string tile_widget, mode_widget;
+  bool output = false, neutral = false, is_virtual = false;
+};
+
+struct ComfyNodes {
+  std::map<std::string, ComfyNode> nodes;
+  std::map<std::string, LoaderRole> loader_roles;
+  std::map<std::string, std::string> weight_dtypes;  // UNETLoader weight_dtype -> canonical precision
+  const ComfyNode* find(const std::string& type) const;
+};
+
+// Throws Error naming `file`, the node type (or section) and the key on a missing or mistyped field.
+ComfyNodes load_comfy_nodes(const nlohmann::json& data, const std::string& file);
+const ComfyNodes& comfy_nodes();  // native/data/comfy_nodes.json, loaded once
+
+}  // namespace headroom::workflow

@@ -1,0 +1,151 @@
+// The one recogniser, from each kind of input: tensors, a file name, a ComfyUI model config, the keys
+// of a VAE state dict; and its data (comfy_nodes.json file_names/model_configs) failing at load.
+#include <set>
+#include <string>
+
+#include "catch.hpp"
+#include "core/api/api.hpp"
+#include "core/base/data_files.hpp"
+#include "core/base/error.hpp"
+#include "core/inspect/recognise.hpp"
+
+using namespace headroom;
+using nlohmann::json;
+
+namespace {
+
+// A state dict holding exactly the keys and shapes of a models.json entry's `recognise` section.
+ModelFile file_from_recognise_section(const std::string& model, const std::string& path) {
+  for (const auto& m : data_file("models.json")["models"]) {
+    if (m["name"] != model) continue;
+    ModelFile f;
+    f.path = path;
+    f.format = "safetensors";
+    std::set<std::string> done;
+    const json& rec = m["recognise"];
+    for (const auto& [key, shape] : rec["shapes"].items()) {
+      TensorRecord t{key, "bf16", shape.get<std::vector<std::uint64_t>>(), 1, 2, false};
+      f.tensors.push_back(t);
+      done.insert(key);
+    }
+    for (const auto& k : rec["all_keys"])
+      if (!done.count(k.get<std::string>())) f.tensors.push_back(TensorRecord{k.get<std::string>(), "bf16", {4}, 4, 8, false});
+    return f;
+  }
+  FAIL("no models.json entry " << model);
+  return {};
+}
+
+std::string error_of(const json& rules) {
+  try {
+    load_name_rules(rules, "rules-test.json");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("recognise: from tensors, the same answer as the inspector", "[recognise]") {
+  Inspection i = recognise_tensors(file_from_recognise_section("flux-vae", "/m/ae.safetensors"));
+  CHECK(i.whole.model == "flux-vae");
+  CHECK(i.whole.role == "vae");
+  CHECK(i.whole.precision == "bf16");
+  Inspection wan = recognise_tensors(file_from_recognise_section("wan2.2-vae", "/m/wan2.2_vae.safetensors"));
+  CHECK(wan.whole.model == "wan2.2-vae");
+}
+
+TEST_CASE("recognise: from a file name, the template rules before the catalog patterns", "[recognise]") {
+  NameRecognition fill = recognise_file_name("flux1-fill-dev.safetensors", "diffusion");
+  CHECK(fill.model == "flux1-dev");
+  REQUIRE(fill.notes.size() == 2);
+  CHECK_THAT(fill.notes[1], Catch::Contains("Fill"));  // the caveat of the near relative
+  CHECK(fill.precision.empty());
+
+  NameRecognition vace = recognise_file_name("wan2.1_vace_1.3B_fp16.safetensors", "diffusion");
+  CHECK(vace.model == "wan2.1-t2v-1.3b");
+  CHECK(vace.precision == "fp16");
+  CHECK(vace.notes.size() == 3);  // model, VACE caveat, precision
+
+  CHECK(recognise_file_name("ae.safetensors", "vae").model == "flux-vae");
+  CHECK(recognise_file_name("wan_2.1_vae.safetensors", "vae").model == "wan2.1-vae");
+  CHECK(recognise_file_name("flux1-dev-fp8.safetensors", "checkpoint").precision == "fp8_e4m3fn");
+  CHECK(recognise_file_name("flux1-dev-Q4_K_M.gguf", "diffusion").precision == "gguf-q4_k");
+
+  // No template rule knows "kontext" without "flux"; models.json file_patterns do.
+  NameRecognition k = recognise_file_name("my_kontext_merge.safetensors", "diffusion");
+  CHECK(k.model == "flux1-kontext-dev");
+  CHECK_THAT(k.notes[0], Catch::Contains("catalog file patterns"));
+
+  // A text encoder's name given to a VAE loader names no VAE; the precision in the name still counts.
+  NameRecognition wrong = recognise_file_name("umt5_xxl_fp8_e4m3fn_scaled.safetensors", "vae");
+  CHECK(wrong.model.empty());
+  CHECK(wrong.precision == "fp8_scaled");
+  CHECK(recognise_file_name("sd_xl_base_1.0.safetensors", "checkpoint").model.empty());
+}
+
+TEST_CASE("recognise: from a ComfyUI model config", "[recognise]") {
+  CHECK(recognise_comfy_config({"Flux", 3072, std::nullopt}) == "flux1-dev");
+  CHECK(recognise_comfy_config({"FluxSchnell", std::nullopt, std::nullopt}) == "flux1-schnell");
+  // WAN21_T2V covers Wan 2.1 and 2.2's 14B experts: width and input channels tell them apart.
+  CHECK(recognise_comfy_config({"WAN21_T2V", 1536, 16}) == "wan2.1-t2v-1.3b");
+  CHECK(recognise_comfy_config({"WAN21_T2V", 1536, std::nullopt}) == "wan2.1-t2v-1.3b");
+  CHECK(recognise_comfy_config({"WAN21_T2V", 5120, 36}) == "wan2.2-i2v-a14b");
+  CHECK(recognise_comfy_config({"WAN21_T2V", 5120, std::nullopt}) == "wan2.1-t2v-14b");
+  CHECK(recognise_comfy_config({"WAN21_T2V", 2048, 16}).empty());
+  CHECK(recognise_comfy_config({"SDXL", 320, 4}).empty());
+}
+
+TEST_CASE("recognise: a VAE's native decoder family from its state-dict keys", "[recognise]") {
+  auto family = [](std::set<std::string> keys) {
+    return vae_decoder_family([&](const std::string& k) { return keys.count(k) > 0; });
+  };
+  CHECK(family({"decoder.conv_in.weight", "decoder.up.0.block.0.conv1.weight"}) == "kl");
+  CHECK(family({"decoder.conv_in.weight"}).empty());  // half a KL decoder is no KL decoder
+  CHECK(family({"decoder.middle.0.residual.0.gamma"}) == "wan2.1");
+  CHECK(family({"decoder.middle.0.residual.0.gamma", "decoder.upsamples.0.upsamples.0.residual.2.weight"}) == "wan2.2");
+  CHECK(family({}).empty());
+}
+
+TEST_CASE("recognise: api::recognise answers for a file name and a config", "[recognise][api]") {
+  json f = api::recognise({{"file_name", "wan2.2_ti2v_5B_fp16.safetensors"}});
+  CHECK(f["model"] == "wan2.2-ti2v-5b");
+  CHECK(f["role"] == "diffusion");
+  CHECK(f["precision"] == "fp16");
+  json v = api::recognise({{"file_name", "ae.safetensors"}, {"role", "vae"}});
+  CHECK(v["model"] == "flux-vae");
+  json c = api::recognise({{"comfy_config", {{"config_class", "WAN21_T2V"}, {"dim", 5120}, {"in_channels", 36}}}});
+  CHECK(c["model"] == "wan2.2-i2v-a14b");
+  CHECK(api::recognise({{"comfy_config", {{"config_class", "SD15"}}}})["model"].is_null());
+  CHECK_THROWS_AS(api::recognise({{"file_name", "a"}, {"comfy_config", json::object()}}), InputError);
+  CHECK_THROWS_AS(api::recognise({{"role", "vae"}}), InputError);
+  CHECK_THROWS_AS(api::recognise({{"file_name", "a"}, {"role", "lora"}}), InputError);
+  CHECK_THROWS_AS(api::recognise({{"comfy_config", {{"config_class", "Flux"}, {"dim", "wide"}}}}), InputError);
+}
+
+TEST_CASE("recognise: a state dict in torch's dtype spelling", "[recognise][api]") {
+  json t = api::recognise({{"tensors", {{"decoder.conv_in.weight", {{"dtype", "torch.float16"}, {"shape", json::array({4u, 4u})}}}}}});
+  CHECK(t["dtype_mix"].contains("fp16"));
+  CHECK(t["dtype_mix"]["fp16"]["bytes"] == 4 * 4 * 2);  // 16 elements of 2 bytes
+}
+
+TEST_CASE("recognise: broken name rules fail at load naming file, rule and key", "[recognise]") {
+  const json good = {{"file_names", {{"vae", json::array({{{"model", "flux-vae"}, {"all", {"fluxae"}}}})}}},
+                     {"model_configs", json::array({{{"config_class", "Flux"}, {"models", {"flux1-dev"}}}})}};
+  CHECK(error_of(good).empty());
+  json no_model = good;
+  no_model["file_names"]["vae"][0].erase("model");
+  std::string e = error_of(no_model);
+  CHECK_THAT(e, Catch::Contains("rules-test.json") && Catch::Contains("file_names.vae[0]") && Catch::Contains("'model'"));
+  json typo = good;
+  typo["model_configs"][0]["dims"] = 5120;
+  e = error_of(typo);
+  CHECK_THAT(e, Catch::Contains("model_configs[0]") && Catch::Contains("'dims'"));
+  json empty_rule = good;
+  empty_rule["file_names"]["vae"][0].erase("all");
+  CHECK_THAT(error_of(empty_rule), Catch::Contains("file_names.vae[0]"));
+  json bad_any = good;
+  bad_any["file_names"]["vae"][0]["any"] = {"a", "b"};  // words, not lists of words
+  CHECK_THAT(error_of(bad_any), Catch::Contains("'any'"));
+}
