@@ -204,4 +204,119 @@ class Gguf {
   std::uint64_t next_offset_ = 0;
 };
 
+// ---- 2026 layouts (FLUX.2, its text encoders, ComfyUI's per-layer quantised formats) ----
+
+// How a Linear weight [out, in] is stored in ComfyUI's quantised files (comfy/quant_ops.py layouts):
+// Bf16: one BF16 tensor. Fp8Mixed: F8_E4M3 weight + F32 scalar weight_scale and input_scale + a
+// '.comfy_quant' U8 marker (its JSON sits in the data). Nvfp4: U8 [out, in/2] (two E2M1 values per
+// byte) + F8_E4M3 weight_scale [out, in/16] + F32 weight_scale_2 and input_scale. Mxfp8: F8_E4M3
+// weight + F8_E8M0 weight_scale [out, in/32].
+enum class Store { Bf16, F16, Fp8Mixed, Nvfp4, Mxfp8 };
+
+inline void add_linear(std::vector<StTensor>& t, const std::string& layer, std::uint64_t out, std::uint64_t in, Store s,
+                       bool marker = true) {
+  switch (s) {
+    case Store::Bf16: t.push_back({layer + ".weight", "BF16", {out, in}}); return;
+    case Store::F16: t.push_back({layer + ".weight", "F16", {out, in}}); return;
+    case Store::Fp8Mixed:
+      t.push_back({layer + ".weight", "F8_E4M3", {out, in}});
+      t.push_back({layer + ".weight_scale", "F32", {}});
+      t.push_back({layer + ".input_scale", "F32", {}});
+      if (marker) t.push_back({layer + ".comfy_quant", "U8", {32}});
+      return;
+    case Store::Nvfp4:
+      t.push_back({layer + ".weight", "U8", {out, in / 2}});
+      t.push_back({layer + ".weight_scale", "F8_E4M3", {out, in / 16}});
+      t.push_back({layer + ".weight_scale_2", "F32", {}});
+      t.push_back({layer + ".input_scale", "F32", {}});
+      return;
+    case Store::Mxfp8:
+      t.push_back({layer + ".weight", "F8_E4M3", {out, in}});
+      t.push_back({layer + ".weight_scale", "F8_E8M0", {out, in / 32}});
+      return;
+  }
+}
+
+// A FLUX.2 DiT in Black Forest Labs' key names (flux2 src/flux2/model.py, as ComfyUI loads them):
+// no biases, SwiGLU MLPs (gate+up fused, ratio 3), shared modulations, QK RMSNorm scales of 128.
+// `blocks` stores the double/single blocks' linears, `edges` everything else (ComfyUI's mixed
+// files keep the input, modulation and output layers 16 bit; which ones exactly is our choice).
+inline std::vector<StTensor> flux2_dit(std::uint64_t d, std::uint64_t txt, int doubles, int singles, bool guidance,
+                                       Store blocks = Store::Bf16, Store edges = Store::Bf16, const std::string& prefix = "") {
+  std::vector<StTensor> t;
+  const std::uint64_t m = 3 * d;
+  auto lin = [&](const std::string& name, std::uint64_t out, std::uint64_t in, Store s) { add_linear(t, prefix + name, out, in, s); };
+  lin("img_in", d, 128, edges);
+  lin("txt_in", d, txt, edges);
+  lin("time_in.in_layer", d, 256, edges);
+  lin("time_in.out_layer", d, d, edges);
+  if (guidance) {
+    lin("guidance_in.in_layer", d, 256, edges);
+    lin("guidance_in.out_layer", d, d, edges);
+  }
+  lin("double_stream_modulation_img.lin", 6 * d, d, edges);
+  lin("double_stream_modulation_txt.lin", 6 * d, d, edges);
+  lin("single_stream_modulation.lin", 3 * d, d, edges);
+  for (int i = 0; i < doubles; ++i)
+    for (const char* side : {"img", "txt"}) {
+      const std::string b = "double_blocks." + std::to_string(i) + "." + side;
+      lin(b + "_attn.qkv", 3 * d, d, blocks);
+      lin(b + "_attn.proj", d, d, blocks);
+      t.push_back({prefix + b + "_attn.norm.query_norm.scale", "BF16", {128}});
+      t.push_back({prefix + b + "_attn.norm.key_norm.scale", "BF16", {128}});
+      lin(b + "_mlp.0", 2 * m, d, blocks);
+      lin(b + "_mlp.2", d, m, blocks);
+    }
+  for (int i = 0; i < singles; ++i) {
+    const std::string b = "single_blocks." + std::to_string(i);
+    lin(b + ".linear1", 3 * d + 2 * m, d, blocks);
+    lin(b + ".linear2", d, d + m, blocks);
+    t.push_back({prefix + b + ".norm.query_norm.scale", "BF16", {128}});
+    t.push_back({prefix + b + ".norm.key_norm.scale", "BF16", {128}});
+  }
+  lin("final_layer.adaLN_modulation.1", 2 * d, d, edges);
+  lin("final_layer.linear", 128, d, edges);
+  return t;
+}
+
+// A Llama-style decoder as ComfyUI's text-encoder files hold it (model.layers.N.*, Qwen3 with q/k
+// norms). `linears` stores the attention and MLP projections.
+inline std::vector<StTensor> llm_text_encoder(std::uint64_t d, int layers, std::uint64_t ffn, std::uint64_t q_heads,
+                                              std::uint64_t kv_heads, std::uint64_t vocab, bool qk_norm, bool lm_head,
+                                              Store linears = Store::Bf16, const std::string& dtype16 = "BF16") {
+  std::vector<StTensor> t;
+  const std::uint64_t hd = 128;
+  t.push_back({"model.embed_tokens.weight", dtype16, {vocab, d}});
+  for (int i = 0; i < layers; ++i) {
+    const std::string b = "model.layers." + std::to_string(i) + ".";
+    add_linear(t, b + "self_attn.q_proj", q_heads * hd, d, linears);
+    add_linear(t, b + "self_attn.k_proj", kv_heads * hd, d, linears);
+    add_linear(t, b + "self_attn.v_proj", kv_heads * hd, d, linears);
+    add_linear(t, b + "self_attn.o_proj", d, q_heads * hd, linears);
+    if (qk_norm) {
+      t.push_back({b + "self_attn.q_norm.weight", dtype16, {hd}});
+      t.push_back({b + "self_attn.k_norm.weight", dtype16, {hd}});
+    }
+    add_linear(t, b + "mlp.gate_proj", ffn, d, linears);
+    add_linear(t, b + "mlp.up_proj", ffn, d, linears);
+    add_linear(t, b + "mlp.down_proj", d, ffn, linears);
+    t.push_back({b + "input_layernorm.weight", dtype16, {d}});
+    t.push_back({b + "post_attention_layernorm.weight", dtype16, {d}});
+  }
+  t.push_back({"model.norm.weight", dtype16, {d}});
+  if (lm_head) t.push_back({"lm_head.weight", dtype16, {vocab, d}});
+  return t;
+}
+
+// Stored bytes of a tensor list, from the element sizes above (scalars hold one element).
+inline std::uint64_t st_bytes(const std::vector<StTensor>& tensors) {
+  std::uint64_t total = 0;
+  for (const auto& t : tensors) {
+    std::uint64_t n = st_elem_bytes(t.dtype);
+    for (auto d : t.shape) n *= d;
+    total += n;
+  }
+  return total;
+}
+
 }  // namespace testfiles

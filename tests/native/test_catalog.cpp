@@ -39,7 +39,17 @@ TEST_CASE("every canonical name of issue #2 is in the catalog with its role", "[
       {"t5-xxl", Role::TextEncoder},             {"umt5-xxl", Role::TextEncoder},
       {"clip-vision-h", Role::ClipVision},       {"flux-vae", Role::Vae},
       {"sd15-vae", Role::Vae},                   {"sdxl-vae", Role::Vae},
-      {"wan2.1-vae", Role::Vae},                 {"wan2.2-vae", Role::Vae}};
+      {"wan2.1-vae", Role::Vae},                 {"wan2.2-vae", Role::Vae},
+      // 2026 models (issue 11): FLUX.2, its text encoders and VAE, Krea, Wan variants.
+      {"flux2-dev", Role::DiffusionModel},       {"flux2-klein-4b", Role::DiffusionModel},
+      {"flux2-klein-base-4b", Role::DiffusionModel}, {"flux2-klein-9b", Role::DiffusionModel},
+      {"flux2-klein-base-9b", Role::DiffusionModel}, {"mistral-small-3.2-24b", Role::TextEncoder},
+      {"qwen3-4b", Role::TextEncoder},           {"qwen3-8b", Role::TextEncoder},
+      {"flux2-vae", Role::Vae},                  {"flux1-krea-dev", Role::DiffusionModel},
+      {"wan2.1-vace-14b", Role::DiffusionModel}, {"wan2.1-vace-1.3b", Role::DiffusionModel},
+      {"wan2.2-animate-14b", Role::DiffusionModel}, {"wan2.2-s2v-14b", Role::DiffusionModel},
+      {"wan2.2-fun-control-a14b", Role::DiffusionModel}, {"wan2.2-fun-inpaint-a14b", Role::DiffusionModel},
+      {"wan2.1-ati-14b", Role::DiffusionModel}};
   for (const auto& [name, role] : names) {
     const ModelInfo& m = resolve_model(name);
     CHECK(m.name == name);
@@ -77,8 +87,8 @@ TEST_CASE("aliases and ComfyUI file names resolve to canonical models", "[catalo
   CHECK(*model_from_file_name("wan2.2_ti2v_5B_fp16.safetensors") == "wan2.2-ti2v-5b");
   CHECK(*model_from_file_name("wan2.1_i2v_480p_14B_fp16.safetensors") == "wan2.1-i2v-14b");
   CHECK(*model_from_file_name("wan2.1_t2v_1.3B_fp16.safetensors") == "wan2.1-t2v-1.3b");
+  CHECK(*model_from_file_name("wan2.1_vace_14B_fp16.safetensors") == "wan2.1-vace-14b");
   // Models we do not cover are not guessed.
-  CHECK_FALSE(model_from_file_name("wan2.1_vace_14B_fp16.safetensors"));
   CHECK_FALSE(model_from_file_name("sigclip_vision_patch14_384.safetensors"));
   CHECK_FALSE(model_from_file_name("flux1-fill-dev.safetensors"));
   CHECK(*precision_from_file_name("umt5_xxl_fp8_e4m3fn_scaled.safetensors") == "fp8_scaled");
@@ -87,7 +97,7 @@ TEST_CASE("aliases and ComfyUI file names resolve to canonical models", "[catalo
 }
 
 TEST_CASE("unknown or ambiguous names give an InputError naming the field and candidates", "[catalog]") {
-  CHECK(field_of([] { resolve_model("flux2-dev", "--model"); }) == "--model");
+  CHECK(field_of([] { resolve_model("hunyuan-video", "--model"); }) == "--model");
   std::string msg = message_of([] { resolve_model("flux1-deb"); });
   CHECK(contains(msg, "flux1-dev"));  // the closest name is offered
   CHECK(field_of([] { resolve_model(""); }) == "model");
@@ -186,7 +196,7 @@ TEST_CASE("precisions a role cannot use are refused", "[catalog]") {
 
 TEST_CASE("api::catalog lists models, precisions and GPUs", "[catalog]") {
   auto c = api::catalog();
-  CHECK(c["models"].size() == 18);
+  CHECK(c["models"].size() == 35);
   CHECK(c["precisions"].size() >= 16);
   CHECK(c["gpus"].size() >= 10);
   bool found = false;

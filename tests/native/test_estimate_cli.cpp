@@ -68,5 +68,5 @@ TEST_CASE("estimate prints a table without --json; models lists the catalog", "[
 
   Run mj = cli("models --json");
   REQUIRE(mj.code == 0);
-  CHECK(json::parse(mj.out)["models"].size() == 18);
+  CHECK(json::parse(mj.out)["models"].size() == 35);
 }

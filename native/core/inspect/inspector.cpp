@@ -44,7 +44,44 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 // per-layer "scale_weight"/"scale_input"; other writers use "weight_scale"/"input_scale").
 bool is_fp8_scale(const std::string& name) {
   return ends_with(name, "scaled_fp8") || ends_with(name, ".scale_weight") || ends_with(name, ".scale_input") ||
-         ends_with(name, ".weight_scale") || ends_with(name, ".input_scale");
+         ends_with(name, ".weight_scale") || ends_with(name, ".input_scale") || ends_with(name, ".weight_scale_2") ||
+         ends_with(name, ".comfy_quant");
+}
+
+// ComfyUI's per-layer quantised files (comfy/quant_ops.py QUANT_ALGOS) name each layer's format in
+// the '_quantization_metadata' header entry or mark it with a '<layer>.comfy_quant' tensor (whose JSON
+// lies in the data, not the header). The header still tells the formats apart: nvfp4 packs two
+// values per uint8 next to an fp32 weight_scale_2; mxfp8 has an e8m0 block scale; int8 an int8
+// weight. Returns the weight's precision name ("" for a plain tensor) and its real element count.
+using LayerFormats = std::map<std::string, std::string>;
+std::pair<std::string, std::uint64_t> quant_weight(const TensorRecord& t, const std::unordered_map<std::string, const TensorRecord*>& by_name,
+                                                   const LayerFormats& formats) {
+  if (!ends_with(t.name, ".weight")) return {"", t.elements};
+  const std::string layer = t.name.substr(0, t.name.size() - 7);
+  std::string fmt;
+  if (auto f = formats.find(layer); f != formats.end()) fmt = f->second;
+  auto scale = by_name.find(layer + ".weight_scale");
+  const bool marked = !fmt.empty() || by_name.count(layer + ".comfy_quant");
+  if (fmt == "nvfp4" || (t.dtype == "u8" && by_name.count(layer + ".weight_scale_2"))) return {"nvfp4", t.elements * 2};
+  if (fmt == "mxfp8" || (is_fp8(t.dtype) && scale != by_name.end() && (scale->second->dtype == "fp8_e8m0fnu" || scale->second->dtype == "u8")))
+    return {"mxfp8", t.elements};
+  if (fmt.rfind("int8", 0) == 0 || (t.dtype == "i8" && (marked || scale != by_name.end()))) return {"int8", t.elements};
+  if (is_fp8(t.dtype) && marked) return {"fp8mixed", t.elements};
+  return {"", t.elements};
+}
+
+LayerFormats layer_formats(const json& metadata) {
+  LayerFormats out;
+  auto it = metadata.find("_quantization_metadata");
+  if (it == metadata.end() || !it->is_string()) return out;
+  json q = json::parse(it->get<std::string>(), nullptr, false);
+  if (!q.is_object() || !q.contains("layers") || !q["layers"].is_object()) return out;
+  for (auto l = q["layers"].begin(); l != q["layers"].end(); ++l)
+    if (l->is_object() && l->contains("format") && (*l)["format"].is_string()) {
+      std::string f = (*l)["format"].get<std::string>();
+      out[l.key()] = f.rfind("float8", 0) == 0 ? "fp8mixed" : f;
+    }
+  return out;
 }
 
 bool is_lora_key(const std::string& name) {
@@ -244,11 +281,14 @@ bool casts_fp32_to_16bit(const std::string& role) {
   return role == "diffusion_model" || role == "text_encoder" || role == "clip_vision";
 }
 
-ModelSummary measure(const std::vector<const TensorRecord*>& tensors, const std::string& format, const std::string& role) {
+ModelSummary measure(const std::vector<const TensorRecord*>& tensors, const std::string& format, const std::string& role,
+                     const LayerFormats& formats = {}) {
   ModelSummary c;
   c.role = role;
   bool has_scale = false;
   std::map<std::string, std::uint64_t> weight_elements;  // dtype -> elements of real weights
+  std::unordered_map<std::string, const TensorRecord*> by_name;
+  for (const TensorRecord* t : tensors) by_name.emplace(t->name, t);
   for (const TensorRecord* t : tensors) {
     ++c.tensors;
     auto& share = c.dtype_mix[t->dtype];
@@ -257,14 +297,16 @@ ModelSummary measure(const std::vector<const TensorRecord*>& tensors, const std:
     c.stored_bytes += t->bytes;
     const bool scale = is_fp8_scale(t->name);
     has_scale = has_scale || scale;
+    const auto [quant, elements] = scale ? std::pair<std::string, std::uint64_t>{"", t->elements} : quant_weight(*t, by_name, formats);
     if (!scale) {
-      share.parameters += t->elements;
-      c.parameters += t->elements;
-      weight_elements[t->dtype] += t->elements;
+      share.parameters += elements;
+      c.parameters += elements;
+      weight_elements[quant.empty() ? t->dtype : quant] += elements;
     }
     const bool wide = t->dtype == "fp32" || t->dtype == "fp64";
     c.weight_gpu_bytes += (wide && !scale && casts_fp32_to_16bit(role)) ? t->elements * 2 : t->bytes;
-    if (t->quantised || is_fp8(t->dtype)) c.dequant_transient_bytes = std::max(c.dequant_transient_bytes, t->elements * 2);
+    if (t->quantised || is_fp8(t->dtype) || !quant.empty())
+      c.dequant_transient_bytes = std::max(c.dequant_transient_bytes, elements * 2);
   }
   // The dtype holding the most weights names the precision, as comfy.utils.weight_dtype() decides.
   std::string dominant;
@@ -295,7 +337,7 @@ void name_from(ModelSummary& c, const std::vector<Match>& matches, const std::st
 
 ModelSummary recognise_component(const std::vector<const TensorRecord*>& tensors, const std::string& format,
                               const std::string& prefix, const std::string& prefix_role, const json& catalog,
-                              const std::string& stem) {
+                              const std::string& stem, const LayerFormats& formats) {
   ShapeIndex index;
   index.reserve(tensors.size());
   bool lora = false;
@@ -309,7 +351,7 @@ ModelSummary recognise_component(const std::vector<const TensorRecord*>& tensors
     std::string r = str_field(*matches.front().entry, "role");
     if (!r.empty()) role = r;
   }
-  ModelSummary c = measure(tensors, format, role);
+  ModelSummary c = measure(tensors, format, role, formats);
   name_from(c, matches, prefix);
   return c;
 }
@@ -395,6 +437,7 @@ Inspection summarise(const ModelFile& file, const json& catalog) {
   out.file_bytes = file.file_bytes;
   out.header_bytes = file.header_bytes;
   out.metadata = trim_metadata(file.metadata);
+  const LayerFormats formats = layer_formats(file.metadata);
 
   // Group by checkpoint prefix; two or more groups make a bundle.
   std::map<std::string, std::pair<const char*, std::vector<const TensorRecord*>>> groups;
@@ -417,17 +460,17 @@ Inspection summarise(const ModelFile& file, const json& catalog) {
       prefix = groups.begin()->first;
       role = groups.begin()->second.first;
     }
-    out.whole = recognise_component(all, file.format, prefix, role, catalog, file_stem(file.path));
+    out.whole = recognise_component(all, file.format, prefix, role, catalog, file_stem(file.path), formats);
     return out;
   }
 
   for (const auto& [prefix, g] : groups) {
     out.components.push_back(
-        recognise_component(g.second, file.format, prefix, g.first ? g.first : "", catalog, file_stem(file.path)));
+        recognise_component(g.second, file.format, prefix, g.first ? g.first : "", catalog, file_stem(file.path), formats));
     if (prefix.empty()) out.components.back().role = "unknown";
   }
   // The bundle as a whole: measured over every tensor, named after its diffusion model.
-  ModelSummary whole = measure(all, file.format, "checkpoint");
+  ModelSummary whole = measure(all, file.format, "checkpoint", formats);
   whole.weight_gpu_bytes = 0;
   whole.dequant_transient_bytes = 0;
   for (const auto& c : out.components) {
