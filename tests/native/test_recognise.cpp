@@ -63,10 +63,21 @@ TEST_CASE("recognise: from a file name, the template rules before the catalog pa
   CHECK_THAT(fill.notes[1], Catch::Contains("Fill"));  // the caveat of the near relative
   CHECK(fill.precision.empty());
 
+  // A catalog model the rules never name (VACE has its own entry since 2026) is matched by its own
+  // file patterns, not by the rule that used to take it for the T2V model of its size.
   NameRecognition vace = recognise_file_name("wan2.1_vace_1.3B_fp16.safetensors", "diffusion");
-  CHECK(vace.model == "wan2.1-t2v-1.3b");
+  CHECK(vace.model == "wan2.1-vace-1.3b");
   CHECK(vace.precision == "fp16");
-  CHECK(vace.notes.size() == 3);  // model, VACE caveat, precision
+  CHECK(vace.notes.size() == 2);  // model (catalog file patterns), precision
+  CHECK_THAT(vace.notes[0], Catch::Contains("catalog file patterns"));
+  // A new family is never taken for an older one by a generic rule.
+  CHECK(recognise_file_name("flux2_dev_fp8mixed.safetensors", "diffusion").model == "flux2-dev");
+  CHECK(recognise_file_name("flux2_dev_fp8mixed.safetensors", "diffusion").precision == "fp8mixed");
+  CHECK(recognise_file_name("flux2-vae.safetensors", "vae").model == "flux2-vae");
+  CHECK(recognise_file_name("flux1-dev-nvfp4.safetensors", "diffusion").precision == "nvfp4");
+  CHECK(recognise_file_name("t5xxl_fp8_e4m3fn_scaled.safetensors", "text_encoder").precision == "fp8_scaled");
+  CHECK(recognise_file_name("flux1-dev-Q4_K_M.gguf", "diffusion").precision == "gguf-q4_k");
+  CHECK(recognise_file_name("full_precision_model.safetensors", "diffusion").precision.empty());
 
   CHECK(recognise_file_name("ae.safetensors", "vae").model == "flux-vae");
   CHECK(recognise_file_name("wan_2.1_vae.safetensors", "vae").model == "wan2.1-vae");

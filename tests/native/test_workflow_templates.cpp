@@ -43,7 +43,7 @@ const std::map<std::string, Expected>& expected() {
       {"text_to_video_wan.json",
        {{"wan2.1_t2v_1.3B_fp16.safetensors"}, "wan2.1-t2v-1.3b", "fp16", {"umt5_xxl_fp8_e4m3fn_scaled.safetensors"}, 832, 480, 33, 1, 0}},
       {"video_wan_vace_14B_t2v.json",
-       {{"wan2.1_vace_14B_fp16.safetensors"}, "wan2.1-t2v-14b", "fp16", {"umt5_xxl_fp16.safetensors"}, 1280, 720, 81, 1, 1}},
+       {{"wan2.1_vace_14B_fp16.safetensors"}, "wan2.1-vace-14b", "fp16", {"umt5_xxl_fp16.safetensors"}, 1280, 720, 81, 1, 1}},
       {"image_to_video_wan.json",
        {{"wan2.1_i2v_480p_14B_fp16.safetensors"}, "wan2.1-i2v-14b", "fp16", {"umt5_xxl_fp8_e4m3fn_scaled.safetensors"}, 512, 512, 33, 1, 0}},
       {"video_wan2_2_5B_ti2v.json",

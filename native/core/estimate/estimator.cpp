@@ -275,6 +275,7 @@ Estimate estimate(const Job& job, const Runtime& runtime) {
   bool any_fail = false, any_degraded = false, any_streams = false, any_partial = false;
   std::uint64_t own_peak = 0;  // the peak without cached models, which either loader frees on demand
   std::string fail_stage, stream_stage;
+  double stream_slowdown = 1.0;
   for (const auto& s : est.stages) {
     if (s.peak_bytes >= est.peak_bytes) {
       est.peak_bytes = s.peak_bytes;
@@ -289,7 +290,11 @@ Estimate estimate(const Job& job, const Runtime& runtime) {
     // slowdowns stay in their own entries.
     if (s.name == "sample") est.slowdown = s.slowdown;
     if (s.mode == "does_not_fit" && fail_stage.empty()) fail_stage = s.name;
-    if (s.mode == "streams" && stream_stage.empty()) stream_stage = s.name;
+    // The stage that streams is named with its own slowdown, sampling first (it is most of the run).
+    if (s.mode == "streams" && (stream_stage.empty() || s.name == "sample")) {
+      stream_stage = s.name;
+      stream_slowdown = s.slowdown;
+    }
     any_fail = any_fail || s.mode == "does_not_fit";
     any_streams = any_streams || s.mode == "streams";
     any_degraded = any_degraded || s.mode == "partial" || s.mode == "tiled_fallback";
@@ -310,7 +315,7 @@ Estimate estimate(const Job& job, const Runtime& runtime) {
       // legacy loader (GGUF) that partial loading saves.
       if (any_streams) {
         char buf[32];
-        std::snprintf(buf, sizeof buf, "%.1f", est.slowdown);
+        std::snprintf(buf, sizeof buf, "%.1f", stream_slowdown);
         est.verdict = "streams";
         est.verdict_reason = stream_stage + " streams weights, about " + std::string(buf) + "x slower";
       } else if (any_partial) {

@@ -177,7 +177,39 @@ const NameRules& name_rules() {
 
 Inspection recognise_tensors(const ModelFile& file) { return summarise(file, data_file("models.json")); }
 
+// A precision spelt as a whole token of the file name, from the catalog's names and aliases (the longest
+// wins: "fp8_e4m3fn_scaled" is scaled fp8, "fp8mixed" is not plain fp8). Only spellings with a digit
+// count, so words like "full" or "half" in a name are not read as precisions; GGUF types only in .gguf
+// files.
+std::string precision_token_in_name(const std::string& file) {
+  std::string n = lower(base_name(file));
+  const bool gguf = ends_with(n, ".gguf");
+  if (auto dot = n.rfind('.'); dot != std::string::npos) n.resize(dot);
+  std::string tokens = "_";
+  for (char c : n) tokens.push_back(c == '-' || c == '.' || c == ' ' ? '_' : c);
+  tokens.push_back('_');
+  std::string best, best_spelling;
+  for (const auto& p : catalog_data().precisions) {
+    if ((p.kind == "gguf") != gguf && p.kind != "float") continue;
+    std::vector<std::string> spellings = p.aliases;
+    spellings.push_back(p.name);
+    for (std::string sp : spellings) {
+      sp = lower(sp);
+      for (auto& c : sp)
+        if (c == '-') c = '_';
+      if (sp.rfind("gguf_", 0) == 0) sp = sp.substr(5);
+      if (std::none_of(sp.begin(), sp.end(), [](unsigned char c) { return std::isdigit(c); })) continue;
+      if (sp.size() > best_spelling.size() && has(tokens, "_" + sp + "_")) {
+        best = p.name;
+        best_spelling = sp;
+      }
+    }
+  }
+  return best;
+}
+
 std::string precision_in_file_name(const std::string& file) {
+  if (std::string p = precision_token_in_name(file); !p.empty()) return p;
   std::string n = lower(base_name(file));
   if (ends_with(n, ".gguf")) {
     // Mixed K-quants (Q4_K_M = Q4_K with some Q6_K tensors) are named after their main block type,
@@ -201,6 +233,12 @@ std::string precision_in_file_name(const std::string& file) {
   return "";
 }
 
+static bool named_by_rules(const std::string& role, const std::string& model) {
+  auto it = name_rules().file_names.find(role);
+  if (it == name_rules().file_names.end()) return false;
+  return std::any_of(it->second.begin(), it->second.end(), [&](const NameRule& r) { return r.model == model; });
+}
+
 NameRecognition recognise_file_name(const std::string& file, const std::string& loader_role) {
   NameRecognition g;
   const std::string n = squash(base_name(file));
@@ -215,6 +253,13 @@ NameRecognition recognise_file_name(const std::string& file, const std::string& 
         break;
       }
   if (hit && !in_catalog(hit->model)) hit = nullptr;
+  // The rules carry the caveats of the models they were written for; a catalog model they never name
+  // (a family added since, such as a FLUX.2 file that a "flux" rule would take for FLUX.1) is matched
+  // by its own file patterns first, so a new family is never taken for an older one.
+  if (auto name = model_from_file_name(base_name(file))) {
+    const ModelInfo* info = find_model(*name);
+    if (info && role_matches(*info, loader_role) && !named_by_rules(rules_role, info->name)) hit = nullptr;
+  }
   if (hit) {
     g.model = hit->model;
     g.notes.push_back("'" + file + "' taken for " + g.model + " from its file name");
