@@ -1,6 +1,6 @@
 """HeadroomVAEDecode: decodes inside a memory budget without seams.
 
-KL (SD/Flux) and Wan VAEs run on Headroom's native decoders; any other VAE is decoded by ComfyUI's own
+KL (SD/Flux), FLUX.2 and Wan VAEs run on Headroom's native decoders; any other VAE is decoded by ComfyUI's own
 VAE through the native tiler (`decode_blend`), spatial tiles only for video so each tile sees the whole
 clip (temporal tiles make Wan video blink). Follows ComfyUI's fallback hygiene: other models are
 evicted first, and an out-of-memory retry runs only after the `except` block has released the failed
@@ -14,7 +14,10 @@ from . import budget as budget_mod
 from . import comfy_adapters, comfy_tiled_decode, native_loader
 
 MODES = ["auto", "full", "exact", "fast", "blend"]
-NATIVE_FAMILIES = ("kl", "wan2.1", "wan2.2")
+NATIVE_FAMILIES = ("kl", "flux2", "wan2.1", "wan2.2")
+# FLUX.2's VAE is a KL decoder behind a pointwise front end (inverse BatchNorm, 2x2 unpatchify), so its
+# modes behave as the KL decoder's.
+KL_DECODERS = ("kl", "flux2")
 
 # ComfyUI's own tiled fallback (comfy/sd.py VAE.decode): 64-latent tiles with 16 overlap for images,
 # 256 px // compression with a quarter overlap for video.
@@ -156,7 +159,7 @@ def _native_mode(family, mode: str, retry: bool) -> str:
     exact."""
     if retry and mode in ("auto", "full"):
         return "exact"
-    if mode == "fast" and family == "kl":
+    if mode == "fast" and family in KL_DECODERS:
         return "exact"
     return mode
 
@@ -174,8 +177,8 @@ class HeadroomVAEDecode:
     CATEGORY = "Headroom"
     FUNCTION = "decode"
     RETURN_TYPES = ("IMAGE",)
-    DESCRIPTION = ("VAE Decode that fits the memory budget: Headroom's native decoders for SD/Flux (KL) and "
-                   "Wan VAEs, ComfyUI's decode through Headroom's seamless tiler for others.")
+    DESCRIPTION = ("VAE Decode that fits the memory budget: Headroom's native decoders for SD/Flux (KL), "
+                   "FLUX.2 and Wan VAEs, ComfyUI's decode through Headroom's seamless tiler for others.")
 
     @classmethod
     def INPUT_TYPES(cls):
@@ -186,7 +189,7 @@ class HeadroomVAEDecode:
                 "mode": (MODES, {"default": "auto", "tooltip": "auto: whole decode when it fits, else exact "
                                  "tiles (never fast); full: no tiles; exact: tiles with shared GroupNorm "
                                  "statistics (same image as full, least memory); fast: kept for old workflows: on "
-                                 "SD/Flux VAEs it runs exact, which needs less memory and time than tiles "
+                                 "SD/Flux/FLUX.2 VAEs it runs exact, which needs less memory and time than tiles "
                                  "with recomputed halos (measured: those took twice as long as full), on "
                                  "Wan VAEs the feathered blend; blend: ComfyUI's decode per tile, feathered "
                                  "together."}),

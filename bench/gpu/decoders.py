@@ -4,8 +4,9 @@ eager references of tests/python (reference_kl_vae.py, reference_wan_vae.py). Pe
 `full` runs twice, the first is the warm-up), peak reserved / allocated against the plan and the budget,
 error against `full` and against the reference.
 
-Cases (GPU): KL (Flux/SD) 1024^2, 2048^2, 4096^2; the FLUX.2 VAE's decoder (KL with 32 latent channels and
-post_quant_conv; its inverse BatchNorm + 2x2 unpatchify runs before the decoder) at 2048^2; Wan 2.1 at 1280x720
+Cases (GPU): KL (Flux/SD) 1024^2, 2048^2, 4096^2; the FLUX.2 VAE (ComfyUI's packed 128-channel latent through
+Headroom's front end: inverse BatchNorm + 2x2 unpatchify, then the KL decoder with 32 latent channels and
+post_quant_conv; reference: reference_flux2_vae.py) at 2048^2; Wan 2.1 at 1280x720
 x 81 frames; Wan 2.2 at 1280x704 x 121 frames. Each case has a time share; the Wan clips are shortened (fewer
 latent frames) to the longest that the share allows, predicted from a probe decode of 2 latent frames, and
 a KL size whose predicted time does not fit is skipped. Wan's whole-clip eager reference runs on a prefix of
@@ -108,7 +109,7 @@ class Runner:
             common.free_cuda()
             with common.Meter(self.dev, "auto") as m:
                 (ref, nref), t = common.timed(self.dev, ref_fn)
-            note = "reference: eager PyTorch, whole clip at once" if base["family"] != "kl" else "reference: eager PyTorch"
+            note = "reference: eager PyTorch, whole clip at once" if not base["family"].startswith("kl") else "reference: eager PyTorch"
             self.row(base, "reference", img=ref, full=full_img[:ref.shape[0]], t=t, res=m.reserved, alloc=m.allocated,
                      meter=m.meter, warm=False, note=note)
             r = dict(base, mode="full-vs-reference", reference_frames=nref, status="ok")
@@ -166,10 +167,22 @@ def run_kl(a, run, rk, c, dtype_name, probe):
     model = rk.KLDecoderOnly(c["z"], c["widths"], c["blocks"], c["post_quant"]).eval()
     cpu_sd = S.vae_state_dict(base["family"], dim=8 if a.dry_run else None)
     model.load_state_dict(cpu_sd)
-    sd = {k: v.to(run.dev, dtype) for k, v in cpu_sd.items()}
+    shape = (1, c["z"], s // up, s // up)
+    if base["family"] == "kl-flux2":
+        # The real FLUX.2 input: ComfyUI's packed [1, 128, s/16, s/16] latent and the VAE's latent BatchNorm
+        # (random statistics), decoded by Headroom's front end + KL decoder; the reference is
+        # reference_flux2_vae's (its own inverse BatchNorm and unpatchify before the same decoder weights).
+        import reference_flux2_vae as rf
+        f2 = rf.random_flux2_vae(c["z"], c["widths"], c["blocks"], seed=0)
+        f2.decoder.load_state_dict(model.decoder.state_dict())
+        f2.post_quant_conv.load_state_dict(model.post_quant_conv.state_dict())
+        cpu_sd, model = rf.comfy_state_dict(f2), f2.eval()
+        shape = (1, c["z"] * 4, s // (2 * up), s // (2 * up))
+    sd = {k: (v.to(run.dev, dtype) if v.is_floating_point() and not k.startswith("bn.") else v.to(run.dev))
+          for k, v in cpu_sd.items()}
     wbytes = sum(v.numel() * v.element_size() for k, v in sd.items() if k.startswith(("decoder.", "post_quant")))
     base["weights_bytes"] = wbytes
-    z = torch.randn(1, c["z"], s // up, s // up, generator=torch.Generator().manual_seed(1)).to(run.dev, dtype)
+    z = torch.randn(*shape, generator=torch.Generator().manual_seed(1)).to(run.dev, dtype)
     try:
         run.decode(sd, z, dtype, wbytes, mode="full")  # warm-up (cuDNN algorithm choice, allocator)
         full, info, t, res, alloc, meter = run.decode(sd, z, dtype, wbytes, mode="full")

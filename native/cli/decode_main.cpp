@@ -32,6 +32,7 @@ const char* kUsage =
     "usage: headroom decode --vae VAE.safetensors --latent FILE [--mode full|exact|fast|blend|auto]\n"
     "                       [--tile PIXELS] [--budget SIZE] [--device cpu|cuda] [--dtype fp32|bf16|fp16] --out OUT\n"
     "                       [--force]\n"
+    "  VAE:  an AutoencoderKL (SD1.5/SDXL/SD3/Flux), FLUX.2 or Wan 2.1/2.2 VAE file, or a checkpoint holding one\n"
     "  FILE: a ComfyUI latent (safetensors with 'latent_tensor', as written by Save Latent)\n"
     "  OUT:  NAME.png (one PNG per image: NAME_00000.png... when there are several) or NAME.safetensors\n"
     "        (the IMAGE tensor [B, H, W, 3] float32 under 'image')\n"
@@ -39,10 +40,10 @@ const char* kUsage =
     "  --force: replace existing output files. Without it an existing file is never overwritten; even with it,\n"
     "        OUT is never one of the inputs and never a symbolic link.\n";
 
-// Largest latent ComfyUI makes: 16384 px a side (nodes.MAX_RESOLUTION) is 2048 latent pixels at the
-// 8x of every VAE decoded here; batches up to 4096 (EmptyLatentImage's batch_size); Wan lengths up
-// to 16384 frames are 4096 latent frames. Larger is refused from the header, before any allocation.
-constexpr int64_t kMaxLatentSide = 16384 / 8;
+// Largest latent ComfyUI makes: 16384 px a side (nodes.MAX_RESOLUTION), i.e. 16384 / scale latent pixels
+// (2048 at 8x, 1024 for FLUX.2's 16x latents); batches up to 4096 (EmptyLatentImage's batch_size); Wan
+// lengths up to 16384 frames are 4096 latent frames. Larger is refused from the header, before any allocation.
+constexpr int64_t kMaxImageSide = 16384;
 constexpr int64_t kMaxLatentBatch = 4096;
 constexpr int64_t kMaxLatentFrames = 16384 / 4;
 
@@ -209,21 +210,28 @@ struct LatentSpec {
   std::string family;
   int64_t rank = 4;
   int64_t channels = -1;  // -1: unknown here, left to the decoder's own check
+  int64_t scale = 8;      // image pixels per latent pixel
 };
 
 LatentSpec latent_spec(const ops::TensorMap& sd) {
   LatentSpec s;
   s.family = ops::detect_vae_family(sd);
-  s.rank = s.family == "kl" ? 4 : 5;
-  const char* key = s.family == "kl" ? "decoder.conv_in.weight" : "conv2.weight";
+  const bool image = s.family == "kl" || s.family == "flux2";
+  s.rank = image ? 4 : 5;
+  const char* key = image ? "decoder.conv_in.weight" : "conv2.weight";
   auto it = sd.find(key);
   if (it != sd.end() && it->second.dim() >= 2) s.channels = it->second.size(1);
+  // FLUX.2: ComfyUI's latent holds the decoder's channels patchified 2x2 (4x the channels, half the side).
+  if (s.family == "flux2") {
+    if (s.channels > 0) s.channels *= 4;
+    s.scale = 16;
+  }
   return s;
 }
 
 // The latent tensor's shape from the header (nothing is read or allocated before this passes).
 void check_latent_shape(const std::string& dtype, const std::vector<int64_t>& shape, const LatentSpec& spec) {
-  const bool kl = spec.family == "kl";
+  const bool kl = spec.rank == 4;  // an image latent (KL, FLUX.2)
   const std::string form = kl ? "[batch, channels, height, width]" : "[batch, channels, frames, height, width]";
   if (static_cast<int64_t>(shape.size()) != spec.rank)
     throw hr::InputError("--latent", "latent_tensor has " + std::to_string(shape.size()) + " axes " + ops::shape_string(shape) +
@@ -236,14 +244,16 @@ void check_latent_shape(const std::string& dtype, const std::vector<int64_t>& sh
   for (int64_t d : shape)
     if (d == 0) throw hr::InputError("--latent", "latent_tensor is empty " + ops::shape_string(shape));
   const int64_t h = shape[shape.size() - 2], w = shape[shape.size() - 1];
-  if (h > kMaxLatentSide || w > kMaxLatentSide || shape[0] > kMaxLatentBatch || (!kl && shape[2] > kMaxLatentFrames))
+  const int64_t max_side = kMaxImageSide / spec.scale;
+  if (h > max_side || w > max_side || shape[0] > kMaxLatentBatch || (!kl && shape[2] > kMaxLatentFrames))
     throw hr::InputError("--latent", "latent_tensor " + ops::shape_string(shape) + " is larger than any ComfyUI makes (at most " +
-                                         std::to_string(kMaxLatentSide) + " latent pixels a side = 16384 px, batch " +
+                                         std::to_string(max_side) + " latent pixels a side = 16384 px, batch " +
                                          std::to_string(kMaxLatentBatch) + ", " + std::to_string(kMaxLatentFrames) +
                                          " latent frames)");
-  // The decoded IMAGE (float32 [images, 8h, 8w, 3]) lives in host memory: refuse what cannot.
+  // The decoded IMAGE (float32 [images, scale*h, scale*w, 3]) lives in host memory: refuse what cannot.
   const double images = static_cast<double>(shape[0]) * (kl ? 1.0 : 1.0 + 4.0 * static_cast<double>(shape[2] - 1));
-  const double bytes = images * 64.0 * static_cast<double>(h) * static_cast<double>(w) * 3.0 * 4.0;
+  const double px = static_cast<double>(spec.scale) * static_cast<double>(spec.scale);
+  const double bytes = images * px * static_cast<double>(h) * static_cast<double>(w) * 3.0 * 4.0;
   const double ram = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
   if (ram > 0 && bytes > ram)
     throw DoesNotFit("the decoded image of latent " + ops::shape_string(shape) + " needs " +

@@ -175,6 +175,7 @@ PYBIND11_MODULE(_headroom_torch, m) {
         py::arg("tile_px") = 0, py::arg("budget_bytes") = py::none(), py::arg("device") = py::none(),
         py::arg("dtype") = py::none(), py::arg("progress") = py::none(), py::arg("cancel") = py::none(),
         "Decode a latent with the VAE state dict. Returns (IMAGE float32 [B, H, W, 3] on the CPU, info dict).\n"
+        "latent: [B, C, h, w] (FLUX.2: ComfyUI's [B, 128, H/16, W/16]) or [B, C, T, h, w] for Wan;\n"
         "mode: auto | full | exact | fast | blend; tile_px: tile edge in output pixels (0 = largest that fits);\n"
         "budget_bytes: device-memory budget (None: free VRAM as ComfyUI defines it on CUDA, no limit on CPU);\n"
         "progress(done, total) after each tile; cancel() -> bool polled between tiles (True raises DecodeCancelled).");
@@ -184,7 +185,7 @@ PYBIND11_MODULE(_headroom_torch, m) {
         "One feathered pass of fn(latent_tile) -> decoded tile over spatial tiles; returns the blended float32\n"
         "CPU tensor (raw decoder output, no clamping). upscale (8, 8) for images, (4, 8, 8) for Wan video\n"
         "(frames 4T-3; time is never tiled).");
-  m.def("detect_vae_family", &detect_vae_family, py::arg("state_dict"), "'kl', 'wan2.1' or 'wan2.2'.");
+  m.def("detect_vae_family", &detect_vae_family, py::arg("state_dict"), "'kl', 'flux2' (KL decoder + latent BatchNorm and 2x2 patches), 'wan2.1' or 'wan2.2'.");
   m.def("built_torch_version", [] { return std::string(HEADROOM_BUILT_TORCH_VERSION); },
         "The torch version this module was compiled against (a mismatch with the running torch breaks the ABI).");
   m.def("plan", &py_plan, py::arg("family"), py::arg("latent_shape"), py::arg("mode") = "auto", py::arg("tile_px") = 0,

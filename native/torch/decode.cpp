@@ -6,6 +6,7 @@
 #include "core/base/error.hpp"
 #include "core/base/units.hpp"
 #include "torch/budget.hpp"
+#include "torch/flux2_vae.hpp"
 #include "torch/kl_decoder.hpp"
 #include "torch/kl_weights.hpp"
 #include "torch/state_dict_io.hpp"
@@ -34,13 +35,14 @@ at::ScalarType compute_dtype(const StateDict& sd, const DecodeOptions& o, const 
   return t;
 }
 
-void check_latent(const at::Tensor& z, int64_t channels) {
+// `channels_hint` says which latents carry how many channels, for the wrong-model message.
+void check_latent(const at::Tensor& z, int64_t channels, const std::string& channels_hint) {
   if (!z.defined() || z.dim() != 4)
     throw InputError("latent", "expected a [batch, channels, height, width] latent for this VAE, got " +
                                    (z.defined() ? std::to_string(z.dim()) + " axes " + shape_string(z.sizes()) : std::string("nothing")));
   if (z.size(1) != channels)
     throw InputError("latent", "has " + std::to_string(z.size(1)) + " channels but this VAE decodes " + std::to_string(channels) +
-                                   "-channel latents (Flux/SD3: 16, SD1.5/SDXL: 4); is it from another model family?");
+                                   "-channel latents (" + channels_hint + "); is it from another model family?");
   if (z.numel() == 0) throw InputError("latent", "is empty " + shape_string(z.sizes()));
   if (!at::isFloatingType(z.scalar_type())) throw InputError("latent", "must be a floating-point tensor, got " + dtype_name(z.scalar_type()));
   if (!at::isfinite(z).all().item<bool>())
@@ -55,18 +57,32 @@ at::Tensor to_image(const at::Tensor& x) {
   return f.add_(1.0).mul_(0.5).clamp_(0.0, 1.0).permute({0, 2, 3, 1}).to(at::kCPU).contiguous();
 }
 
-torch::Tensor decode_kl(const StateDict& sd, const torch::Tensor& latent, const DecodeOptions& o, DecodeInfo* info) {
+// KL VAEs, and FLUX.2's (flux2 = true): its front end (inverse BatchNorm, 2x2 unpatchify; flux2_vae.hpp)
+// turns ComfyUI's [B, 128, H/16, W/16] latent into the decoder's [B, 32, H/8, W/8] once, over the whole
+// latent, and everything after it (plan, modes, tiles) is the KL decoder's on that latent. Tile sizes
+// in DecodeInfo count pixels of that unpatchified latent (1/8 of the image).
+torch::Tensor decode_kl(const StateDict& sd, const torch::Tensor& latent, const DecodeOptions& o, DecodeInfo* info,
+                        bool flux2) {
   const at::Device dev = o.device ? *o.device : latent.device();
   const at::ScalarType dt = compute_dtype(sd, o, dev);
   kl::Weights w = kl::load_weights(sd, dev, dt);
-  check_latent(latent, w.z_channels);
+  std::optional<flux2::Front> front;
+  if (flux2) {
+    front = flux2::load_front(sd, dev);
+    check_latent(latent, front->packed_channels(),
+                 "FLUX.2: " + std::to_string(front->packed_channels()) + ", its " + std::to_string(w.z_channels) +
+                     " channels patchified 2x2 at 1/16 of the image; Flux/SD3: 16, SD1.5/SDXL: 4");
+  } else {
+    check_latent(latent, w.z_channels, "Flux/SD3: 16, SD1.5/SDXL: 4, FLUX.2: 128");
+  }
+  const int64_t side = flux2 ? flux2::kPatch : 1;
 
   DecodeRequest req;
-  req.family = "kl";
+  req.family = "kl";  // FLUX.2: the KL plan of the unpatchified latent (the front end's buffers are latent-sized)
   req.latent_channels = static_cast<int>(w.z_channels);
   req.batch = static_cast<int>(latent.size(0));
-  req.latent_height = static_cast<int>(latent.size(2));
-  req.latent_width = static_cast<int>(latent.size(3));
+  req.latent_height = static_cast<int>(latent.size(2) * side);
+  req.latent_width = static_cast<int>(latent.size(3) * side);
   for (int64_t c : w.widths()) req.level_widths.push_back(static_cast<int>(c));
   req.blocks_per_level = static_cast<int>(w.levels[0].blocks.size());
   req.dtype_bytes = dt == at::kFloat ? 4 : 2;
@@ -79,7 +95,7 @@ torch::Tensor decode_kl(const StateDict& sd, const torch::Tensor& latent, const 
   }
   const DecodePlan plan = plan_decode(req);
 
-  at::Tensor z = latent.to(dev, dt);
+  at::Tensor z = front ? flux2::unpack_latent(*front, latent, dt) : latent.to(dev, dt);
   kl::TileRunOptions run;
   run.tile_latent = plan.tile_latent;
   run.park_on_cpu = plan.park_on_cpu;
@@ -103,7 +119,7 @@ torch::Tensor decode_kl(const StateDict& sd, const torch::Tensor& latent, const 
         o.progress, run.check_cancel);
   }
   if (info) {
-    info->family = "kl";
+    info->family = flux2 ? "flux2" : "kl";
     info->mode = plan.mode;
     info->tile_latent = plan.tile_latent;
     info->halo_latent = plan.halo_latent;
@@ -120,11 +136,13 @@ torch::Tensor decode_kl(const StateDict& sd, const torch::Tensor& latent, const 
 }  // namespace
 
 std::string detect_vae_family(const StateDict& sd) {
+  if (flux2::looks_like_flux2(sd)) return "flux2";  // before "kl": it is a KL decoder plus a front end
   if (kl::looks_like_kl(sd)) return "kl";
   if (sd.count("decoder.middle.0.residual.0.gamma"))
     return sd.count("decoder.upsamples.0.upsamples.0.residual.2.weight") ? "wan2.2" : "wan2.1";
   throw InputError("vae", "not a VAE Headroom can decode natively: expected 'decoder.conv_in.weight' and "
-                          "'decoder.up.0.block.0.conv1.weight' (Flux/SD3/SDXL/SD1.5 AutoencoderKL) or "
+                          "'decoder.up.0.block.0.conv1.weight' (Flux/SD3/SDXL/SD1.5 AutoencoderKL; FLUX.2 adds "
+                          "'bn.running_mean') or "
                           "'decoder.middle.0.residual.0.gamma' (Wan 2.1/2.2); for other VAEs use blend mode with a "
                           "Python decode function");
 }
@@ -132,7 +150,7 @@ std::string detect_vae_family(const StateDict& sd) {
 torch::Tensor decode(const StateDict& state_dict, const torch::Tensor& latent, const DecodeOptions& options,
                      DecodeInfo* info) {
   const std::string family = detect_vae_family(state_dict);
-  if (family == "kl") return decode_kl(state_dict, latent, options, info);
+  if (family == "kl" || family == "flux2") return decode_kl(state_dict, latent, options, info, family == "flux2");
   return decode_wan(family, state_dict, latent, options, info);
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // Entry point of the native VAE decoders: picks the decoder from the state dict's keys
-// (KL: decoder.up.*, Wan 2.1/2.2: decoder.upsamples.*) and runs it in the requested mode.
+// (KL: decoder.up.*, FLUX.2: KL + bn.running_mean, Wan 2.1/2.2: decoder.upsamples.*) and runs it in the
+// requested mode.
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -30,9 +31,9 @@ struct Cancelled : std::runtime_error {
 
 // What decode() chose and measured; filled when `info` is given.
 struct DecodeInfo {
-  std::string family;      // "kl", "wan2.1", "wan2.2"
+  std::string family;      // "kl", "flux2", "wan2.1", "wan2.2"
   std::string mode;        // the mode that ran
-  int tile_latent = 0;
+  int tile_latent = 0;     // FLUX.2: pixels of the unpatchified 32-channel latent (1/8 of the image)
   int halo_latent = 0;
   int tiles = 1;
   std::uint64_t planned_peak_bytes = 0;
@@ -42,13 +43,14 @@ struct DecodeInfo {
   std::uint64_t parked_bytes_peak = 0;  // exact: largest set of whole-image activations held between layers
 };
 
-// latent: [B, C, h, w] for KL VAEs, [B, C, T, h, w] for Wan VAEs.
+// latent: [B, C, h, w] for KL VAEs ([B, 128, H/16, W/16] for FLUX.2's), [B, C, T, h, w] for Wan VAEs.
 // Returns ComfyUI's IMAGE: float32 [B, H, W, 3] (video: [B*frames, H, W, 3]) on the CPU, in [0, 1].
 // Throws headroom::InputError naming the field for bad inputs (missing keys, wrong channels, NaN...).
 torch::Tensor decode(const StateDict& state_dict, const torch::Tensor& latent, const DecodeOptions& options,
                      DecodeInfo* info = nullptr);
 
-// "kl", "wan2.1" or "wan2.2" from the keys and shapes; throws InputError("vae", ...) otherwise.
+// "kl", "flux2", "wan2.1" or "wan2.2" from the keys (FLUX.2: flux2::looks_like_flux2); throws
+// InputError("vae", ...) otherwise.
 std::string detect_vae_family(const StateDict& state_dict);
 
 }  // namespace headroom::torch_ops

@@ -63,7 +63,11 @@ Weights load_weights(const TensorMap& sd, at::Device device, at::ScalarType dtyp
   if (levels < 1 || blocks < 1)
     throw InputError("vae", "state dict has no 'decoder.up.0.block.0.conv1.weight': not an AutoencoderKL decoder");
   if (levels > 8) throw InputError("vae", std::to_string(levels) + " decoder levels is not a supported AutoencoderKL");
+  // ComfyUI's VAE state dict keeps post_quant_conv at the top level; Black Forest Labs' files (FLUX.2's
+  // AutoEncoder) keep it inside the decoder. Same layer, applied first either way.
   if (has(sd, "post_quant_conv.weight")) w.post_quant = L.conv("post_quant_conv", w.z_channels, w.z_channels, 1);
+  else if (has(sd, "decoder.post_quant_conv.weight"))
+    w.post_quant = L.conv("decoder.post_quant_conv", w.z_channels, w.z_channels, 1);
   w.conv_in = L.conv("decoder.conv_in", block_in, w.z_channels, 3);
   w.mid1 = L.res("decoder.mid.block_1", block_in, block_in);
   w.attn.n = L.norm("decoder.mid.attn_1.norm", block_in);

@@ -17,7 +17,11 @@ fp32 weights (used in place, so already resident before the call; a GPU holds th
 "parked" activations live in the same RAM, so the report also gives the device-side figure
 (peak RSS minus the parked whole-image activations) that a GPU run would hold in VRAM.
 
-usage: HEADROOM_BUILD_DIR=build .venv/bin/python tests/bench/bench_kl_decode.py [--size 512] [--tile 256]
+--flux2: the FLUX.2 VAE instead (32 latent channels, post_quant_conv, latent BatchNorm with random
+statistics): the latent is ComfyUI's packed [1, 128, size/16, size/16], the eager side is
+reference_flux2_vae.py, and the three-pass baseline tiles the packed latent (ComfyUI's decode per tile).
+
+usage: HEADROOM_BUILD_DIR=build .venv/bin/python tests/bench/bench_kl_decode.py [--size 512] [--tile 256] [--flux2]
 """
 import argparse
 import json
@@ -37,6 +41,7 @@ if not BUILD.is_absolute():
 sys.path.insert(0, str(BUILD / "python"))
 sys.path.insert(0, str(REPO / "tests" / "python"))
 import _headroom_torch as ht  # noqa: E402
+import reference_flux2_vae as rf  # noqa: E402
 import reference_kl_vae as ref  # noqa: E402
 
 
@@ -124,22 +129,29 @@ def main():
     ap.add_argument("--reps", type=int, default=2, help="alternating repetitions of eager / full / exact")
     ap.add_argument("--budgets-only", action="store_true", help="only full's peak and exact at 1/2 and 1/4 of it")
     ap.add_argument("--json", type=str, default="")
+    ap.add_argument("--flux2", action="store_true", help="the FLUX.2 VAE (packed 128-channel latent, BatchNorm)")
     a = ap.parse_args()
     if a.threads:
         torch.set_num_threads(a.threads)
     torch.manual_seed(0)
-    model = ref.random_vae(z_channels=16, widths=(128, 256, 512, 512), blocks=3, post_quant=False, seed=0)
-    sd = ref.state_dict_of(model)
-    h = a.size // 8
-    z = torch.randn(1, 16, h, h)
-    tl = a.tile // 8
+    if a.flux2:
+        model = rf.random_flux2_vae(z_channels=32, widths=(128, 256, 512, 512), blocks=3, seed=0)
+        sd = rf.comfy_state_dict(model)
+        up = 16
+        z = torch.randn(1, 128, a.size // up, a.size // up)
+    else:
+        model = ref.random_vae(z_channels=16, widths=(128, 256, 512, 512), blocks=3, post_quant=False, seed=0)
+        sd = ref.state_dict_of(model)
+        up = 8
+        z = torch.randn(1, 16, a.size // up, a.size // up)
+    tl = a.tile // up
     res = {"machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} logical CPUs, "
                       f"torch {torch.__version__} CPU, {torch.get_num_threads()} threads",
-           "size_px": a.size, "tile_px": a.tile, "dtype": "fp32"}
+           "size_px": a.size, "tile_px": a.tile, "dtype": "fp32", "vae": "flux2" if a.flux2 else "flux"}
 
     # The fp32 weights are used in place (no copy), so they sit in the baseline RSS; add them back so
     # peaks compare with a budget the way a GPU's VRAM would hold them.
-    wbytes = sum(t.numel() * t.element_size() for k, t in sd.items() if k.startswith("decoder."))
+    wbytes = sum(t.numel() * t.element_size() for k, t in sd.items() if k.startswith(("decoder.", "post_quant")))
     res["weights_bytes"] = wbytes
     with torch.no_grad():
         ref.to_image(model(z[:, :, :8, :8]))  # warm-up (allocator, oneDNN)
@@ -164,7 +176,7 @@ def main():
         t_exact = min(t_exact, t)
     m_eager, m_full, m_exact = m_eager + wbytes, m_full + wbytes, m_exact + wbytes
     with torch.no_grad():
-        three, t_three, m_three = measure(lambda: ref.to_image(comfy_style_tiled(model, z, tl, max(1, min(8, tl // 4)), 8)))
+        three, t_three, m_three = measure(lambda: ref.to_image(comfy_style_tiled(model, z, tl, max(1, min(8, tl // 4)), up)))
     (fast, info_fast), t_fast, _ = measure(lambda: ht.decode(sd, z, mode="fast", tile_px=a.tile))
     res.update({
         "eager_s": t_eager, "full_s": t_full, "exact_s": t_exact, "three_pass_s": t_three, "fast_s": t_fast,

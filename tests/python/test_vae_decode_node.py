@@ -152,3 +152,25 @@ def test_auto_never_plans_fast(family, shape):
         except ValueError:
             continue  # too small for anything: an error, never a silent fast decode
         assert plan["mode"] in ("full", "exact"), (budget, plan)
+
+
+def test_flux2_vae_decodes_natively_through_the_node():
+    """A FLUX.2 VAE as ComfyUI hands it over (get_sd(): top-level post_quant_conv, bn statistics) and its
+    [B, 128, H/16, W/16] LATENT: the node runs the native decoder (not ComfyUI's decode), exact equals the
+    independent reference, and fast runs exact as on any KL decoder."""
+    ht = _torch_ops_or_skip()
+    import torch
+
+    import reference_flux2_vae as f2
+    model = f2.random_flux2_vae(seed=21)
+    vae = fakes.FakeVAE(state_dict=f2.comfy_state_dict(model), upscale=8)
+    z = torch.randn(1, 128, 3, 4, generator=torch.Generator().manual_seed(22))
+    want = f2.decode_image(model, z)
+    with natives_installed(fakes.FakeCore(), ht):
+        out = HeadroomVAEDecode().decode({"samples": z}, vae, mode="exact", budget="8")
+        assert (out["result"][0] - want).abs().max().item() < 1e-4
+        assert out["ui"]["text"][0].startswith("flux2 VAE, exact decode")
+        out = HeadroomVAEDecode().decode({"samples": z}, vae, mode="fast", budget="8")
+        assert (out["result"][0] - want).abs().max().item() < 1e-4
+        assert "fast asked: exact ran instead" in out["ui"]["text"][0]
+    assert vae.decode_calls == []
