@@ -7,6 +7,7 @@
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
 #include "core/api/api.hpp"
+#include "core/catalog/verdict.hpp"
 #include "core/base/error.hpp"
 #include "core/base/units.hpp"
 
@@ -201,7 +202,7 @@ int cmd_estimate(const Argv& argv) {
     std::cout << r.dump(2) << "\n";
   else
     print_estimate(r);
-  return r.value("verdict", "") == "does not fit" ? 1 : 0;
+  return r.value("verdict", "") == spelling(Verdict::DoesNotFit) ? 1 : 0;
 }
 
 }  // namespace headroom::cli

@@ -56,7 +56,7 @@ def _nlohmann_include():
 def test_oom_sources_compile_without_warnings():
     """install.py printed 54 -Wmissing-field-initializers warnings, all from native/core/oom/oom_diagnose.cpp;
     the core's own flags (-Wall -Wextra) must give none."""
-    sources = sorted((REPO / "native" / "core").glob("oom_*.cpp"))
+    sources = sorted((REPO / "native" / "core").glob("oom/oom_*.cpp"))
     out = subprocess.run([_compiler(), "-std=c++17", "-fsyntax-only", "-Wall", "-Wextra", "-I", str(REPO / "native"),
                           "-I", _nlohmann_include(), *map(str, sources)],
                          capture_output=True, text=True, timeout=300)

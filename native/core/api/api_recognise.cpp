@@ -6,6 +6,7 @@
 #include "core/api/api.hpp"
 #include "core/base/data_files.hpp"
 #include "core/base/error.hpp"
+#include "core/base/request_fields.hpp"
 #include "core/inspect/inspector.hpp"
 #include "core/base/json_reader.hpp"
 
@@ -26,11 +27,16 @@ constexpr std::size_t kMaxRank = 8;
 
 }  // namespace
 
-json recognise(const json& request) {
-  for (const auto& kv : request.items())
-    if (kv.key() != "tensors") throw InputError(kv.key(), "unknown field; recognise takes only tensors");
-  auto it = request.find("tensors");
-  if (it == request.end() || !it->is_object() || it->empty())
+const request::Fields& recognise_fields() {
+  static const request::Fields f = {
+      {"tensors", request::Kind::Object, "{name: {dtype, shape}} of a state dict", 0, 0, {}, true}};
+  return f;
+}
+
+json recognise(const json& body) {
+  const request::Request request(body, "recognise", recognise_fields());
+  auto it = body.find("tensors");
+  if (it->empty())
     throw InputError("tensors", "expected an object {name: {dtype, shape}} with at least one tensor");
   if (it->size() > kMaxTensors)
     throw InputError("tensors", "expected at most " + std::to_string(kMaxTensors) + " tensors, got " +

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "core/catalog/catalog.hpp"
+#include "core/catalog/verdict.hpp"
 #include "core/base/error.hpp"
 #include "core/estimate/memory_model.hpp"
 #include "core/estimate/runtime_policy.hpp"
@@ -241,17 +242,17 @@ Estimate estimate(const Job& job, const Runtime& runtime) {
     // Sampling takes nearly all of the run's time, so its slowdown is the run's; other stages'
     // slowdowns stay in their own entries.
     if (s.name == "sample") est.slowdown = s.slowdown;
-    any_fail = any_fail || s.mode == "does_not_fit";
+    any_fail = any_fail || s.mode == spelling(Verdict::DoesNotFit);
     any_degraded = any_degraded || s.mode == "partial" || s.mode == "tiled_fallback";
   }
   if (V) {
     const double margin = runtime_constant("tight_margin_fraction");
     if (any_fail || est.peak_bytes > V)
-      est.verdict = "does not fit";
+      est.verdict = spelling(Verdict::DoesNotFit);
     else if (any_degraded || est.peak_bytes > static_cast<std::uint64_t>(V * (1.0 - margin)))
-      est.verdict = "tight";
+      est.verdict = spelling(Verdict::Tight);
     else
-      est.verdict = "fits";
+      est.verdict = spelling(Verdict::Fits);
   }
   return est;
 }

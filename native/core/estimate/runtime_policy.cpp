@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "core/catalog/catalog.hpp"
+#include "core/catalog/verdict.hpp"
 #include "core/base/units.hpp"
 
 namespace headroom {
@@ -130,7 +131,7 @@ Stage fit_stage(const StageDemand& d, const PolicyContext& c) {
     const double transfer = streamed / runtime_constant("pcie_bytes_per_s");
     s.slowdown = full.slowdown * (1.0 + transfer / std::max(forward_seconds(d), 1e-9));
     if (s.peak_bytes > V) {
-      s.mode = "does_not_fit";
+      s.mode = spelling(Verdict::DoesNotFit);
       s.notes.push_back("even with all weights streamed, the activations need " + format_bytes(s.peak_bytes) +
                         " on a " + format_bytes(V) + " card");
       return s;
@@ -149,13 +150,13 @@ Stage fit_stage(const StageDemand& d, const PolicyContext& c) {
     Stage s = std::move(*fallback);
     s.full_load_bytes = full.full_load_bytes;
     s.min_bytes = full.min_bytes;
-    s.mode = s.peak_bytes <= V ? "tiled_fallback" : "does_not_fit";
+    s.mode = s.peak_bytes <= V ? "tiled_fallback" : spelling(Verdict::DoesNotFit);
     s.notes.insert(s.notes.begin(), "the untiled " + d.name + " needs " + format_bytes(full.peak_bytes) +
                                         "; ComfyUI runs out of memory and retries tiled");
     return s;
   }
 
-  full.mode = "does_not_fit";
+  full.mode = spelling(Verdict::DoesNotFit);
   full.notes.push_back("needs " + format_bytes(full.peak_bytes) + " on a " + format_bytes(V) + " card");
   return full;
 }

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "core/catalog/catalog.hpp"
+#include "core/catalog/verdict.hpp"
 #include "core/base/error.hpp"
 #include "core/catalog/presets.hpp"
 #include "core/base/units.hpp"
@@ -29,8 +30,8 @@ std::optional<Estimate> try_estimate(const Job& job, const Runtime& rt) {
   }
 }
 
-bool fits(const Estimate& e) { return e.verdict == "fits"; }
-bool runs(const Estimate& e) { return e.verdict != "does not fit"; }
+bool fits(const Estimate& e) { return e.verdict == spelling(Verdict::Fits); }
+bool runs(const Estimate& e) { return e.verdict != spelling(Verdict::DoesNotFit); }
 
 // Exact canonical-name lookups (the planner only sees canonical names; find_model's alias search
 // would normalise strings on every call).
@@ -283,7 +284,7 @@ Plan make_plan(const Job& job_in, const Runtime& rt, const PlanOptions& options)
   const std::uint64_t need = need_bytes(plan.estimate);
   const PresetData& data = preset_data();
 
-  if (rt.has_card() && plan.verdict != "fits") {
+  if (rt.has_card() && plan.verdict != spelling(Verdict::Fits)) {
     std::vector<std::string> order = options.order;
     if (order.empty())
       for (const auto& c : data.changes) order.push_back(c.kind);
