@@ -28,7 +28,7 @@ const request::Fields& recognise_fields();
 const request::Fields& explain_fields();
 
 // {models:[{name, role, family, aliases, ...}], gpus:[...], presets:[...], precisions:[...],
-//  verdicts:[{id, text, runs, fits}]} (verdicts: every verdict and how it is spelled, core/catalog/verdict.hpp)
+//  verdicts:[{id, text, runs, fits, sized}]} (verdicts: every verdict and how it is spelled, core/catalog/verdict.hpp)
 json catalog();
 
 // Request mirrors `headroom estimate` flags: {model, precision?, text_encoder_precision?,

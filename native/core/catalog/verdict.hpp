@@ -19,7 +19,7 @@ enum class Verdict {
 // "fits", "tight", "does not fit", "unknown".
 const std::string& spelling(Verdict v);
 
-// [{id, text, runs, fits}] in the order above: id is the enum's name in snake case, text its spelling.
+// [{id, text, runs, fits, sized}] in the order above: id is the enum's name in snake case, text its spelling.
 nlohmann::json verdicts_json();
 
 }  // namespace headroom

@@ -442,6 +442,11 @@ constexpr std::pair<const char*, Rule> kRules[] = {
 
 }  // namespace
 
+void check_texts(const nlohmann::json& doc) {
+  load_section(doc, "diagnoses", kDiagnosisKeys, std::size(kDiagnosisKeys));
+  load_section(doc, "fixes", kFixKeys, std::size(kFixKeys));
+}
+
 Diagnosis diagnose(Report& r) {
   if (!r.recognised) return {};
   const Derived x = derive(r);
