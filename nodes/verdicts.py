@@ -5,7 +5,7 @@ import json
 
 from . import native_loader
 
-_tables = {}  # id(core) -> {text: row}; the stand-in cores of the tests each get their own
+_tables = {}  # id(core) -> (core, {text: row}); the core is kept so its id is never reused by another
 
 
 def table() -> dict:
@@ -15,13 +15,13 @@ def table() -> dict:
     except native_loader.NativeUnavailable:
         return {}
     key = id(core)
-    if key not in _tables:
+    if key not in _tables or _tables[key][0] is not core:
         try:
             rows = json.loads(core.catalog()).get("verdicts") or []
         except (ValueError, TypeError, AttributeError):
             rows = []
-        _tables[key] = {r["text"]: r for r in rows if isinstance(r, dict) and "text" in r}
-    return _tables[key]
+        _tables[key] = (core, {r["text"]: r for r in rows if isinstance(r, dict) and "text" in r})
+    return _tables[key][1]
 
 
 def row(verdict):

@@ -193,3 +193,10 @@ TEST_CASE("flag text becomes a JSON value by the field's kind", "[request]") {
   json as_json = {{"params", 8}, {"layers", 32}, {"kv_heads", 8}, {"head_dim", 128}, {"context", 1000}};
   CHECK(api::llm(as_text)["total_bytes"] == api::llm(as_json)["total_bytes"]);
 }
+
+TEST_CASE("a table documents its fields from the declared meanings and ranges", "[request]") {
+  const std::string doc = headroom::request::documentation(api::estimate_fields());
+  CHECK_THAT(doc, Catch::Contains("  width: image width in px (a whole number from 16 to 16384)\n"));
+  CHECK_THAT(doc, Catch::Contains("  model (required): "));
+  CHECK_THAT(doc, Catch::Contains("  decode_mode: how the VAE decodes (full, tiled or headroom)\n"));
+}
