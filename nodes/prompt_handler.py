@@ -6,7 +6,7 @@ import hashlib
 import json
 import logging
 
-from . import autofix, budget, comfy_adapters, native_loader, report_format, settings
+from . import autofix, budget, comfy_adapters, native_loader, report_format, settings, verdicts
 from .queue_gate import blocked_prompt
 
 EVENT = "headroom.preflight"
@@ -35,7 +35,9 @@ def _payload(plan: dict, fields: dict, action: str) -> dict:
     changes = plan.get("changes") or []
     return {
         "action": action,
-        "verdict": plan.get("verdict"),  # fits | tight (partial weight loading or little margin) | does not fit
+        "verdict": plan.get("verdict"),
+        # The catalog's row of that verdict ({id, text, runs, fits, sized}): the browser decides from its flags.
+        "verdict_flags": verdicts.row(plan.get("verdict")),
         "over_budget": report_format.is_over_budget(plan, fields),
         # False: the core could not estimate this prompt (e.g. no diffusion loader); never a fit.
         "estimated": report_format.is_estimated(plan),

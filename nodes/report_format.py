@@ -1,4 +1,5 @@
 """Plain-text rendering of core results for node bodies, node outputs and log lines."""
+from . import verdicts
 
 GIB = 1024 ** 3
 
@@ -13,9 +14,8 @@ def budget_bytes(result: dict, fields: dict):
 
 def is_estimated(result: dict) -> bool:
     """False when the core could not estimate the run (no diffusion loader, unknown model...): it then
-    gives no peak and the verdict "unknown", which must never read as a fit."""
-    verdict = str(result.get("verdict") or "").lower()
-    return result.get("peak_bytes") is not None and verdict not in ("unknown", "n/a", "none")
+    gives no peak and an unsized verdict, which must never read as a fit."""
+    return result.get("peak_bytes") is not None and not verdicts.is_unsized(result.get("verdict"))
 
 
 def not_estimated_reason(result: dict) -> str:
@@ -35,10 +35,9 @@ def _node_name(node) -> str:
 
 def is_over_budget(result: dict, fields: dict) -> bool:
     """The core's verdict when it gave one; otherwise peak against the budget we passed."""
-    # The core says "fits", "tight" (fits with little margin) or "does not fit".
-    verdict = str(result.get("verdict") or "").lower()
-    if verdict:
-        return "not" in verdict or verdict.startswith("over") or "oom" in verdict
+    # The catalog's flags say which verdicts mean the run will not complete (nodes/verdicts.py).
+    if verdicts.row(result.get("verdict")) is not None:
+        return verdicts.is_failure(result.get("verdict"))
     limit = budget_bytes(result, fields)
     peak = result.get("peak_bytes")
     return limit is not None and peak is not None and peak > limit
@@ -91,7 +90,7 @@ def preflight_report(result: dict, fields: dict, budget_label: str) -> str:
         verdict = "NO BUDGET"
     else:
         lines.append(f"{peak_line}; budget {gib(limit)} ({budget_label})")
-        verdict = "OVER BUDGET" if over else ("FITS (tight)" if "tight" in str(result.get("verdict", "")) else "FITS")
+        verdict = "OVER BUDGET" if over else ("FITS (tight)" if verdicts.is_tight(result.get("verdict")) else "FITS")
     lines.append(f"Verdict: {verdict}")
     changes = result.get("changes") or []
     if over and changes:

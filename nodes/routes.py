@@ -226,7 +226,8 @@ async def post_estimate(request):
 @_guard
 async def get_presets(request):
     catalog = json.loads(native_loader.core().catalog())
-    return web.json_response({"presets": catalog.get("presets", [])})
+    # The verdicts ride along so the panel reads their flags from the catalog, not from their spelling.
+    return web.json_response({"presets": catalog.get("presets", []), "verdicts": catalog.get("verdicts", [])})
 
 
 @_guard

@@ -90,7 +90,7 @@ export function createHeadroomExtension(app, api) {
       toast(app, { severity: "warn", summary: "Headroom could not check this workflow", detail: detail.error, life: 6000 });
       return;
     }
-    if (detail.estimated === false) {  // no peak (e.g. no diffusion loader): say so once, never "fits"
+    if (detail.estimated === false) {  // no peak (e.g. no diffusion loader): say so once, never a fit
       const reason = detail.not_estimated ?? "the core gave no peak";
       if (ext.seenErrors.has(reason)) return;
       ext.seenErrors.add(reason);
@@ -98,7 +98,9 @@ export function createHeadroomExtension(app, api) {
       return;
     }
     if (!detail.over_budget && !detail.applied) {
-      if (detail.verdict === "tight" && detail.action === "warn") {
+      // The catalog's flags of the verdict (prompt_handler's verdict_flags): it runs, but not with room to spare.
+      const flags = detail.verdict_flags;
+      if (flags?.runs && !flags?.fits && detail.action === "warn") {
         toast(app, { severity: "info", summary: "Tight fit", life: 6000,
           detail: `peak ${gib(detail.peak_bytes)} in ${detail.peak_stage} of ${gib(detail.budget_bytes)}: ComfyUI will stream part of the weights or run with little margin.${detail.fix ? ` Faster: ${detail.fix}` : ""}` });
       }

@@ -78,14 +78,21 @@ export function renderBar(snapshot) {
 
 // True when the core gave a peak and a verdict it could judge (it says "unknown" with a reason when it
 // could not estimate the workflow, e.g. no diffusion loader): never shown as a fit.
-export function isEstimated(estimate) {
-  return estimate?.peak_bytes !== null && estimate?.peak_bytes !== undefined && estimate?.verdict !== "unknown";
+export function isEstimated(estimate, verdicts = []) {
+  return estimate?.peak_bytes !== null && estimate?.peak_bytes !== undefined &&
+    verdictRow(verdicts, estimate?.verdict)?.sized !== false;
 }
 
-export function renderStages(estimate, cardBytes) {
+// The catalog's row ({id, text, runs, fits, sized}) of a verdict text, or null. The core spells the
+// verdicts (GET /headroom/presets carries them); the panel decides from the flags only.
+export function verdictRow(verdicts, text) {
+  return (verdicts ?? []).find((v) => v?.text === text) ?? null;
+}
+
+export function renderStages(estimate, cardBytes, verdicts = []) {
   const wrap = el("div", "headroom-estimate");
   if (!estimate) return wrap;
-  if (!isEstimated(estimate)) {
+  if (!isEstimated(estimate, verdicts)) {
     const reason = estimate.reason ?? estimate.notes?.[0] ?? "the core gave no peak for this workflow";
     wrap.appendChild(el("div", "headroom-not-estimated", `Not estimated: ${reason}. No peak, so no verdict.`));
     return wrap;
@@ -104,11 +111,13 @@ export function renderStages(estimate, cardBytes) {
     row.append(el("td", "", stage.name), el("td", "", gib(stage.peak_bytes)), barCell);
     table.appendChild(row);
   }
-  // The core's verdict when it gave one: "fits", "tight" (partial weight loading or little margin) or
-  // "does not fit"; otherwise the peak against the card.
-  const word = estimate.verdict ?? (limit ? (estimate.peak_bytes > limit ? "over" : "fits") : "");
-  const over = /not|over/.test(word);
-  const verdict = el("div", `headroom-verdict ${word ? (over ? "over" : word === "tight" ? "tight" : "fits") : ""}`,
+  // The core's verdict when it gave one (its catalog flags say whether the run completes and with room to
+  // spare); otherwise the peak against the card.
+  const row = verdictRow(verdicts, estimate.verdict);
+  const over = row ? !row.runs : Boolean(limit && estimate.peak_bytes > limit);
+  const tight = Boolean(row && row.runs && !row.fits);
+  const word = estimate.verdict ?? (limit ? (over ? "over" : verdicts.find((v) => v.fits)?.text ?? "within") : "");
+  const verdict = el("div", `headroom-verdict ${word ? (over ? "over" : tight ? "tight" : "fits") : ""}`,
     limit ? `Peak ${gib(estimate.peak_bytes)} in ${estimate.peak_stage} — ${word} (${gib(limit)})`
           : `Peak ${gib(estimate.peak_bytes)} in ${estimate.peak_stage} (no budget: set one to get a verdict)`);
   wrap.append(table, verdict);
@@ -127,7 +136,7 @@ function valueText(value) {
 
 // What a preset does to this workflow: the widgets it changes, then the verdict and the speed before →
 // after (a peak that barely moves can hide a verdict or speed that moves a lot).
-export function presetSummary(preview) {
+export function presetSummary(preview, verdicts = []) {
   const changes = (preview?.changes ?? []).map((c) =>
     c?.widget ? `${c.widget} ${valueText(c.from)} → ${valueText(c.to)}` : changeText(c));
   const before = preview?.before ?? {};
@@ -137,7 +146,10 @@ export function presetSummary(preview) {
   if (before.verdict || after.verdict) {
     effect.push(before.verdict === after.verdict ? `still ${valueText(after.verdict)}`
       : `${valueText(before.verdict)} → ${valueText(after.verdict)}`);
-    const rank = (v) => (/not|over/.test(v ?? "") ? 0 : v === "tight" ? 1 : v ? 2 : -1);
+    const rank = (v) => {
+      const r = verdictRow(verdicts, v);
+      return r ? (r.fits ? 2 : r.runs ? 1 : 0) : v ? 1 : -1;
+    };
     better += Math.sign(rank(after.verdict) - rank(before.verdict));
   }
   const s0 = speedText(before.slowdown), s1 = speedText(after.slowdown);
@@ -152,7 +164,7 @@ export function presetSummary(preview) {
 
 export function createPanel({ app, client, getBudget = () => "auto" }) {
   const root = el("div", "headroom-panel");
-  const state = { snapshot: null, estimate: null, presets: [], previews: {}, previewErrors: {}, undo: null, applied: null,
+  const state = { snapshot: null, estimate: null, presets: [], verdicts: [], previews: {}, previewErrors: {}, undo: null, applied: null,
     error: null, estimatedSignature: null };
   const cardSlot = el("div");
   const estimateSlot = el("div");
@@ -197,7 +209,7 @@ export function createPanel({ app, client, getBudget = () => "auto" }) {
       } else if (state.previewErrors[name]) {
         text.appendChild(el("span", "headroom-preset-note", state.previewErrors[name]));
       } else if (preview) {
-        const { changes, effect, better } = presetSummary(preview);
+        const { changes, effect, better } = presetSummary(preview, state.verdicts);
         if (!changes.length) {
           text.appendChild(el("span", "headroom-preset-changes", "changes nothing in this workflow"));
           button.disabled = true;
@@ -222,7 +234,7 @@ export function createPanel({ app, client, getBudget = () => "auto" }) {
 
   function render() {
     cardSlot.replaceChildren(renderBar(state.snapshot));
-    estimateSlot.replaceChildren(renderStages(state.estimate, state.snapshot?.total_bytes));
+    estimateSlot.replaceChildren(renderStages(state.estimate, state.snapshot?.total_bytes, state.verdicts));
     renderPresets();
     errorSlot.textContent = state.error ?? "";
   }
@@ -249,6 +261,7 @@ export function createPanel({ app, client, getBudget = () => "auto" }) {
         state.snapshot = vram.snapshot;
         state.estimate = estimate;
         state.presets = presets.presets ?? [];
+        state.verdicts = presets.verdicts ?? [];
         const previews = await Promise.all(state.presets.map((p) => (needsCard(p) ? null
           : client.applyPreset(workflow, p.name ?? p.id, getBudget()).catch((err) => ({ error: err.message })))));
         state.presets.forEach((p, i) => {

@@ -19,36 +19,14 @@ namespace {
 using nlohmann::json;
 using Handler = std::function<json(const json&)>;
 
-// The request's one string or list field for the functions whose C++ signature is not a JSON object.
-json field_of(const json& request, const char* key, json::value_t type, const char* expected) {
-  auto it = request.find(key);
-  if (it == request.end() || it->type() != type)
-    throw headroom::InputError(key, std::string("expected ") + expected);
-  for (const auto& kv : request.items())
-    if (kv.key() != key) throw headroom::InputError(kv.key(), std::string("unknown field; this function takes only ") + key);
-  return *it;
-}
-
 const std::map<std::string, Handler>& handlers() {
   static const std::map<std::string, Handler> table = {
       {"catalog", [](const json&) { return headroom::api::catalog(); }},
       {"estimate", [](const json& r) { return headroom::api::estimate(r); }},
       {"plan", [](const json& r) { return headroom::api::plan(r); }},
       {"apply_preset", [](const json& r) { return headroom::api::apply_preset(r); }},
-      {"inspect",
-       [](const json& r) {
-         json paths = field_of(r, "paths", json::value_t::array, "a list of file paths");
-         std::vector<std::string> list;
-         for (const auto& p : paths) {
-           if (!p.is_string()) throw headroom::InputError("paths", "expected every entry to be a path string");
-           list.push_back(p.get<std::string>());
-         }
-         return headroom::api::inspect(list);
-       }},
-      {"explain",
-       [](const json& r) {
-         return headroom::api::explain(field_of(r, "text", json::value_t::string, "the error text").get<std::string>());
-       }},
+      {"inspect", [](const json& r) { return headroom::api::inspect_request(r); }},
+      {"explain", [](const json& r) { return headroom::api::explain_request(r); }},
       {"recognise", [](const json& r) { return headroom::api::recognise(r); }},
       {"llm", [](const json& r) { return headroom::api::llm(r); }},
       {"train", [](const json& r) { return headroom::api::train(r); }},

@@ -8,6 +8,7 @@
 #include "cli/commands.hpp"
 #include "cli/runtime_flags.hpp"
 #include "core/api/api.hpp"
+#include "core/catalog/verdict.hpp"
 #include "core/base/error.hpp"
 #include "core/base/units.hpp"
 
@@ -214,7 +215,7 @@ int cmd_estimate(const Argv& argv) {
     std::cout << r.dump(2) << "\n";
   else
     print_estimate(r);
-  return r.value("verdict", "") == "does not fit" ? 1 : 0;
+  return r.value("verdict", "") == spelling(Verdict::DoesNotFit) ? 1 : 0;
 }
 
 }  // namespace headroom::cli

@@ -8,6 +8,8 @@
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
 #include "core/api/api.hpp"
+#include "core/base/request_fields.hpp"
+#include "core/catalog/verdict.hpp"
 #include "core/base/error.hpp"
 #include "core/base/units.hpp"
 
@@ -70,9 +72,14 @@ std::string size_or_dash(const json& v) {
   return v.is_number_unsigned() || v.is_number_integer() ? format_bytes(v.get<std::uint64_t>()) : "-";
 }
 
-void copy_flags(const Args& a, json& request, const std::vector<std::pair<std::string, std::string>>& names) {
+// Flag text becomes the JSON value the entry's field table asks for ("8" -> 8), by the table's own rules.
+void copy_flags(const Args& a, json& request, const char* entry,
+                const std::vector<std::pair<std::string, std::string>>& names) {
+  const request::Fields& fields = *api::fields_of(entry);
   for (const auto& [flag, field] : names)
-    if (auto v = a.get(flag)) request[field] = *v;
+    if (auto v = a.get(flag))
+      for (const auto& f : fields)
+        if (f.key == field) request[field] = call([&] { return request::value_from_text(f, *v); });
   if (auto v = a.get_size("vram", GiB, false)) request["vram_bytes"] = *v;
 }
 
@@ -80,7 +87,7 @@ void print_verdict(const json& r) {
   if (r["verdict"].is_null()) return;
   std::string card = r["gpu"].is_string() ? r["gpu"].get<std::string>() : format_bytes(r["budget_bytes"].get<std::uint64_t>());
   std::int64_t room = r["headroom_bytes"].get<std::int64_t>();
-  std::cout << "  " << card << ": " << (r["verdict"] == "fits" ? "fits, " : "does not fit, ")
+  std::cout << "  " << card << ": " << r["verdict"].get<std::string>() << ", "
             << format_bytes(static_cast<std::uint64_t>(room < 0 ? -room : room)) << (room < 0 ? " short" : " to spare");
   if (r.contains("max_context_that_fits")) {
     std::int64_t longest = r["max_context_that_fits"].get<std::int64_t>();
@@ -90,7 +97,7 @@ void print_verdict(const json& r) {
   std::cout << "\n";
 }
 
-int verdict_status(const json& r) { return r["verdict"] == "does not fit" ? 1 : 0; }
+int verdict_status(const json& r) { return r["verdict"] == spelling(Verdict::DoesNotFit) ? 1 : 0; }
 
 }  // namespace
 
@@ -148,7 +155,7 @@ int cmd_llm(const Argv& argv) {
          {"json"});
   if (!a.positionals().empty()) throw InputError(a.positionals()[0], "unexpected argument; see headroom llm --help");
   json request = json::object();
-  copy_flags(a, request,
+  copy_flags(a, request, "llm",
              {{"model", "model"}, {"params", "params"}, {"layers", "layers"}, {"kv-heads", "kv_heads"},
               {"head-dim", "head_dim"}, {"hidden", "hidden"}, {"heads", "heads"}, {"precision", "precision"},
               {"kv-precision", "kv_precision"}, {"context", "context"}, {"batch", "batch"}, {"gpu", "gpu"}});
@@ -182,7 +189,7 @@ int cmd_train(const Argv& argv) {
          {"json", "gradient-checkpointing"});
   if (!a.positionals().empty()) throw InputError(a.positionals()[0], "unexpected argument; see headroom train --help");
   json request = json::object();
-  copy_flags(a, request,
+  copy_flags(a, request, "train",
              {{"model", "model"}, {"params", "params"}, {"layers", "layers"}, {"hidden", "hidden"}, {"heads", "heads"},
               {"kv-heads", "kv_heads"}, {"head-dim", "head_dim"}, {"intermediate", "intermediate"}, {"vocab", "vocab"},
               {"method", "method"}, {"optimizer", "optimizer"}, {"precision", "precision"}, {"lora-rank", "lora_rank"},

@@ -8,6 +8,7 @@
 #include "cli/commands.hpp"
 #include "cli/runtime_flags.hpp"
 #include "core/api/api.hpp"
+#include "core/catalog/verdict.hpp"
 #include "core/base/error.hpp"
 #include "core/base/units.hpp"
 #include "core/workflow/workflow_graph.hpp"
@@ -146,8 +147,8 @@ int cmd_plan(const Argv& argv) {
   }
   if (args.has("json")) std::cout << r.dump(2, ' ', false, api::json::error_handler_t::replace) << "\n";
   else print_table(path, r);
-  if (r["verdict"] == "unknown") return 2;
-  return r["verdict"] == "does not fit" ? 1 : 0;
+  if (r["verdict"] == spelling(Verdict::Unknown)) return 2;
+  return r["verdict"] == spelling(Verdict::DoesNotFit) ? 1 : 0;
 }
 
 }  // namespace headroom::cli

@@ -1,4 +1,4 @@
-// libFuzzer target: the OOM message parser and diagnosis (api::explain without the data files).
+// libFuzzer target: the OOM message parser and diagnosis (api::explain, texts from the embedded oom_fixes.json).
 #include <cstdlib>
 #include <string>
 

@@ -5,6 +5,7 @@
 #include "catch.hpp"
 #include "core/base/units.hpp"
 #include "core/catalog/catalog.hpp"
+#include "core/catalog/verdict.hpp"
 #include "core/estimate/estimator.hpp"
 #include "core/estimate/runtime_dynamic.hpp"
 #include "core/estimate/runtime_policy.hpp"
@@ -92,7 +93,7 @@ TEST_CASE("dynamic VRAM: everything resident when it fits, out of memory only fo
   CHECK(roomy.slowdown == 1.0);
 
   const Stage tiny = fit_stage(sampling_demand(), policy_context(dynamic_card(2 * GiB)));
-  CHECK(tiny.mode == "does_not_fit");
+  CHECK(tiny.mode == spelling(Verdict::DoesNotFit));
   CHECK(tiny.required_bytes > 2 * GiB);
 }
 

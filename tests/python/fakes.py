@@ -42,6 +42,13 @@ class FakeVAE:
         return x.movedim(1, -1)
 
 
+# api::catalog()'s verdicts (test_verdict_spellings.py checks this copy against the real core).
+VERDICTS = [{"id": "fits", "text": "fits", "runs": True, "fits": True, "sized": True},
+            {"id": "tight", "text": "tight", "runs": True, "fits": False, "sized": True},
+            {"id": "does_not_fit", "text": "does not fit", "runs": False, "fits": False, "sized": True},
+            {"id": "unknown", "text": "unknown", "runs": False, "fits": False, "sized": False}]
+
+
 class FakeCore:
     """Answers like _headroom_core (JSON strings in and out), with canned results, and records calls."""
 
@@ -71,8 +78,10 @@ class FakeCore:
         return out
 
     def catalog(self):
-        self.calls.append(("catalog", None))
-        return json.dumps({"models": [{"name": "flux1-dev", "aliases": ["flux dev"]}], "presets": self.presets})
+        # Not recorded in `calls`: the nodes read the verdicts' flags from it after each estimate, and the
+        # tests look at the last estimator call.
+        return json.dumps({"models": [{"name": "flux1-dev", "aliases": ["flux dev"]}], "presets": self.presets,
+                           "verdicts": VERDICTS})
 
     def recognise(self, text):
         req = json.loads(text)

@@ -44,3 +44,36 @@ def test_hostile_request_is_a_clean_input_error(name):
     text = str(e.value)
     assert "internal" not in text.lower()
     assert any(s in text for s in ("nests deeper", "not valid JSON", "more than 20000 nodes")), text
+
+
+# One request layer (issue 9, item 4): the same rule, the same answer, from every JSON entry point.
+def _request_error(function, body):
+    core = native_core_or_none()
+    with pytest.raises(ValueError) as e:
+        getattr(core, function)(json.dumps(body))
+    return str(e.value)
+
+
+JSON_ENTRIES = ["estimate", "plan", "apply_preset", "recognise", "llm", "train"]
+CARD_ENTRIES = ["estimate", "plan", "apply_preset", "llm", "train"]
+
+
+@pytest.mark.parametrize("function", JSON_ENTRIES)
+def test_unknown_field_is_named_with_the_closest_one(function):
+    text = _request_error(function, {"free_byte": 1})
+    assert text.startswith("free_byte: unknown field")
+    if function in CARD_ENTRIES:
+        assert "did you mean free_bytes?" in text
+
+
+def test_zero_vram_bytes_is_one_answer_everywhere():
+    answers = {f: _request_error(f, {"vram_bytes": 0}) for f in CARD_ENTRIES}
+    assert len(set(answers.values())) == 1, answers
+    assert next(iter(answers.values())).startswith("vram_bytes: expected a whole number of bytes from 268435456")
+
+
+@pytest.mark.parametrize("function", CARD_ENTRIES)
+def test_wrong_kinds_name_the_field(function):
+    assert _request_error(function, {"gpu": 4090}).startswith("gpu: expected a string, got 4090")
+    assert _request_error(function, {"free_bytes": "lots"}).startswith("free_bytes: expected a whole number of bytes")
+    assert _request_error(function, {"vram_bytes": None}).startswith("vram_bytes: expected")

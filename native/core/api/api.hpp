@@ -2,21 +2,39 @@
 // JSON-in, JSON-out entry points shared by the CLI, the Python module and the server routes.
 // Each throws InputError / FileFormatError / Error with a message fit to show a user.
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "core/base/request_fields.hpp"
 
 namespace headroom::api {
 
 using nlohmann::json;
 
-// {models:[{name, role, family, aliases, ...}], gpus:[...], presets:[...], precisions:[...]}
+// Every JSON request is read through its entry point's field table (core/base/request_fields.hpp): an
+// unknown field, a field of the wrong kind or out of its range is an InputError naming the field (and, for
+// an unknown one, the closest accepted field and all of them). The card fields (gpu | vram_bytes | vram,
+// free_bytes) follow one rule set wherever they are taken (core/catalog/card_budget.hpp).
+// The table of an entry point by name ("estimate", "plan", "apply_preset", "inspect", "recognise",
+// "explain", "llm", "train"); null for another name.
+const request::Fields* fields_of(std::string_view entry);
+const request::Fields& estimate_fields();
+const request::Fields& plan_fields();
+const request::Fields& apply_preset_fields();
+const request::Fields& inspect_fields();
+const request::Fields& recognise_fields();
+const request::Fields& explain_fields();
+
+// {models:[{name, role, family, aliases, ...}], gpus:[...], presets:[...], precisions:[...],
+//  verdicts:[{id, text, runs, fits, sized}]} (verdicts: every verdict and how it is spelled, core/catalog/verdict.hpp)
 json catalog();
 
 // Request mirrors `headroom estimate` flags: {model, precision?, text_encoder_precision?,
 // width?, height?, frames?, batch?, cfg?, gpu? | vram_bytes?, decode_mode?, decode_tile_px?}.
 // Returns Estimate::to_json() plus {job, budget_bytes?, verdict?}.
-// Fields (unknown fields are an InputError naming them):
+// Fields (estimate_fields() declares each with its kind and range):
 //   model (required)        catalog name or alias; a diffusion model brings its companions, a text
 //                           encoder / clip vision / VAE alone gives only its own stage
 //   precision               of `model` (bf16, fp16, fp32, fp8_e4m3fn, fp8_e5m2, fp8_scaled, gguf-q8_0 ...)
@@ -24,7 +42,8 @@ json catalog();
 //   vae_precision, clip_vision_precision
 //   width, height (px, 16..16384), frames (1..10001), batch (1..1024), cfg (0..100; != 1 may batch
 //   cond+uncond), reference_images (Kontext, 0..16); defaults come from the model's catalog entry
-//   gpu (name or unambiguous part: "4090") | vram_bytes (integer) | vram (number of GiB or "24GB")
+//   gpu (name or unambiguous part: "4090") | vram_bytes (integer, 256 MiB to 1 PiB) | vram (number of GiB
+//   or "24GB", same range)
 //   free_bytes (integer, optional, also with gpu/vram_bytes/vram): memory free for this run as ComfyUI
 //                           counts it (mem_get_info().free + reserved - active). When given, verdicts are
 //                           against it: no CUDA context is added (it is already outside free memory),
@@ -53,6 +72,8 @@ json apply_preset(const json& request);
 
 // Headers of .safetensors / .gguf files; one object per path.
 json inspect(const std::vector<std::string>& paths);
+// The same from a request {paths: [...]} (the C interface's form).
+json inspect_request(const json& request);
 
 // {tensors: {name: {dtype (bf16, fp16, fp32, fp8_e4m3fn, ...), shape}}} -> inspect's answer for one file
 // (without path): the model, role, precision and bytes of a state dict already in memory.
@@ -66,11 +87,13 @@ json recognise(const json& request);
 // fixes [{id, text}]}. A figure the message does not carry is null; non-OOM text gives
 // recognised=false and nulls. Never throws on any input (see core/oom/oom_parse.hpp, oom_diagnose.hpp).
 json explain(const std::string& text);
+// The same from a request {text} (the C interface's form).
+json explain_request(const json& request);
 
 // LLM inference memory. Request = the `headroom llm` flags with '-' as '_':
 // {model | params (billions) + layers + kv_heads + head_dim, precision? (bf16; fp8, int8, int4, nf4,
 // gguf-q4_k_m, ...), kv_precision? (fp16; fp8, q8_0, q4_0), context (tokens), batch? (1),
-// gpu? | vram_bytes?}. Returns {model, precision, kv_precision, context, batch, weights_bytes,
+// gpu? | vram_bytes? | vram?, free_bytes?}. Returns {model, precision, kv_precision, context, batch, weights_bytes,
 // kv_bytes_per_token, kv_cache_bytes, overhead_bytes, total_bytes, notes, verdict (null without a
 // card), budget_bytes?, gpu?, headroom_bytes?, max_context_that_fits?} (core/llm/llm_memory.hpp).
 json llm(const json& request);
@@ -78,7 +101,8 @@ json llm(const json& request);
 // Training memory. Request = the `headroom train` flags with '-' as '_':
 // {model | params (+ layers, hidden, heads, kv_heads, head_dim, intermediate, vocab), method
 // (full|lora|qlora), optimizer? (adamw; adamw8bit, sgd), precision? (bf16 = mixed; fp32),
-// lora_rank? (16), seq_len? (2048), batch? (1), gradient_checkpointing? (false), gpu? | vram_bytes?}.
+// lora_rank? (16), seq_len? (2048), batch? (1), gradient_checkpointing? (false), gpu? | vram_bytes? | vram?,
+// free_bytes?}.
 // Returns {components [{name, bytes, source}], model_states_bytes, activations_bytes, logits_bytes,
 // total_bytes, trainable_params, notes, verdict, ...} (core/llm/train_memory.hpp).
 json train(const json& request);

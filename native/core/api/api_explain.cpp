@@ -1,12 +1,16 @@
-// api::explain, api::llm and api::train: thin JSON wrappers over the OOM parser/diagnosis and the
-// LLM inference / training memory models.
+// api::explain: the JSON face of the OOM parser and its diagnosis.
 #include "core/api/api.hpp"
-#include "core/llm/llm_memory.hpp"
+#include "core/base/request_fields.hpp"
 #include "core/oom/oom_diagnose.hpp"
 #include "core/oom/oom_parse.hpp"
-#include "core/llm/train_memory.hpp"
 
 namespace headroom::api {
+
+const request::Fields& explain_fields() {
+  static const request::Fields f = {
+      {"text", request::Kind::String, "the error message or log text", 0, 0, {}, true}};
+  return f;
+}
 
 json explain(const std::string& text) {
   oom::Report report = oom::parse(text);
@@ -14,8 +18,9 @@ json explain(const std::string& text) {
   return oom::to_json(report);
 }
 
-json llm(const json& request) { return headroom::llm::estimate(request); }
-
-json train(const json& request) { return headroom::train::estimate(request); }
+json explain_request(const json& body) {
+  const request::Request request(body, "explain", explain_fields());
+  return explain(request.text("text"));
+}
 
 }  // namespace headroom::api

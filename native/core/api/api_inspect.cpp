@@ -2,6 +2,8 @@
 // one bad file never hides the report on the others.
 #include "core/api/api.hpp"
 #include "core/base/error.hpp"
+#include "core/base/request_fields.hpp"
+#include "core/base/json_reader.hpp"
 #include "core/inspect/inspector.hpp"
 
 namespace headroom::api {
@@ -19,6 +21,22 @@ json inspect(const std::vector<std::string>& paths) {
     }
   }
   return out;
+}
+
+const request::Fields& inspect_fields() {
+  static const request::Fields f = {
+      {"paths", request::Kind::List, "the .safetensors / .gguf files to read (path strings)", 0, 0, {}, true}};
+  return f;
+}
+
+json inspect_request(const json& body) {
+  const request::Request request(body, "inspect", inspect_fields());
+  std::vector<std::string> list;
+  for (const auto& p : request.raw("paths")) {
+    if (!p.is_string()) throw InputError("paths", "expected every entry to be a path string, got " + json_preview(p));
+    list.push_back(p.get<std::string>());
+  }
+  return inspect(list);
 }
 
 }  // namespace headroom::api

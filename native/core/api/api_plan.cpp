@@ -1,12 +1,13 @@
 // api::plan and api::apply_preset: JSON in, JSON out, for the CLI, the Python module and the routes.
 #include <algorithm>
-#include <set>
 #include <unordered_set>
 
 #include "core/api/api.hpp"
 #include "core/api/runtime_fields.hpp"
-#include "core/base/json_reader.hpp"
+#include "core/base/request_fields.hpp"
+#include "core/catalog/card_budget.hpp"
 #include "core/catalog/catalog.hpp"
+#include "core/catalog/verdict.hpp"
 #include "core/base/error.hpp"
 #include "core/plan/planner.hpp"
 #include "core/catalog/presets.hpp"
@@ -21,51 +22,13 @@ namespace {
 // The preset that sizes a workflow for the request's own card (presets.json).
 constexpr const char* kCardPreset = "fit this card";
 
-void check_keys(const json& request, const std::set<std::string>& known, const std::string& what) {
-  if (!request.is_object()) throw InputError(what, "expected a JSON object");
-  for (auto it = request.begin(); it != request.end(); ++it)
-    if (!known.count(it.key())) {
-      std::string list;
-      for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
-      throw InputError(it.key(), "unknown field in the " + what + " request; fields: " + list);
-    }
-}
-
-Runtime runtime_of(const json& request) {
+Runtime runtime_of(const request::Request& request) {
+  const CardBudget card = card_budget_of(request);
   Runtime rt;
-  int given = request.contains("gpu") + request.contains("vram_bytes") + request.contains("vram");
-  if (given > 1) throw InputError("gpu", "give only one of gpu, vram_bytes and vram");
-  if (request.contains("gpu")) {
-    if (!request["gpu"].is_string()) throw InputError("gpu", "expected a card name such as \"4090\"");
-    const GpuInfo& g = resolve_gpu(request["gpu"].get<std::string>(), "gpu");
-    rt.vram_bytes = g.memory_bytes;
-    if (g.fp8_compute) rt.fp8_compute = *g.fp8_compute ? 1 : 0;  // as api::estimate does
-    apply_gpu_rates(g, rt);
-  } else if (request.contains("vram_bytes")) {
-    if (!request["vram_bytes"].is_number_unsigned() || request["vram_bytes"].get<std::uint64_t>() == 0 ||
-        request["vram_bytes"].get<std::uint64_t>() > kMaxMemoryBytes)
-      throw InputError("vram_bytes", "expected a whole number of bytes from 1 to " + std::to_string(kMaxMemoryBytes) +
-                                         " (1 PiB), e.g. 25769803776 for 24 GiB");
-    rt.vram_bytes = request["vram_bytes"].get<std::uint64_t>();
-  } else if (request.contains("vram")) {
-    if (!request["vram"].is_string()) throw InputError("vram", "expected a size such as \"12GB\" or \"11.5GiB\"");
-    rt.vram_bytes = parse_size(request["vram"].get<std::string>(), "vram");
-  }
-  if (request.contains("free_bytes")) {
-    if (!request["free_bytes"].is_number_unsigned() || request["free_bytes"].get<std::uint64_t>() == 0 ||
-        request["free_bytes"].get<std::uint64_t>() > kMaxMemoryBytes)
-      throw InputError("free_bytes", "expected a whole number of bytes from 1 to " + std::to_string(kMaxMemoryBytes) +
-                                         " (free VRAM as ComfyUI counts it)");
-    rt.free_bytes = request["free_bytes"].get<std::uint64_t>();
-    if (rt.vram_bytes && rt.free_bytes > rt.vram_bytes)
-      throw InputError("free_bytes", "is more than the card's memory (" + std::to_string(rt.vram_bytes) + " bytes)");
-  }
-  if (request.contains("reserve_bytes")) {
-    const auto& v = request["reserve_bytes"];
-    if (!v.is_number_unsigned() || v.get<std::uint64_t>() > (1ull << 40))
-      throw InputError("reserve_bytes", "expected ComfyUI's --reserve-vram as a whole number of bytes, got " + json_preview(v));
-    rt.reserve_bytes = v.get<std::uint64_t>();
-  }
+  rt.vram_bytes = card.vram_bytes;
+  rt.free_bytes = card.free_bytes;
+  if (card.gpu && card.gpu->fp8_compute) rt.fp8_compute = *card.gpu->fp8_compute ? 1 : 0;  // as api::estimate does
+  if (card.gpu) apply_gpu_rates(*card.gpu, rt);
   apply_runtime_fields(request, rt);
   return rt;
 }
@@ -76,18 +39,14 @@ json budget_json(const Runtime& rt) {
   return rt.vram_bytes ? json(rt.vram_bytes) : json(nullptr);
 }
 
-workflow::ParseOptions options_of(const json& request) {
+workflow::ParseOptions options_of(const request::Request& request) {
   workflow::ParseOptions o;
-  if (request.contains("models_dir")) {
-    if (!request["models_dir"].is_string()) throw InputError("models_dir", "expected a folder path");
-    o.models_dir = request["models_dir"].get<std::string>();
-  }
+  if (request.has("models_dir")) o.models_dir = request.text("models_dir");
   return o;
 }
 
-const json& workflow_of(const json& request, json& parsed) {
-  if (!request.contains("workflow")) throw InputError("workflow", "missing: give the workflow JSON (UI or API format)");
-  const json& w = request["workflow"];
+const json& workflow_of(const request::Request& request, json& parsed) {
+  const json& w = request.raw("workflow");
   if (w.is_string()) {  // a workflow sent as text
     parsed = workflow::parse_workflow_text(w.get<std::string>(), "workflow");
     return parsed;
@@ -95,14 +54,36 @@ const json& workflow_of(const json& request, json& parsed) {
   return w;
 }
 
+request::Fields workflow_fields() {
+  using request::Kind;
+  return with_runtime_fields(with_card_budget({
+      {"workflow", Kind::Any, "the workflow JSON (UI or API format) or its text", 0, 0, {}, true},
+      {"models_dir", Kind::String, "ComfyUI's models folder, to read the headers of the files the loaders name"},
+      {"source", Kind::String, "where the workflow came from, for notes (default \"workflow\")"},
+  }));
+}
+
 }  // namespace
 
-json plan(const json& request) {
-  check_keys(request, {"workflow", "gpu", "vram_bytes", "vram", "free_bytes", "models_dir", "source", "runtime",
-                       "vram_headroom_bytes", "ram_bytes", "reserve_bytes"}, "plan");
+const request::Fields& plan_fields() {
+  static const request::Fields f = workflow_fields();
+  return f;
+}
+
+const request::Fields& apply_preset_fields() {
+  static const request::Fields f = [] {
+    request::Fields t = workflow_fields();
+    t.insert(t.begin() + 1, {"preset", request::Kind::String, "a preset name from the catalog (\"fit 12 GB\")", 0, 0, {}, true});
+    return t;
+  }();
+  return f;
+}
+
+json plan(const json& body) {
+  const request::Request request(body, "plan", plan_fields());
   json parsed;
   const json& wf = workflow_of(request, parsed);
-  std::string source = request.value("source", "workflow");
+  std::string source = request.text_or("source", "workflow");
   Runtime rt = runtime_of(request);
   workflow::WorkflowInfo info = workflow::analyse_workflow(wf, source, options_of(request));
   json info_json = info.to_json();
@@ -112,7 +93,7 @@ json plan(const json& request) {
     std::string why = info.job.diffusion ? "diffusion model '" + info.job.diffusion->file +
                                                "' is not in the catalog (Flux.1 and Wan 2.x models are)"
                                          : "no diffusion model loader runs in this workflow";
-    return {{"verdict", "unknown"},   {"reason", why},  {"peak_bytes", nullptr}, {"stages", json::array()},
+    return {{"verdict", spelling(Verdict::Unknown)},   {"reason", why},  {"peak_bytes", nullptr}, {"stages", json::array()},
             {"changes", json::array()}, {"unknown_nodes", unknown}, {"smallest_gpu", nullptr},
             {"workflow", std::move(info_json)}, {"budget_bytes", budget_json(rt)}};
   }
@@ -147,18 +128,14 @@ json plan(const json& request) {
   return out;
 }
 
-json apply_preset(const json& request) {
-  check_keys(request, {"workflow", "preset", "gpu", "vram_bytes", "vram", "free_bytes", "models_dir", "source", "runtime",
-                       "vram_headroom_bytes", "ram_bytes", "reserve_bytes"},
-             "apply_preset");
-  if (!request.contains("preset") || !request["preset"].is_string())
-    throw InputError("preset", "missing: give a preset name such as \"fit 12 GB\"");
+json apply_preset(const json& body) {
+  const request::Request request(body, "apply_preset", apply_preset_fields());
   json parsed;
   const json& wf = workflow_of(request, parsed);
-  PresetResult r = headroom::apply_preset(wf, request["preset"].get<std::string>(), runtime_of(request),
-                                          request.value("source", "workflow"), options_of(request));
+  PresetResult r = headroom::apply_preset(wf, request.text("preset"), runtime_of(request),
+                                          request.text_or("source", "workflow"), options_of(request));
   return {{"workflow", r.workflow},
-          {"preset", request["preset"]},
+          {"preset", request.raw("preset")},
           {"target_bytes", r.target_bytes ? json(r.target_bytes) : json(nullptr)},
           {"before", {{"peak_bytes", r.before_peak}, {"verdict", r.before_verdict}, {"full_load_bytes", r.before_need}}},
           {"after", {{"peak_bytes", r.after_peak}, {"verdict", r.after_verdict}, {"full_load_bytes", r.after_need}}},

@@ -11,6 +11,7 @@
 #include "core/api/api.hpp"
 #include "core/base/data_files.hpp"
 #include "core/base/error.hpp"
+#include "core/base/request_fields.hpp"
 #include "core/catalog/catalog.hpp"
 #include "core/inspect/inspector.hpp"
 #include "core/inspect/recognise.hpp"
@@ -86,12 +87,22 @@ json from_comfy_config(const json& c) {
 
 }  // namespace
 
-json recognise(const json& request) {
-  if (!request.is_object()) throw InputError("request", "expected an object with tensors, file_name or comfy_config");
-  for (const auto& kv : request.items())
-    if (kv.key() != "tensors" && kv.key() != "file_name" && kv.key() != "role" && kv.key() != "comfy_config")
-      throw InputError(kv.key(), "unknown field; recognise takes one of tensors, file_name (with role) or comfy_config");
+const request::Fields& recognise_fields() {
+  using request::Kind;
+  static const request::Fields f = {
+      {"tensors", Kind::Object, "{name: {dtype, shape}} of a state dict"},
+      {"file_name", Kind::String, "a loader's file name, e.g. flux1-dev-fp8.safetensors"},
+      {"role", Kind::Enum, "with file_name: the loader's role", 0, 0, "diffusion|checkpoint|text_encoder|vae|clip_vision"},
+      {"comfy_config", Kind::Object, "{config_class, dim, in_channels} of a loaded ComfyUI model"},
+  };
+  return f;
+}
+
+json recognise(const json& body) {
+  const request::Request checked(body, "recognise", recognise_fields());
+  const json& request = body;
   const int given = request.contains("tensors") + request.contains("file_name") + request.contains("comfy_config");
+  if (given == 0) throw InputError("tensors", "give one of tensors, file_name and comfy_config");
   if (given > 1) throw InputError("request", "give one of tensors, file_name and comfy_config, not several");
   if (request.contains("role") && !request.contains("file_name"))
     throw InputError("role", "is read only with file_name");

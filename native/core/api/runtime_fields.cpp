@@ -1,42 +1,38 @@
 #include "core/api/runtime_fields.hpp"
 
+#include <algorithm>
+
 #include "core/base/error.hpp"
-#include "core/base/json_reader.hpp"
 
 namespace headroom::api {
 namespace {
 
-constexpr std::uint64_t kMaxBytes = 1ull << 50;  // 1 PiB: no card or machine is near it
-
-std::uint64_t bytes_field(const nlohmann::json& request, const char* key, const char* what) {
-  const auto& v = request[key];
-  if (!v.is_number_unsigned() || v.get<std::uint64_t>() > kMaxBytes)
-    throw InputError(key, std::string("expected a whole number of bytes from 0 to 1 PiB (") + what + "), got " +
-                              json_preview(v));
-  return v.get<std::uint64_t>();
-}
+constexpr double kPiB = static_cast<double>(1ull << 50);  // no card or machine is near it
 
 }  // namespace
 
-const std::set<std::string>& runtime_field_names() {
-  static const std::set<std::string> names = {"runtime", "vram_headroom_bytes", "ram_bytes"};
-  return names;
+request::Fields with_runtime_fields(request::Fields fields) {
+  using request::Kind;
+  const request::Fields extra = {
+      {"runtime", Kind::Enum,
+       "ComfyUI's loader: dynamic (0.15 and later with dynamic VRAM) or legacy (before 0.15, "
+       "--disable-dynamic-vram); default legacy",
+       0, 0, "dynamic|legacy"},
+      {"reserve_bytes", Kind::Bytes, "ComfyUI --reserve-vram", 0, static_cast<double>(1ull << 40)},
+      {"vram_headroom_bytes", Kind::Bytes, "ComfyUI --vram-headroom (kept free, other programs counted)", 0, kPiB},
+      {"ram_bytes", Kind::Bytes, "host RAM the weights must fit in", 1, kPiB},
+  };
+  for (const auto& f : extra)
+    if (std::none_of(fields.begin(), fields.end(), [&](const request::Field& g) { return g.key == f.key; }))
+      fields.push_back(f);
+  return fields;
 }
 
-void apply_runtime_fields(const nlohmann::json& request, Runtime& rt) {
-  if (request.contains("runtime")) {
-    const auto& v = request["runtime"];
-    if (!v.is_string() || (v != "dynamic" && v != "legacy"))
-      throw InputError("runtime", "expected \"dynamic\" (ComfyUI 0.15 and later with dynamic VRAM) or \"legacy\" "
-                                  "(before 0.15, or --disable-dynamic-vram), got " + json_preview(v));
-    rt.loader = v == "dynamic" ? Runtime::Loader::Dynamic : Runtime::Loader::Legacy;
-  }
-  if (request.contains("vram_headroom_bytes"))
-    rt.vram_headroom_bytes = bytes_field(request, "vram_headroom_bytes", "ComfyUI --vram-headroom");
-  if (request.contains("ram_bytes")) {
-    rt.ram_bytes = bytes_field(request, "ram_bytes", "the host RAM, e.g. 34359738368 for 32 GiB");
-    if (rt.ram_bytes == 0) throw InputError("ram_bytes", "expected the host RAM in bytes, not 0 (leave it out to skip the check)");
-  }
+void apply_runtime_fields(const request::Request& r, Runtime& rt) {
+  if (r.has("runtime")) rt.loader = r.text("runtime") == "dynamic" ? Runtime::Loader::Dynamic : Runtime::Loader::Legacy;
+  if (auto b = r.bytes_if("reserve_bytes")) rt.reserve_bytes = *b;
+  if (auto b = r.bytes_if("vram_headroom_bytes")) rt.vram_headroom_bytes = *b;
+  if (auto b = r.bytes_if("ram_bytes")) rt.ram_bytes = *b;
 }
 
 void apply_gpu_rates(const GpuInfo& g, Runtime& rt) {

@@ -1,21 +1,20 @@
 #pragma once
-// The request fields that choose ComfyUI's loader and its knobs, shared by estimate and plan:
+// The request fields that choose ComfyUI's loader and its knobs, shared by estimate, plan and
+// apply_preset (docs/runtime.md):
 //   runtime              "dynamic" | "legacy" (default legacy: what every request meant before 2026)
+//   reserve_bytes        ComfyUI --reserve-vram
 //   vram_headroom_bytes  ComfyUI --vram-headroom (dynamic VRAM keeps it free counting other programs)
-//   ram_bytes            host RAM the weights must fit in (ComfyUI --ram / the machine's RAM)
+//   ram_bytes            host RAM the weights must fit in
 // and the card's transfer and compute rates taken from gpus.json when a catalog card is named.
-#include <set>
-#include <string>
-
-#include <nlohmann/json.hpp>
-
+#include "core/base/request_fields.hpp"
 #include "core/catalog/catalog.hpp"
 #include "core/estimate/estimator.hpp"
 
 namespace headroom::api {
 
-const std::set<std::string>& runtime_field_names();
-void apply_runtime_fields(const nlohmann::json& request, Runtime& runtime);
+// Appended to an entry point's own table.
+request::Fields with_runtime_fields(request::Fields fields);
+void apply_runtime_fields(const request::Request& request, Runtime& runtime);
 void apply_gpu_rates(const GpuInfo& gpu, Runtime& runtime);
 
 }  // namespace headroom::api

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "core/catalog/catalog.hpp"
+#include "core/catalog/verdict.hpp"
 #include "core/base/error.hpp"
 #include "core/estimate/memory_model.hpp"
 #include "core/estimate/runtime_policy.hpp"
@@ -289,14 +290,14 @@ Estimate estimate(const Job& job, const Runtime& runtime) {
     // Sampling takes nearly all of the run's time, so its slowdown is the run's; other stages'
     // slowdowns stay in their own entries.
     if (s.name == "sample") est.slowdown = s.slowdown;
-    if (s.mode == "does_not_fit" && fail_stage.empty()) fail_stage = s.name;
+    if (s.mode == spelling(Verdict::DoesNotFit) && fail_stage.empty()) fail_stage = s.name;
     // The stage that streams is named with its own slowdown, sampling first (it is most of the run).
-    if (s.mode == "streams" && (stream_stage.empty() || s.name == "sample")) {
+    if (s.mode == spelling(Verdict::Streams) && (stream_stage.empty() || s.name == "sample")) {
       stream_stage = s.name;
       stream_slowdown = s.slowdown;
     }
-    any_fail = any_fail || s.mode == "does_not_fit";
-    any_streams = any_streams || s.mode == "streams";
+    any_fail = any_fail || s.mode == spelling(Verdict::DoesNotFit);
+    any_streams = any_streams || s.mode == spelling(Verdict::Streams);
     any_degraded = any_degraded || s.mode == "partial" || s.mode == "tiled_fallback";
     any_partial = any_partial || s.mode == "partial";
   }
@@ -304,10 +305,10 @@ Estimate estimate(const Job& job, const Runtime& runtime) {
   if (V) {
     const double margin = runtime_constant("tight_margin_fraction");
     if (any_fail || est.peak_bytes > V) {
-      est.verdict = "does not fit";
+      est.verdict = spelling(Verdict::DoesNotFit);
       est.verdict_reason = "runs out of VRAM in " + (fail_stage.empty() ? est.peak_stage : fail_stage);
     } else if (ram_short) {
-      est.verdict = "does not fit";
+      est.verdict = spelling(Verdict::DoesNotFit);
       est.verdict_reason = "runs out of host RAM: the weights need " + format_bytes(est.host_ram_bytes) + " of " +
                            format_bytes(runtime.ram_bytes);
     } else if (runtime.loader == Runtime::Loader::Dynamic) {
@@ -316,21 +317,21 @@ Estimate estimate(const Job& job, const Runtime& runtime) {
       if (any_streams) {
         char buf[32];
         std::snprintf(buf, sizeof buf, "%.1f", stream_slowdown);
-        est.verdict = "streams";
+        est.verdict = spelling(Verdict::Streams);
         est.verdict_reason = stream_stage + " streams weights, about " + std::string(buf) + "x slower";
       } else if (any_partial) {
-        est.verdict = "tight";
+        est.verdict = spelling(Verdict::Tight);
         est.verdict_reason = "a GGUF model stays on the legacy loader and fits only with partial loading";
       } else {
-        est.verdict = "fits";
+        est.verdict = spelling(Verdict::Fits);
       }
     } else if (any_degraded || own_peak > static_cast<std::uint64_t>(V * (1.0 - margin))) {
-      est.verdict = "tight";
+      est.verdict = spelling(Verdict::Tight);
       est.verdict_reason = any_degraded ? "fits only with partial loading or the tiled retry"
                                         : "the peak is within " + std::to_string(static_cast<int>(margin * 100 + 0.5)) +
                                               "% of the card";
     } else {
-      est.verdict = "fits";
+      est.verdict = spelling(Verdict::Fits);
     }
   }
   return est;

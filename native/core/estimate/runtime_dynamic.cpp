@@ -1,4 +1,5 @@
 #include "core/estimate/runtime_dynamic.hpp"
+#include "core/catalog/verdict.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -58,7 +59,7 @@ Stage fit_stage_dynamic(const StageDemand& d, const PolicyContext& c) {
 
   if (required <= V && in_flight < weights) {
     Stage s = full;
-    s.mode = "streams";
+    s.mode = spelling(Verdict::Streams);
     const std::uint64_t resident = std::min(weights, V - required);  // room left beside the working set
     const double keep = weights ? static_cast<double>(resident) / weights : 1.0;
     s.resident_bytes.clear();
@@ -86,13 +87,13 @@ Stage fit_stage_dynamic(const StageDemand& d, const PolicyContext& c) {
     s.full_load_bytes = full.full_load_bytes;
     s.min_bytes = full.min_bytes;
     s.required_bytes = full.required_bytes;
-    s.mode = s.peak_bytes <= V ? "tiled_fallback" : "does_not_fit";
+    s.mode = s.peak_bytes <= V ? "tiled_fallback" : spelling(Verdict::DoesNotFit);
     s.notes.insert(s.notes.begin(), "the untiled " + d.name + " needs " + format_bytes(full.peak_bytes) +
                                         "; ComfyUI runs out of memory and retries tiled");
     return s;
   }
 
-  full.mode = "does_not_fit";
+  full.mode = spelling(Verdict::DoesNotFit);
   full.notes.push_back("even with every weight streamed, the activations and the layers in flight need " +
                        format_bytes(required) + " on a " + format_bytes(V) + " card");
   return full;

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "core/catalog/catalog.hpp"
+#include "core/catalog/verdict.hpp"
 #include "core/base/units.hpp"
 #include "core/estimate/runtime_dynamic.hpp"
 
@@ -184,7 +185,7 @@ Stage fit_stage_legacy(const StageDemand& d, const PolicyContext& c) {
     const double transfer = streamed / c.pcie_bytes_per_s;
     s.slowdown = full.slowdown * (1.0 + transfer / std::max(forward_seconds(d, c), 1e-9));
     if (s.peak_bytes > V) {
-      s.mode = "does_not_fit";
+      s.mode = spelling(Verdict::DoesNotFit);
       s.notes.push_back("even with all weights streamed, the activations need " + format_bytes(s.peak_bytes) +
                         " on a " + format_bytes(V) + " card");
       return s;
@@ -203,13 +204,13 @@ Stage fit_stage_legacy(const StageDemand& d, const PolicyContext& c) {
     Stage s = std::move(*fallback);
     s.full_load_bytes = full.full_load_bytes;
     s.min_bytes = full.min_bytes;
-    s.mode = s.peak_bytes <= V ? "tiled_fallback" : "does_not_fit";
+    s.mode = s.peak_bytes <= V ? "tiled_fallback" : spelling(Verdict::DoesNotFit);
     s.notes.insert(s.notes.begin(), "the untiled " + d.name + " needs " + format_bytes(full.peak_bytes) +
                                         "; ComfyUI runs out of memory and retries tiled");
     return s;
   }
 
-  full.mode = "does_not_fit";
+  full.mode = spelling(Verdict::DoesNotFit);
   full.notes.push_back("needs " + format_bytes(full.peak_bytes) + " on a " + format_bytes(V) + " card");
   return full;
 }

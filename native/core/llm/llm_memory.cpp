@@ -6,7 +6,9 @@
 #include <limits>
 #include <vector>
 
+#include "core/catalog/card_budget.hpp"
 #include "core/catalog/catalog.hpp"
+#include "core/catalog/verdict.hpp"
 #include "core/base/data_files.hpp"
 #include "core/base/error.hpp"
 #include "core/base/json_reader.hpp"
@@ -62,68 +64,7 @@ const json* find_entry(const json& list, const std::string& wanted) {
   return nullptr;
 }
 
-double get_number(const json& request, const std::string& field, double fallback, double min_value,
-                  double max_value, bool* present = nullptr) {
-  if (present) *present = false;
-  if (!request.contains(field) || request[field].is_null()) return fallback;
-  const json& v = request[field];
-  double x;
-  if (v.is_number()) {
-    x = v.get<double>();
-  } else if (v.is_string()) {
-    const std::string s = v.get<std::string>();
-    char* end = nullptr;
-    x = is_decimal_number(s) ? std::strtod(s.c_str(), &end) : 0.0;
-    if (!is_decimal_number(s) || *end != '\0') throw InputError(field, "expected a decimal number, got '" + s + "'");
-  } else {
-    throw InputError(field, "expected a number, got " + json_preview(v));
-  }
-  if (!std::isfinite(x) || x < min_value || x > max_value) {
-    char buf[160];
-    std::snprintf(buf, sizeof buf, "must be from %g to %g, got %g", min_value, max_value, x);
-    throw InputError(field, buf);
-  }
-  if (present) *present = true;
-  return x;
-}
-
 }  // namespace
-
-std::int64_t get_int(const json& request, const std::string& field, std::int64_t fallback, std::int64_t min_value,
-                     std::int64_t max_value, bool required) {
-  if (!request.contains(field) || request[field].is_null()) {
-    if (required) throw InputError(field, "is required");
-    return fallback;
-  }
-  const json& v = request[field];
-  long double x;
-  if (v.is_number_integer()) {
-    x = static_cast<long double>(v.get<std::int64_t>());
-  } else if (v.is_number()) {
-    x = v.get<double>();
-    if (x != std::floor(x)) throw InputError(field, "expected a whole number, got " + json_preview(v));
-  } else if (v.is_string()) {
-    const std::string s = v.get<std::string>();
-    char* end = nullptr;
-    x = is_decimal_number(s) ? std::strtold(s.c_str(), &end) : 0.5L;
-    if (!is_decimal_number(s) || *end != '\0' || x != std::floor(x))
-      throw InputError(field, "expected a whole number, got '" + s + "'");
-  } else {
-    throw InputError(field, "expected a whole number, got " + json_preview(v));
-  }
-  if (x < min_value || x > max_value)
-    throw InputError(field, "must be a whole number from " + std::to_string(min_value) + " to " +
-                                std::to_string(max_value) + ", got " + (v.is_string() ? v.get<std::string>() : json_preview(v)));
-  return static_cast<std::int64_t>(x);
-}
-
-std::string get_string(const json& request, const std::string& field, const std::string& fallback) {
-  if (!request.contains(field) || request[field].is_null()) return fallback;
-  if (!request[field].is_string()) throw InputError(field, "expected a string, got " + json_preview(request[field]));
-  std::string s = request[field].get<std::string>();
-  if (s.empty()) throw InputError(field, "must not be empty");
-  return s;
-}
 
 Architecture find_model(const std::string& name) {
   const json& models = catalog()["models"];
@@ -146,17 +87,29 @@ Architecture find_model(const std::string& name) {
   return a;
 }
 
-Architecture architecture_from(const json& request, bool need_kv) {
+const request::Fields& architecture_fields() {
+  using request::Kind;
+  static const request::Fields f = {
+      {"model", Kind::String, "a catalog LLM name or alias (\"org/Model\" accepted)"},
+      {"params", Kind::Number, "parameters in billions", 0.001, 100000},
+      {"layers", Kind::Int, "num_hidden_layers", 1, 1000000},
+      {"hidden", Kind::Int, "hidden_size", 1, 1000000},
+      {"heads", Kind::Int, "num_attention_heads", 1, 1000000},
+      {"kv_heads", Kind::Int, "num_key_value_heads", 1, 1000000},
+      {"head_dim", Kind::Int, "head_dim", 1, 1000000},
+      {"intermediate", Kind::Int, "intermediate_size", 1, 1000000},
+      {"vocab", Kind::Int, "vocab_size", 1, 1000000},
+  };
+  return f;
+}
+
+Architecture architecture_from(const request::Request& request, bool need_kv) {
   Architecture a;
-  std::string model = get_string(request, "model", "");
-  if (!model.empty()) a = find_model(model);
+  if (request.has("model")) a = find_model(request.text("model"));
   else a.name = "custom";
-  bool given = false;
-  double params_b = get_number(request, "params", 0, 0.001, 100000, &given);
-  if (given) a.params = params_b * 1e9;
+  if (request.has("params")) a.params = request.number("params") * 1e9;
   auto override_int = [&](const char* field, int& target) {
-    if (request.contains(field) && !request[field].is_null())
-      target = static_cast<int>(get_int(request, field, 0, 1, 1000000));
+    if (request.has(field)) target = static_cast<int>(request.integer(field));
   };
   override_int("layers", a.layers);
   override_int("hidden", a.hidden);
@@ -191,43 +144,47 @@ Precision find_kv_precision(const std::string& name, const std::string& field) {
   return {(*e)["name"], (*e)["bytes_per_element"].get<double>(), (*e)["source"]};
 }
 
-std::optional<Budget> budget_from(const json& request) {
-  std::string gpu = get_string(request, "gpu", "");
-  bool has_vram = request.contains("vram_bytes") && !request["vram_bytes"].is_null();
-  if (!gpu.empty() && has_vram) throw InputError("gpu", "give gpu or vram_bytes, not both");
-  if (has_vram) {
-    auto v = get_int(request, "vram_bytes", 0, 1, std::numeric_limits<std::int64_t>::max());
-    return Budget{"", static_cast<std::uint64_t>(v)};
-  }
-  if (gpu.empty()) return std::nullopt;
-  // One GPU lookup for every command, so `--gpu 4090` means the same card everywhere.
-  const GpuInfo& card = resolve_gpu(gpu, "gpu");
-  return Budget{card.name, card.memory_bytes};
-}
-
-void add_verdict(json& out, const std::optional<Budget>& budget, double total) {
-  if (!budget) {
+void add_verdict(json& out, const CardBudget& budget, double total) {
+  if (!budget.given()) {
     out["verdict"] = nullptr;
     return;
   }
-  out["budget_bytes"] = budget->bytes;
-  out["gpu"] = budget->gpu.empty() ? json(nullptr) : json(budget->gpu);
-  out["verdict"] = total <= static_cast<double>(budget->bytes) ? "fits" : "does not fit";
-  out["headroom_bytes"] = static_cast<std::int64_t>(std::llround(static_cast<double>(budget->bytes) - total));
+  const std::uint64_t bytes = budget.budget_bytes();
+  out["budget_bytes"] = bytes;
+  if (budget.free_bytes) out["free_bytes"] = budget.free_bytes;
+  out["gpu"] = budget.gpu ? json(budget.gpu->name) : json(nullptr);
+  out["verdict"] = spelling(total <= static_cast<double>(bytes) ? Verdict::Fits : Verdict::DoesNotFit);
+  out["headroom_bytes"] = static_cast<std::int64_t>(std::llround(static_cast<double>(bytes) - total));
 }
 
 double kv_bytes_per_token(const Architecture& a, double bytes_per_element) {
   return 2.0 * a.layers * a.kv_heads * a.head_dim * bytes_per_element;
 }
 
-json estimate(const json& request) {
-  if (!request.is_object()) throw InputError("request", "expected a JSON object");
+const request::Fields& request_fields() {
+  using request::Kind;
+  static const request::Fields f = [] {
+    request::Fields t = architecture_fields();
+    const request::Fields own = {
+        {"precision", Kind::String, "weight precision (bf16; fp8, int8, int4, nf4, gguf-q4_k_m, ...)"},
+        {"kv_precision", Kind::String, "KV cache precision (fp16; fp8, q8_0, q4_0)"},
+        {"context", Kind::Int, "tokens of context", 1, 100000000, {}, true},
+        {"batch", Kind::Int, "sequences at once", 1, 65536},
+    };
+    t.insert(t.end(), own.begin(), own.end());
+    return with_card_budget(t);
+  }();
+  return f;
+}
+
+json estimate(const json& body) {
+  const request::Request request(body, "llm", request_fields());
   Architecture a = architecture_from(request, true);
-  Precision w = find_weight_precision(get_string(request, "precision", "bf16"), "precision");
-  Precision kv = find_kv_precision(get_string(request, "kv_precision", "fp16"), "kv_precision");
-  std::int64_t context = get_int(request, "context", 0, 1, 100000000, true);
-  std::int64_t batch = get_int(request, "batch", 1, 1, 65536);
-  auto budget = budget_from(request);
+  Precision w = find_weight_precision(request.text_or("precision", "bf16"), "precision");
+  Precision kv = find_kv_precision(request.text_or("kv_precision", "fp16"), "kv_precision");
+  std::int64_t context = request.integer("context");
+  std::int64_t batch = request.integer_or("batch", 1);
+  const CardBudget budget = card_budget_of(request);
 
   const json& overhead = catalog()["inference_overhead"];
   double weights = a.params * w.value / 8.0;
@@ -260,8 +217,8 @@ json estimate(const json& request) {
                   "vLLM reserves gpu_memory_utilization (default 0.9) of the card and fills the rest with KV cache.");
   out["notes"] = notes;
   add_verdict(out, budget, total);
-  if (budget) {
-    double room = static_cast<double>(budget->bytes) - weights - over;
+  if (budget.given()) {
+    double room = static_cast<double>(budget.budget_bytes()) - weights - over;
     out["max_context_that_fits"] =
         room > 0 ? static_cast<std::int64_t>(std::floor(room / (per_token * static_cast<double>(batch)))) : 0;
   }

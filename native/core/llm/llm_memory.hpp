@@ -7,6 +7,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/base/request_fields.hpp"
+#include "core/catalog/card_budget.hpp"
+
 namespace headroom::llm {
 
 // Architecture figures of a decoder-only transformer (config.json names in comments).
@@ -29,10 +32,13 @@ struct Architecture {
 // Throws InputError("model") with the closest names when unknown.
 Architecture find_model(const std::string& name);
 
-// Builds the architecture from a request: {model} and/or {params (billions), layers, hidden, heads,
-// kv_heads, head_dim, intermediate, vocab}; explicit figures override the catalog's.
+// The architecture fields shared by the llm and train requests: model and/or params (billions), layers,
+// hidden, heads, kv_heads, head_dim, intermediate, vocab.
+const request::Fields& architecture_fields();
+
+// Builds the architecture from a checked request; explicit figures override the catalog's.
 // `need_kv` demands layers, kv_heads and head_dim.
-Architecture architecture_from(const nlohmann::json& request, bool need_kv);
+Architecture architecture_from(const request::Request& request, bool need_kv);
 
 struct Precision {
   std::string name;
@@ -42,29 +48,21 @@ struct Precision {
 Precision find_weight_precision(const std::string& name, const std::string& field);
 Precision find_kv_precision(const std::string& name, const std::string& field);
 
-// The card to compare against: {gpu: name or unambiguous part} or {vram_bytes}. Empty when neither.
-struct Budget {
-  std::string gpu;  // "" when given as vram_bytes
-  std::uint64_t bytes = 0;
-};
-std::optional<Budget> budget_from(const nlohmann::json& request);
-// Writes budget_bytes, gpu, verdict and headroom_bytes of `total` against the budget (verdict null without one).
-void add_verdict(nlohmann::json& out, const std::optional<Budget>& budget, double total);
+// Writes budget_bytes, free_bytes?, gpu, verdict and headroom_bytes of `total` against the budget
+// (verdict null without one).
+void add_verdict(nlohmann::json& out, const CardBudget& budget, double total);
 
 // KV cache bytes per token: 2 (K and V) x layers x kv_heads x head_dim x bytes per element.
 double kv_bytes_per_token(const Architecture& a, double bytes_per_element);
 
-// `headroom llm` / api::llm. Request fields (the CLI flags, '-' written '_'):
-//   model | params+layers+kv_heads+head_dim, precision (default bf16), kv_precision (default fp16),
-//   context (tokens, required), batch (default 1), gpu | vram_bytes.
+// The llm request's fields (the CLI flags, '-' written '_'): the architecture fields, precision (default
+// bf16), kv_precision (default fp16), context (tokens, required), batch (default 1) and the card fields.
+const request::Fields& request_fields();
+
+// `headroom llm` / api::llm.
 // Returns {model, precision, kv_precision, context, batch, weights_bytes, kv_bytes_per_token,
 //   kv_cache_bytes, overhead_bytes, total_bytes, sources, notes, budget_bytes?, gpu?, verdict?,
 //   headroom_bytes?, max_context_that_fits?}.
 nlohmann::json estimate(const nlohmann::json& request);
-
-// Shared request readers: they throw InputError(field) naming the JSON field.
-std::int64_t get_int(const nlohmann::json& request, const std::string& field, std::int64_t fallback,
-                     std::int64_t min_value, std::int64_t max_value, bool required = false);
-std::string get_string(const nlohmann::json& request, const std::string& field, const std::string& fallback);
 
 }  // namespace headroom::llm

@@ -19,18 +19,6 @@ std::string lower(std::string s) {
   return s;
 }
 
-bool get_bool(const json& request, const std::string& field) {
-  if (!request.contains(field) || request[field].is_null()) return false;
-  const json& v = request[field];
-  if (v.is_boolean()) return v.get<bool>();
-  if (v.is_string()) {
-    std::string s = lower(v.get<std::string>());
-    if (s == "true" || s == "1" || s == "yes" || s == "on") return true;
-    if (s == "false" || s == "0" || s == "no" || s == "off") return false;
-  }
-  throw InputError(field, "expected true or false, got " + json_preview(v));
-}
-
 void require_shape(const llm::Architecture& a, const char* why) {
   if (a.layers <= 0) throw InputError("layers", std::string(why) + " needs layers (or a catalog model)");
   if (a.hidden <= 0) throw InputError("hidden", std::string(why) + " needs hidden (or a catalog model)");
@@ -55,31 +43,49 @@ double lora_params(const llm::Architecture& a, int rank) {
   return static_cast<double>(rank) * per_layer * a.layers;
 }
 
-json estimate(const json& request) {
-  if (!request.is_object()) throw InputError("request", "expected a JSON object");
+const request::Fields& request_fields() {
+  using request::Kind;
+  static const request::Fields f = [] {
+    request::Fields t = llm::architecture_fields();
+    const request::Fields own = {
+        {"method", Kind::String, "full, lora or qlora", 0, 0, {}, true},
+        {"optimizer", Kind::String, "adamw (default), adamw8bit or sgd"},
+        {"precision", Kind::String, "bf16 (mixed precision, default) or fp32"},
+        {"lora_rank", Kind::Int, "LoRA rank", 1, 4096},
+        {"seq_len", Kind::Int, "tokens per sequence", 1, 10000000},
+        {"batch", Kind::Int, "sequences per step", 1, 65536},
+        {"gradient_checkpointing", Kind::Bool, "recompute activations instead of storing them"},
+    };
+    t.insert(t.end(), own.begin(), own.end());
+    return with_card_budget(t);
+  }();
+  return f;
+}
+
+json estimate(const json& body) {
+  const request::Request request(body, "train", request_fields());
   const json& c = constants();
   llm::Architecture a = llm::architecture_from(request, false);
 
-  std::string method = lower(llm::get_string(request, "method", ""));
-  if (method.empty()) throw InputError("method", "is required: full, lora or qlora");
+  std::string method = lower(request.text("method"));
   if (method != "full" && method != "lora" && method != "qlora")
     throw InputError("method", "expected full, lora or qlora, got '" + method + "'");
-  std::string optimizer = lower(llm::get_string(request, "optimizer", "adamw"));
+  std::string optimizer = lower(request.text_or("optimizer", "adamw"));
   if (optimizer == "adam") optimizer = "adamw";
   if (optimizer == "adamw-8bit" || optimizer == "adamw_8bit" || optimizer == "adam8bit" || optimizer == "paged_adamw_8bit")
     optimizer = "adamw8bit";
   if (!c["optimizer_state_bytes"].contains(optimizer))
     throw InputError("optimizer", "expected adamw, adamw8bit or sgd, got '" + optimizer + "'");
-  std::string precision = lower(llm::get_string(request, "precision", "bf16"));
+  std::string precision = lower(request.text_or("precision", "bf16"));
   if (precision == "fp16" || precision == "mixed" || precision == "bfloat16") precision = "bf16";
   if (precision == "float32") precision = "fp32";
   if (precision != "bf16" && precision != "fp32")
     throw InputError("precision", "expected bf16 (mixed precision) or fp32, got '" + precision + "'");
-  int rank = static_cast<int>(llm::get_int(request, "lora_rank", c["lora_default_rank"].get<int>(), 1, 4096));
-  std::int64_t seq = llm::get_int(request, "seq_len", 2048, 1, 10000000);
-  std::int64_t batch = llm::get_int(request, "batch", 1, 1, 65536);
-  bool checkpointing = get_bool(request, "gradient_checkpointing");
-  auto budget = llm::budget_from(request);
+  int rank = static_cast<int>(request.integer_or("lora_rank", c["lora_default_rank"].get<int>()));
+  std::int64_t seq = request.integer_or("seq_len", 2048);
+  std::int64_t batch = request.integer_or("batch", 1);
+  bool checkpointing = request.flag_or("gradient_checkpointing", false);
+  const CardBudget budget = card_budget_of(request);
 
   const json& opt = c["optimizer_state_bytes"][optimizer];
   json components = json::array();

@@ -17,6 +17,10 @@ double lora_params(const llm::Architecture& a, int rank);
 // Parameters inside those linear layers (what QLoRA stores in 4 bit).
 double linear_params(const llm::Architecture& a);
 
+// The train request's fields: the architecture fields, method, optimizer, precision, lora_rank, seq_len,
+// batch, gradient_checkpointing and the card fields.
+const request::Fields& request_fields();
+
 // `headroom train` / api::train. Request fields (the CLI flags, '-' written '_'):
 //   model | params (+ layers, hidden, heads, kv_heads, head_dim, intermediate, vocab),
 //   method: full | lora | qlora (required), optimizer: adamw | adamw8bit | sgd (default adamw),

@@ -2,8 +2,12 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <string>
+#include <utility>
 
+#include "core/base/data_files.hpp"
+#include "core/base/error.hpp"
 #include "core/base/units.hpp"
 
 namespace headroom::oom {
@@ -41,7 +45,103 @@ bool comfy(const Report& r) { return r.app == "comfyui"; }
 // The allocator settings exist on Linux only ("expandable_segments not supported on this platform" on
 // Windows; PyTorch's CUDA caching allocator docs). Unknown OS: offer it, and say where it works.
 bool expandable_segments_apply(const Report& r) { return r.os != "windows" && r.os != "macos"; }
-std::string linux_only(const Report& r) { return r.os == "linux" ? std::string() : std::string(" (Linux only)"); }
+bool on_linux(const Report& r) { return r.os == "linux"; }
+
+// ---- the texts (native/data/oom_fixes.json) ----
+
+constexpr const char* kTextsFile = "oom_fixes.json";
+
+// Every key the rules below use, so a missing or misspelt one fails at load, not mid-diagnosis.
+const char* const kDiagnosisKeys[] = {
+    "system_ram", "system_ram.while_allocating", "kv_cache_too_large.vllm_no_cache_blocks",
+    "kv_cache_too_large.vllm", "kv_cache_too_large.vllm_max_len", "kv_cache_too_large.vllm_fits",
+    "kv_cache_too_large.llama_cpp", "kv_cache_too_large.llama_cpp_one_buffer", "request_larger_than_card",
+    "request_larger_than_card.mps", "request_larger_than_card.unexpected_shape", "other_process.vllm_startup",
+    "other_process.vllm_startup_free_of_total", "other_process.processes", "other_process.processes_would_fit",
+    "other_process.outside", "other_process.outside_would_fit", "fragmentation", "fragmentation.more_than",
+    "out_of_memory.with_free", "out_of_memory.without_free", "out_of_memory.limit_card", "out_of_memory.limit_mps",
+    "out_of_memory.held_reserved", "out_of_memory.held_allocated", "out_of_memory.library",
+    "out_of_memory.no_figures"};
+const char* const kFixKeys[] = {
+    "free_ram", "comfy_ram_growth", "smaller_quant", "smaller_shape.failed_step",
+    "vllm_gpu_memory_utilization.raise", "vllm_quantised_weights", "vllm_smaller_batch.profiling",
+    "vllm_tensor_parallel", "vllm_max_model_len", "vllm_max_model_len.unknown",
+    "vllm_gpu_memory_utilization.toward", "vllm_gpu_memory_utilization.toward_now", "vllm_kv_cache_fp8",
+    "vllm_kv_cache_fp8.tokens", "vllm_tensor_parallel.or_quantised", "headroom_llm",
+    "llama_cpp_smaller_context.short", "llama_cpp_kv_quant", "llama_cpp_ubatch", "llama_cpp_pipeline_copies",
+    "llama_cpp_fewer_gpu_layers.short", "smaller_shape.tensor", "memory_efficient_attention",
+    "comfy_tiled_decode.if_decode", "mps_watermark.prefer_smaller", "close_other_processes.vllm",
+    "vllm_gpu_memory_utilization.lower_to_free", "close_other_processes.pids", "close_other_processes.check",
+    "one_rank_per_gpu", "pick_idle_gpu.comfy", "pick_idle_gpu", "expandable_segments.comfy", "expandable_segments",
+    "expandable_segments.linux_only", "max_split_size.comfy", "max_split_size", "comfy_cuda_malloc",
+    "comfy_restart", "empty_cache", "comfy_reserve_vram.partial", "comfy_tiled_decode.replace",
+    "comfy_fp8_weights", "smaller_shape.comfy", "comfy_gguf", "mps_watermark", "comfy_reserve_vram",
+    "comfy_lowvram", "headroom_plan.preset", "headroom_plan.preflight", "llama_cpp_fewer_gpu_layers",
+    "llama_cpp_smaller_quant", "llama_cpp_smaller_context", "smaller_model", "transformers_cpu_offload",
+    "vllm_gpu_memory_utilization.shared", "vllm_smaller_batch", "vllm_enforce_eager", "cudnn_no_benchmark",
+    "cublas_memory_full", "smaller_batch", "lower_precision", "no_grad_or_checkpointing"};
+
+// The preset that answers "the job needs more than the card" (presets.json): the web toast offers the
+// first fix naming a preset as a one-click button.
+constexpr const char* kCardPreset = "fit this card";
+
+using Texts = std::map<std::string, std::string>;
+
+Texts load_section(const nlohmann::json& doc, const char* section, const char* const* keys, std::size_t n) {
+  const std::string where = std::string(kTextsFile) + ": " + section;
+  if (!doc.contains(section) || !doc[section].is_object()) throw Error(where + ": expected an object of texts by id");
+  Texts t;
+  for (const auto& kv : doc[section].items()) {
+    if (!kv.value().is_string()) throw Error(where + "." + kv.key() + ": expected a text");
+    t.emplace(kv.key(), kv.value().get<std::string>());
+  }
+  for (std::size_t i = 0; i < n; ++i)
+    if (!t.count(keys[i])) throw Error(where + ": missing the text '" + keys[i] + "'");
+  for (const auto& kv : t)
+    if (std::find_if(keys, keys + n, [&](const char* k) { return kv.first == k; }) == keys + n)
+      throw Error(where + ": '" + kv.first + "' is not a text the diagnosis uses (a misspelt id?)");
+  return t;
+}
+
+struct AllTexts {
+  Texts diagnoses, fixes;
+};
+
+const AllTexts& texts() {
+  static const AllTexts t = [] {
+    const nlohmann::json& doc = data_file(kTextsFile);
+    return AllTexts{load_section(doc, "diagnoses", kDiagnosisKeys, std::size(kDiagnosisKeys)),
+                    load_section(doc, "fixes", kFixKeys, std::size(kFixKeys))};
+  }();
+  return t;
+}
+
+using Vars = std::initializer_list<std::pair<const char*, std::string>>;
+
+// The text of `key` with each {name} of `vars` filled in.
+std::string fill(const Texts& from, const char* key, Vars vars) {
+  auto it = from.find(key);
+  if (it == from.end()) throw Error(std::string(kTextsFile) + ": missing the text '" + key + "'");
+  std::string s = it->second;
+  for (const auto& [name, value] : vars) {
+    const std::string mark = std::string("{") + name + "}";
+    for (std::size_t at = s.find(mark); at != std::string::npos; at = s.find(mark, at + value.size()))
+      s.replace(at, mark.size(), value);
+  }
+  return s;
+}
+
+std::string text(const char* key, Vars vars = {}) { return fill(texts().diagnoses, key, vars); }
+std::string fix_text(const char* key, Vars vars = {}) { return fill(texts().fixes, key, vars); }
+
+// The fix of text `key`: its id is the key up to the variant's dot.
+Fix fix(const char* key, Vars vars = {}, std::string preset = {}) {
+  std::string id = key;
+  if (auto dot = id.find('.'); dot != std::string::npos) id.resize(dot);
+  return Fix(id, fix_text(key, vars), std::move(preset));
+}
+
+// ---- fixes for the general case ----
 
 // Fixes for the general case, by the software that ran out. `offer_plan_preset`: the diagnosis is
 // "the job needs more memory than the card has", which the planner's "fit this card" preset answers;
@@ -51,351 +151,308 @@ void general_fixes(const Report& r, std::vector<Fix>& f, bool offer_plan_preset)
     // ComfyUI's own levers: widgets of its nodes and its launch flags (comfy/cli_args.py).
     std::string nd = node(r);
     const bool partial = r.extra.contains("comfy_offloaded_bytes");
-    if (partial)
-      f.push_back({"comfy_reserve_vram",
-                   "ComfyUI had already left part of the model in RAM (loaded partially), so its estimate of the "
-                   "room needed for activations was too small: start it with --reserve-vram 1.5 (GB kept free)."});
+    if (partial) f.push_back(fix("comfy_reserve_vram.partial"));
     bool decode = nd.find("VAEDecode") != std::string::npos || nd.find("VAE Decode") != std::string::npos;
-    if (decode)
-      f.push_back({"comfy_tiled_decode",
-                   "Replace VAE Decode with VAE Decode (Headroom) (mode auto decodes in tiles that fit the free "
-                   "memory) or VAE Decode (Tiled) with tile_size 512 or lower."});
-    if (r.backend != "mps")  // Apple's MPS has no float8 type
-      f.push_back({"comfy_fp8_weights",
-                   "Load the diffusion model in fp8: in Load Diffusion Model set weight_dtype to fp8_e4m3fn (halves "
-                   "the weights; activations stay 16-bit), or start ComfyUI with --fp8_e4m3fn-unet."});
-    f.push_back({"smaller_shape", "Lower batch_size, width/height or length (frames) in the Empty Latent node: memory "
-                                  "grows with pixels x frames; upscale afterwards."});
-    f.push_back({"comfy_gguf", "Use a GGUF quantised model (Q8_0, Q5_K_M or Q4_K_M) with the ComfyUI-GGUF loaders."});
-    if (!decode)
-      f.push_back({"comfy_tiled_decode",
-                   "If it fails at the VAE decode, use VAE Decode (Headroom) or VAE Decode (Tiled)."});
-    if (r.backend == "mps")
-      f.push_back({"mps_watermark", "PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0 lifts PyTorch's limit on Apple silicon, "
-                                    "but the system may then swap heavily or freeze."});
-    if (!partial)
-      f.push_back({"comfy_reserve_vram",
-                   "Start ComfyUI with --reserve-vram 1.5 (GB it keeps free for activations and other programs; "
-                   "raise it if a browser or another app shares the card)."});
-    f.push_back({"comfy_lowvram",
-                 "Start ComfyUI with --novram to stream every weight to the GPU per layer (slowest, least VRAM). "
-                 "With --disable-dynamic-vram, --lowvram keeps the weights that do not fit in RAM; with dynamic "
-                 "VRAM (the default) it changes nothing."});
-    // "fit this card" is the planner's cheapest set of changes for the current card (presets.json); the
-    // web toast offers the first fix that names a preset as a one-click button.
-    if (offer_plan_preset)
-      f.push_back({"headroom_plan",
-                   "Let Headroom apply the cheapest changes that fit this card (preset \"fit this card\"), or run "
-                   "`headroom plan workflow.json --gpu YOUR_CARD` to see the peak per stage.",
-                   "fit this card"});
-    else
-      f.push_back({"headroom_plan", "Add Preflight (Headroom) before the sampler to see the peak per stage against "
-                                    "the card before the next run."});
+    if (decode) f.push_back(fix("comfy_tiled_decode.replace"));
+    if (r.backend != "mps") f.push_back(fix("comfy_fp8_weights"));  // Apple's MPS has no float8 type
+    f.push_back(fix("smaller_shape.comfy"));
+    f.push_back(fix("comfy_gguf"));
+    if (!decode) f.push_back(fix("comfy_tiled_decode.if_decode"));
+    if (r.backend == "mps") f.push_back(fix("mps_watermark"));
+    if (!partial) f.push_back(fix("comfy_reserve_vram"));
+    f.push_back(fix("comfy_lowvram"));
+    // "fit this card" is the planner's cheapest set of changes for the current card (presets.json).
+    if (offer_plan_preset) f.push_back(fix("headroom_plan.preset", {{"preset", kCardPreset}}, kCardPreset));
+    else f.push_back(fix("headroom_plan.preflight"));
     return;
   }
   if (r.origin == "llama.cpp") {
-    f.push_back({"llama_cpp_fewer_gpu_layers",
-                 "Offload fewer layers to the GPU: lower -ngl / --n-gpu-layers (Ollama: the num_gpu option)."});
-    f.push_back({"llama_cpp_smaller_quant", "Use a smaller quantisation of the model (e.g. Q4_K_M instead of Q8_0)."});
-    f.push_back({"llama_cpp_smaller_context",
-                 "Lower the context size (-c / --ctx-size; Ollama: num_ctx) and quantise the KV cache "
-                 "(-ctk q8_0 -ctv q8_0 with -fa)."});
+    f.push_back(fix("llama_cpp_fewer_gpu_layers"));
+    f.push_back(fix("llama_cpp_smaller_quant"));
+    f.push_back(fix("llama_cpp_smaller_context"));
     return;
   }
   if (r.origin == "transformers") {
-    f.push_back({"smaller_model", "Use a smaller model or a stronger quantisation (4-bit instead of 8-bit) so every "
-                                  "module fits on the GPU."});
-    f.push_back({"transformers_cpu_offload",
-                 "Or allow CPU offload explicitly: BitsAndBytesConfig(llm_int8_enable_fp32_cpu_offload=True) with a "
-                 "custom device_map (the offloaded modules run slowly on the CPU)."});
+    f.push_back(fix("smaller_model"));
+    f.push_back(fix("transformers_cpu_offload"));
     return;
   }
   if (r.app == "vllm") {
-    f.push_back({"vllm_gpu_memory_utilization",
-                 "Lower --gpu-memory-utilization if other work shares the card, or raise it if vLLM is alone on it."});
-    f.push_back({"vllm_smaller_batch", "Lower --max-num-seqs and --max-num-batched-tokens (smaller activation peak)."});
-    f.push_back({"vllm_enforce_eager", "Add --enforce-eager to skip CUDA graph capture and its memory."});
+    f.push_back(fix("vllm_gpu_memory_utilization.shared"));
+    f.push_back(fix("vllm_smaller_batch"));
+    f.push_back(fix("vllm_enforce_eager"));
     return;
   }
-  if (r.origin == "cudnn")
-    f.push_back({"cudnn_no_benchmark",
-                 "Set torch.backends.cudnn.benchmark = False: benchmarking tries algorithms with large workspaces."});
-  if (r.origin == "cublas")
-    f.push_back({"cublas_memory_full",
-                 "cuBLAS could not get memory for its handle or workspace: the card was already full when the first "
-                 "matrix multiply ran. Check what else is on it with " + smi(r) + "."});
-  f.push_back({"smaller_batch", "Lower the batch size or the input size (resolution, sequence length)."});
-  f.push_back({"lower_precision",
-               "Run in bf16/fp16 (torch.autocast or model.half()), or load quantised weights (8-bit or 4-bit)."});
-  f.push_back({"no_grad_or_checkpointing",
-               "Inference: wrap it in torch.inference_mode(). Training: enable gradient checkpointing "
-               "(activations are recomputed instead of stored)."});
+  if (r.origin == "cudnn") f.push_back(fix("cudnn_no_benchmark"));
+  if (r.origin == "cublas") f.push_back(fix("cublas_memory_full", {{"smi", smi(r)}}));
+  f.push_back(fix("smaller_batch"));
+  f.push_back(fix("lower_precision"));
+  f.push_back(fix("no_grad_or_checkpointing"));
 }
 
-}  // namespace
+// ---- the figures every rule reads ----
 
-Diagnosis diagnose(Report& r) {
-  Diagnosis d;
-  if (!r.recognised) return d;
+struct Derived {
+  std::optional<u64> reserved_total;  // what PyTorch reserved (given, or allocated + reserved-unallocated)
+  std::optional<u64> reserved_free;   // reserved but unallocated
+  u64 foreign = 0;                    // bytes of the listed processes that are not this one
+  std::vector<ProcessUse> foreign_list;
+  bool have_req = false;
+  u64 req = 0;
+  u64 free = 0;  // free memory, 0 when not given or inconsistent with the total
+};
 
+Derived derive(Report& r) {
+  Derived d;
   // Derived figures (the message's own fields stay as printed).
-  std::optional<u64> reserved_total = r.reserved_total_bytes;
-  if (!reserved_total && r.allocated_bytes && r.reserved_unallocated_bytes)
-    reserved_total = *r.allocated_bytes + *r.reserved_unallocated_bytes;
-  std::optional<u64> reserved_free = r.reserved_unallocated_bytes;
-  if (!reserved_free && r.reserved_total_bytes && r.allocated_bytes && *r.reserved_total_bytes >= *r.allocated_bytes)
-    reserved_free = *r.reserved_total_bytes - *r.allocated_bytes;
+  d.reserved_total = r.reserved_total_bytes;
+  if (!d.reserved_total && r.allocated_bytes && r.reserved_unallocated_bytes)
+    d.reserved_total = *r.allocated_bytes + *r.reserved_unallocated_bytes;
+  d.reserved_free = r.reserved_unallocated_bytes;
+  if (!d.reserved_free && r.reserved_total_bytes && r.allocated_bytes && *r.reserved_total_bytes >= *r.allocated_bytes)
+    d.reserved_free = *r.reserved_total_bytes - *r.allocated_bytes;
 
   // Which listed processes are other programs. PyTorch lists every process on the device by PID and,
   // when NVML can match our own PID, reports it separately as "this process has". Inside a container
   // the PIDs do not match, so our own process shows up as "Process N" (oom-001): a listed process
   // holding at least what our allocator reserved is most likely ourselves.
-  u64 foreign = 0;
-  std::vector<ProcessUse> foreign_list;
   if (r.other_processes) {
     bool self_found = r.process_bytes.has_value();
     for (const auto& p : *r.other_processes) {
-      if (!self_found && reserved_total && p.bytes >= *reserved_total) {
+      if (!self_found && d.reserved_total && p.bytes >= *d.reserved_total) {
         self_found = true;
         r.notes.push_back("Process " + std::to_string(p.pid) + " (" + b(p.bytes) +
                           ") is most likely this process seen through a container's PID namespace: it holds at "
-                          "least what PyTorch reserved here (" + b(*reserved_total) + ").");
+                          "least what PyTorch reserved here (" + b(*d.reserved_total) + ").");
         continue;
       }
-      foreign += p.bytes;
-      foreign_list.push_back(p);
+      d.foreign += p.bytes;
+      d.foreign_list.push_back(p);
     }
   }
+  d.have_req = r.requested_bytes.has_value();
+  d.req = r.requested_bytes.value_or(0);
+  d.free = (r.free_bytes && !(r.total_bytes && *r.free_bytes > *r.total_bytes)) ? *r.free_bytes : 0;
+  return d;
+}
 
-  const bool have_req = r.requested_bytes.has_value();
-  const u64 req = r.requested_bytes.value_or(0);
-  const u64 free = (r.free_bytes && !(r.total_bytes && *r.free_bytes > *r.total_bytes)) ? *r.free_bytes : 0;
+// ---- the rules, tried in order (kRules) ----
 
-  if (r.format == "cpu_allocator" || r.format == "ollama_system_memory") {
-    d.id = "system_ram";
-    d.text = "The computer ran out of system RAM" +
-             (have_req ? " while allocating " + b(req) : std::string()) +
-             "; this is not GPU memory. Models offloaded from the GPU, cached models and the decoded images all "
-             "live in RAM.";
-    d.fixes.push_back({"free_ram", "Close other programs, or give the system more swap / a larger page file."});
-    if (comfy(r))
-      d.fixes.push_back({"comfy_ram_growth",
-                         "If RAM grows over many runs, restart ComfyUI between batches, or start it with "
-                         "--cache-none so finished outputs are not kept."});
-    if (r.origin == "ollama")
-      d.fixes.push_back({"smaller_quant", "Pull a smaller quantisation of the model (e.g. a q4_K_M tag) or a "
-                                          "smaller model."});
-    else
-      d.fixes.push_back({"smaller_shape", "Lower the batch size or resolution of the step that failed."});
+using Rule = std::optional<Diagnosis> (*)(const Report&, const Derived&);
+
+std::optional<Diagnosis> system_ram(const Report& r, const Derived& x) {
+  if (r.format != "cpu_allocator" && r.format != "ollama_system_memory") return std::nullopt;
+  Diagnosis d;
+  d.id = "system_ram";
+  d.text = text("system_ram", {{"while_allocating", x.have_req ? text("system_ram.while_allocating", {{"req", b(x.req)}})
+                                                                : std::string()}});
+  d.fixes.push_back(fix("free_ram"));
+  if (comfy(r)) d.fixes.push_back(fix("comfy_ram_growth"));
+  if (r.origin == "ollama") d.fixes.push_back(fix("smaller_quant"));
+  else d.fixes.push_back(fix("smaller_shape.failed_step"));
+  return d;
+}
+
+std::optional<Diagnosis> vllm_kv_cache(const Report& r, const Derived&) {
+  if (r.origin != "vllm" || r.format == "vllm_startup_free_memory") return std::nullopt;
+  Diagnosis d;
+  d.id = "kv_cache_too_large";
+  std::string max_len = getu(r, "max_model_len");
+  std::string fits = getu(r, "estimated_max_model_len");
+  if (fits.empty()) fits = getu(r, "kv_cache_max_tokens");
+  if (fits.empty() && !max_len.empty() && r.extra.contains("kv_cache_needed_bytes") &&
+      r.extra.contains("kv_cache_available_bytes")) {
+    // Older V1 messages give no estimate: the cache scales linearly with the length.
+    double need = r.extra["kv_cache_needed_bytes"].get<double>();
+    double avail = r.extra["kv_cache_available_bytes"].get<double>();
+    if (need > 0) fits = std::to_string(static_cast<u64>(std::stod(max_len) * avail / need));
+  }
+  if (r.format == "vllm_no_cache_blocks") {
+    d.text = text("kv_cache_too_large.vllm_no_cache_blocks");
+    d.fixes.push_back(fix("vllm_gpu_memory_utilization.raise"));
+    d.fixes.push_back(fix("vllm_quantised_weights"));
+    d.fixes.push_back(fix("vllm_smaller_batch.profiling"));
+    d.fixes.push_back(fix("vllm_tensor_parallel"));
     return d;
   }
+  d.text = text("kv_cache_too_large.vllm",
+                {{"max_len", max_len.empty() ? std::string() : text("kv_cache_too_large.vllm_max_len", {{"max_len", max_len}})},
+                 {"fits", fits.empty() ? std::string() : text("kv_cache_too_large.vllm_fits", {{"fits", fits}})}});
+  d.fixes.push_back(fits.empty() ? fix("vllm_max_model_len.unknown") : fix("vllm_max_model_len", {{"fits", fits}}));
+  std::string util = r.extra.contains("gpu_memory_utilization") && r.extra["gpu_memory_utilization"].is_number()
+                         ? std::to_string(r.extra["gpu_memory_utilization"].get<double>()).substr(0, 4)
+                         : "";
+  d.fixes.push_back(fix("vllm_gpu_memory_utilization.toward",
+                        {{"now", util.empty() ? std::string()
+                                              : fix_text("vllm_gpu_memory_utilization.toward_now", {{"util", util}})}}));
+  std::string tokens = fits.empty() ? std::string()
+                                    : fix_text("vllm_kv_cache_fp8.tokens", {{"tokens", std::to_string(2 * std::stoull(fits))}});
+  d.fixes.push_back(fix("vllm_kv_cache_fp8", {{"tokens", tokens}}));
+  d.fixes.push_back(fix("vllm_tensor_parallel.or_quantised"));
+  d.fixes.push_back(fix("headroom_llm"));
+  return d;
+}
 
-  if (r.origin == "vllm" && r.format != "vllm_startup_free_memory") {
-    d.id = "kv_cache_too_large";
-    std::string max_len = getu(r, "max_model_len");
-    std::string fits = getu(r, "estimated_max_model_len");
-    if (fits.empty()) fits = getu(r, "kv_cache_max_tokens");
-    if (fits.empty() && !max_len.empty() && r.extra.contains("kv_cache_needed_bytes") &&
-        r.extra.contains("kv_cache_available_bytes")) {
-      // Older V1 messages give no estimate: the cache scales linearly with the length.
-      double need = r.extra["kv_cache_needed_bytes"].get<double>();
-      double avail = r.extra["kv_cache_available_bytes"].get<double>();
-      if (need > 0) fits = std::to_string(static_cast<u64>(std::stod(max_len) * avail / need));
-    }
-    if (r.format == "vllm_no_cache_blocks") {
-      d.text = "vLLM found no memory left for the KV cache: the weights and the profiled activations already use "
-               "all of gpu_memory_utilization x the card.";
-      d.fixes.push_back({"vllm_gpu_memory_utilization", "Raise --gpu-memory-utilization (e.g. 0.95) if nothing else "
-                                                        "runs on the card."});
-      d.fixes.push_back({"vllm_quantised_weights", "Serve a quantised model (FP8, AWQ or GPTQ 4-bit) to leave room "
-                                                   "for the KV cache."});
-      d.fixes.push_back({"vllm_smaller_batch", "Lower --max-num-batched-tokens / --max-num-seqs and add "
-                                               "--enforce-eager (smaller profiling peak, no CUDA graphs)."});
-      d.fixes.push_back({"vllm_tensor_parallel", "Split the model over more GPUs with --tensor-parallel-size."});
-      return d;
-    }
-    d.text = "vLLM cannot hold the KV cache for one request of the full context" +
-             (max_len.empty() ? std::string() : " (" + max_len + " tokens)") +
-             (fits.empty() ? std::string() : "; the memory left after the weights holds " + fits + " tokens") + ".";
-    d.fixes.push_back({"vllm_max_model_len", "Lower --max-model-len" +
-                                                 (fits.empty() ? std::string(" (the context you really need).")
-                                                               : " to " + fits + " or less.")});
-    std::string util = r.extra.contains("gpu_memory_utilization") && r.extra["gpu_memory_utilization"].is_number()
-                           ? std::to_string(r.extra["gpu_memory_utilization"].get<double>()).substr(0, 4)
-                           : "";
-    d.fixes.push_back({"vllm_gpu_memory_utilization",
-                       "Raise --gpu-memory-utilization" + (util.empty() ? std::string() : " (now " + util + ")") +
-                           " toward 0.95 if nothing else runs on the card."});
-    std::string fp8_tokens;
-    if (!fits.empty()) fp8_tokens = " holds about " + std::to_string(2 * std::stoull(fits)) + " tokens in the same memory";
-    d.fixes.push_back({"vllm_kv_cache_fp8", "Store the KV cache in 8 bit: --kv-cache-dtype fp8 (half the bytes per "
-                                            "token" + (fp8_tokens.empty() ? std::string(")") : ";" + fp8_tokens + ")") +
-                                                "."});
-    d.fixes.push_back({"vllm_tensor_parallel", "Split over more GPUs with --tensor-parallel-size, or serve a "
-                                               "quantised model to leave more room for the cache."});
-    d.fixes.push_back({"headroom_llm", "Size it with `headroom llm --model NAME --context TOKENS --gpu CARD`."});
-    return d;
-  }
+std::optional<Diagnosis> llama_cpp_context(const Report& r, const Derived& x) {
+  if (r.origin != "llama.cpp" || r.extra.value("llama_cpp_phase", "") != "create_context") return std::nullopt;
+  Diagnosis d;
+  d.id = "kv_cache_too_large";
+  d.text = text("kv_cache_too_large.llama_cpp",
+                {{"one_buffer", x.have_req ? text("kv_cache_too_large.llama_cpp_one_buffer", {{"req", b(x.req)}})
+                                           : std::string()}});
+  d.fixes.push_back(fix("llama_cpp_smaller_context.short"));
+  d.fixes.push_back(fix("llama_cpp_kv_quant"));
+  d.fixes.push_back(fix("llama_cpp_ubatch"));
+  // Pipeline parallelism keeps n_copies compute buffers (oom-029 shows n_copies=4).
+  if (r.extra.contains("llama_cpp_pipeline_copies")) d.fixes.push_back(fix("llama_cpp_pipeline_copies"));
+  d.fixes.push_back(fix("llama_cpp_fewer_gpu_layers.short"));
+  return d;
+}
 
-  if (r.origin == "llama.cpp" && r.extra.value("llama_cpp_phase", "") == "create_context") {
-    d.id = "kv_cache_too_large";
-    d.text = "llama.cpp ran out while creating the context" +
-             (have_req ? " (" + b(req) + " in one buffer)" : std::string()) +
-             ": the KV cache and the compute buffer grow with the context size and the batch.";
-    d.fixes.push_back({"llama_cpp_smaller_context", "Lower the context: -c / --ctx-size (Ollama: num_ctx)."});
-    d.fixes.push_back({"llama_cpp_kv_quant", "Quantise the KV cache: -fa -ctk q8_0 -ctv q8_0 (half of f16)."});
-    d.fixes.push_back({"llama_cpp_ubatch", "Lower the physical batch: -ub / --ubatch-size 256 (smaller compute "
-                                           "buffer)."});
-    if (r.extra.contains("llama_cpp_pipeline_copies")) {
-      // Pipeline parallelism keeps n_copies compute buffers (oom-029 shows n_copies=4).
-      d.fixes.push_back({"llama_cpp_pipeline_copies",
-                         "With several GPUs, pipeline parallelism keeps several copies of the compute buffer; build "
-                         "with -DGGML_SCHED_MAX_COPIES=1 or use --split-mode row/none to avoid them."});
-    }
-    d.fixes.push_back({"llama_cpp_fewer_gpu_layers", "Offload fewer layers: lower -ngl."});
-    return d;
-  }
+// A tensor more than this many times the card is a shape mistake rather than a big job.
+constexpr u64 kUnexpectedShapeFactor = 4;
 
-  if (have_req && r.total_bytes && req > *r.total_bytes) {
-    d.id = "request_larger_than_card";
-    if (r.backend == "mps") {
-      d.text = "One allocation of " + b(req) + " is larger than PyTorch's MPS limit (" + b(*r.total_bytes) + ").";
-    } else {
-      d.text = "One allocation of " + b(req) + " is larger than the whole card (" + b(*r.total_bytes) +
-               "): no amount of freeing memory makes it fit.";
-    }
-    if (req > 4 * *r.total_bytes)
-      d.text += " A single tensor this large usually means an unexpected shape (an attention matrix over far more "
-                "tokens than intended, a wrong resolution or frame count).";
-    d.fixes.push_back({"smaller_shape", "Reduce the input that sets this tensor: resolution, frame count, batch size "
-                                        "or sequence length."});
-    d.fixes.push_back({"memory_efficient_attention",
-                       "Use memory-efficient attention so the full attention matrix is never built (PyTorch SDPA, "
-                       "xformers or SageAttention; ComfyUI: --use-pytorch-cross-attention or "
-                       "--use-sage-attention)."});
-    if (comfy(r))
-      d.fixes.push_back({"comfy_tiled_decode",
-                         "If it fails at the VAE decode, use VAE Decode (Headroom) or VAE Decode (Tiled)."});
-    if (r.backend == "mps")
-      d.fixes.push_back({"mps_watermark", "PYTORCH_MPS_HIGH_WATERMARK_RATIO=0.0 removes the limit, but the system "
-                                          "may then swap heavily or freeze; prefer a smaller shape."});
-    return d;
-  }
+std::optional<Diagnosis> request_larger_than_card(const Report& r, const Derived& x) {
+  if (!x.have_req || !r.total_bytes || x.req <= *r.total_bytes) return std::nullopt;
+  Diagnosis d;
+  d.id = "request_larger_than_card";
+  const Vars sizes = {{"req", b(x.req)}, {"total", b(*r.total_bytes)}};
+  d.text = text(r.backend == "mps" ? "request_larger_than_card.mps" : "request_larger_than_card", sizes);
+  if (x.req > kUnexpectedShapeFactor * *r.total_bytes) d.text += text("request_larger_than_card.unexpected_shape");
+  d.fixes.push_back(fix("smaller_shape.tensor"));
+  d.fixes.push_back(fix("memory_efficient_attention"));
+  if (comfy(r)) d.fixes.push_back(fix("comfy_tiled_decode.if_decode"));
+  if (r.backend == "mps") d.fixes.push_back(fix("mps_watermark.prefer_smaller"));
+  return d;
+}
 
+std::optional<Diagnosis> other_process(const Report& r, const Derived& x) {
   // Memory outside what PyTorch reserved in this process: other programs or non-PyTorch memory.
   std::optional<u64> outside;
-  if (r.total_bytes && r.free_bytes && free <= *r.total_bytes) {
-    u64 used = *r.total_bytes - free;
+  if (r.total_bytes && r.free_bytes && x.free <= *r.total_bytes) {
+    u64 used = *r.total_bytes - x.free;
     // cudaMallocAsync reports only what is allocated; it has trimmed its pool before raising, so
     // allocated is what this process's PyTorch holds (oom-013).
-    std::optional<u64> mine = r.process_bytes ? r.process_bytes : reserved_total;
+    std::optional<u64> mine = r.process_bytes ? r.process_bytes : x.reserved_total;
     if (!mine && r.format == "pytorch_async") mine = r.allocated_bytes;
     if (mine && used > *mine) outside = used - *mine;
   }
-  bool foreign_matters = foreign > 0 && (foreign >= GiB || !have_req || foreign + free >= req);
-  bool outside_matters = !foreign_matters && foreign_list.empty() && outside && *outside > kContextMargin &&
-                         (!have_req || *outside + free >= req);
-  if (r.format == "vllm_startup_free_memory" || foreign_matters || outside_matters) {
-    d.id = "other_process";
-    if (r.format == "vllm_startup_free_memory") {
-      d.text = "When vLLM started, less memory was free" +
-               (r.free_bytes && r.total_bytes ? " (" + b(*r.free_bytes) + " of " + b(*r.total_bytes) + ")"
-                                              : std::string()) +
-               " than its --gpu-memory-utilization asks for: something else already holds part of the card.";
-      d.fixes.push_back({"close_other_processes", "Stop what else uses the card (see " + smi(r) + ")."});
-      d.fixes.push_back({"vllm_gpu_memory_utilization",
-                         "Or lower --gpu-memory-utilization to fit the free memory (free / total)."});
-      return d;
-    }
-    if (foreign_matters) {
-      std::string list;
-      for (const auto& p : foreign_list) list += (list.empty() ? "" : ", ") + std::to_string(p.pid) + " (" + b(p.bytes) + ")";
-      d.text = "Other processes hold " + b(foreign) + " of this card: PID " + list + "." +
-               (have_req && foreign + free >= req ? " Without them the request (" + b(req) + ") would fit."
-                                                  : std::string());
-      d.fixes.push_back({"close_other_processes", "Stop or move the other processes (PID " + list + "); " + smi(r) +
-                                                      " shows what they are."});
-    } else {
-      d.text = b(*outside) + " of the card is used outside this process's PyTorch memory: another program (a second "
-               "training rank, a viewer, another ComfyUI) or a library allocating outside PyTorch." +
-               (have_req ? " Without it the request (" + b(req) + ") would fit." : std::string());
-      d.fixes.push_back({"close_other_processes", "Check " + smi(r) + " for other processes on GPU " +
-                                                      (r.gpu_index ? std::to_string(*r.gpu_index) : std::string("0")) +
-                                                      " and stop them."});
-      if (r.extra.contains("distributed"))
-        d.fixes.push_back({"one_rank_per_gpu",
-                         "In multi-GPU training, call torch.cuda.set_device(local_rank) before creating any tensor so "
-                         "every rank does not also put a context on GPU 0."});
-    }
-    if (comfy(r))
-      d.fixes.push_back({"pick_idle_gpu", "Run ComfyUI on an idle GPU: start it with --cuda-device N."});
-    else
-      d.fixes.push_back({"pick_idle_gpu", "Run on an idle GPU: CUDA_VISIBLE_DEVICES=N (HIP_VISIBLE_DEVICES on ROCm)."});
-    general_fixes(r, d.fixes, false);
+  bool foreign_matters = x.foreign > 0 && (x.foreign >= GiB || !x.have_req || x.foreign + x.free >= x.req);
+  bool outside_matters = !foreign_matters && x.foreign_list.empty() && outside && *outside > kContextMargin &&
+                         (!x.have_req || *outside + x.free >= x.req);
+  if (r.format != "vllm_startup_free_memory" && !foreign_matters && !outside_matters) return std::nullopt;
+  Diagnosis d;
+  d.id = "other_process";
+  if (r.format == "vllm_startup_free_memory") {
+    d.text = text("other_process.vllm_startup",
+                  {{"free_of_total", r.free_bytes && r.total_bytes
+                                         ? text("other_process.vllm_startup_free_of_total",
+                                                {{"free", b(*r.free_bytes)}, {"total", b(*r.total_bytes)}})
+                                         : std::string()}});
+    d.fixes.push_back(fix("close_other_processes.vllm", {{"smi", smi(r)}}));
+    d.fixes.push_back(fix("vllm_gpu_memory_utilization.lower_to_free"));
     return d;
   }
+  if (foreign_matters) {
+    std::string list;
+    for (const auto& p : x.foreign_list) list += (list.empty() ? "" : ", ") + std::to_string(p.pid) + " (" + b(p.bytes) + ")";
+    d.text = text("other_process.processes",
+                  {{"foreign", b(x.foreign)},
+                   {"pids", list},
+                   {"would_fit", x.have_req && x.foreign + x.free >= x.req
+                                     ? text("other_process.processes_would_fit", {{"req", b(x.req)}})
+                                     : std::string()}});
+    d.fixes.push_back(fix("close_other_processes.pids", {{"pids", list}, {"smi", smi(r)}}));
+  } else {
+    d.text = text("other_process.outside",
+                  {{"outside", b(*outside)},
+                   {"would_fit", x.have_req ? text("other_process.outside_would_fit", {{"req", b(x.req)}}) : std::string()}});
+    d.fixes.push_back(fix("close_other_processes.check",
+                          {{"smi", smi(r)}, {"gpu", r.gpu_index ? std::to_string(*r.gpu_index) : std::string("0")}}));
+    if (r.extra.contains("distributed")) d.fixes.push_back(fix("one_rank_per_gpu"));
+  }
+  d.fixes.push_back(fix(comfy(r) ? "pick_idle_gpu.comfy" : "pick_idle_gpu"));
+  general_fixes(r, d.fixes, false);
+  return d;
+}
 
+std::optional<Diagnosis> fragmentation(const Report& r, const Derived& x) {
   bool fragmented = false;
-  if (reserved_free) {
+  if (x.reserved_free) {
     // "Large" as PyTorch's hint means: enough for the request, and not a rounding remainder (oom-049
     // has 185 MiB cached on a 4 GiB card that is simply too small).
     u64 floor = std::max<u64>(256 * MiB, r.total_bytes ? *r.total_bytes / 20 : 0);
-    if (have_req) fragmented = *reserved_free >= req && *reserved_free >= floor;
-    if (!fragmented && reserved_total && *reserved_free >= GiB && *reserved_free * 4 >= *reserved_total)
+    if (x.have_req) fragmented = *x.reserved_free >= x.req && *x.reserved_free >= floor;
+    if (!fragmented && x.reserved_total && *x.reserved_free >= GiB && *x.reserved_free * 4 >= *x.reserved_total)
       fragmented = true;
   }
-  if (fragmented) {
-    d.id = "fragmentation";
-    d.text = "PyTorch holds " + b(*reserved_free) + " reserved but unallocated" +
-             (have_req ? ", more than the " + b(req) + " requested," : std::string()) +
-             " yet no single free block is large enough: the cache is fragmented.";
-    const std::string var = alloc_conf_var(r);
-    if (expandable_segments_apply(r)) {
-      d.fixes.push_back({"expandable_segments",
-                         comfy(r) ? "Start ComfyUI with " + var + "=expandable_segments:True in its environment (e.g. `" +
-                                        var + "=expandable_segments:True python main.py`)" + linux_only(r) +
-                                        ", so freed blocks can grow instead of fragmenting."
-                                  : "Set " + var + "=expandable_segments:True before starting Python" + linux_only(r) +
-                                        ", so freed blocks can grow instead of fragmenting."});
-    }
-    d.fixes.push_back({"max_split_size", (comfy(r) ? "Start ComfyUI with " : "Set ") + var +
-                                             "=max_split_size_mb:512" + (comfy(r) ? " in its environment" : "") +
-                                             " so large cached blocks are not split for small tensors."});
-    if (comfy(r)) {
-      d.fixes.push_back({"comfy_cuda_malloc",
-                         "Or start ComfyUI with --cuda-malloc: PyTorch's cudaMallocAsync backend hands freed memory back "
-                         "to the driver instead of keeping a fragmented cache (ComfyUI leaves it off on cards where it "
-                         "misbehaved)."});
-      d.fixes.push_back({"comfy_restart",
-                         "ComfyUI unloads its models after an out-of-memory error; if the next run fails the same way, "
-                         "restart ComfyUI (a new process starts with an empty cache)."});
-    } else {
-      d.fixes.push_back({"empty_cache", "Free cached blocks between stages: torch.cuda.empty_cache() after large "
-                                        "temporary tensors are dropped."});
-    }
-    general_fixes(r, d.fixes, false);
-    return d;
-  }
-
-  d.id = "out_of_memory";
-  if (have_req && r.total_bytes) {
-    std::string held = reserved_total    ? ", " + b(*reserved_total) + " held by PyTorch"
-                       : r.allocated_bytes ? ", " + b(*r.allocated_bytes) + " allocated by PyTorch"
-                                           : "";
-    std::string limit = r.backend == "mps" ? " of PyTorch's MPS limit " : " of the card's ";
-    d.text = "The job needs more memory than the card has: " + b(req) + " more was requested" +
-             (r.free_bytes ? " with " + b(free) + " free" + limit + b(*r.total_bytes) : limit + b(*r.total_bytes)) +
-             held + ".";
-    if (!r.free_bytes) d.text = "The job needs more memory than the card has: " + b(req) + " more was requested" + held +
-                                " (limit " + b(*r.total_bytes) + ").";
-  } else if (r.origin == "cublas" || r.origin == "cudnn" || r.origin == "miopen") {
-    d.text = "The GPU ran out of memory while " + r.origin + " allocated its workspace or handle; the message "
-             "carries no figures.";
+  if (!fragmented) return std::nullopt;
+  Diagnosis d;
+  d.id = "fragmentation";
+  d.text = text("fragmentation",
+                {{"reserved_free", b(*x.reserved_free)},
+                 {"more_than", x.have_req ? text("fragmentation.more_than", {{"req", b(x.req)}}) : std::string()}});
+  const Vars var = {{"var", alloc_conf_var(r)},
+                    {"linux_only", on_linux(r) ? std::string() : fix_text("expandable_segments.linux_only")}};
+  if (expandable_segments_apply(r)) d.fixes.push_back(fix(comfy(r) ? "expandable_segments.comfy" : "expandable_segments", var));
+  d.fixes.push_back(fix(comfy(r) ? "max_split_size.comfy" : "max_split_size", var));
+  if (comfy(r)) {
+    d.fixes.push_back(fix("comfy_cuda_malloc"));
+    d.fixes.push_back(fix("comfy_restart"));
   } else {
-    d.text = "The GPU ran out of memory; the message carries no figures about what used it.";
+    d.fixes.push_back(fix("empty_cache"));
+  }
+  general_fixes(r, d.fixes, false);
+  return d;
+}
+
+std::optional<Diagnosis> out_of_memory(const Report& r, const Derived& x) {
+  Diagnosis d;
+  d.id = "out_of_memory";
+  if (x.have_req && r.total_bytes) {
+    std::string held = x.reserved_total    ? text("out_of_memory.held_reserved", {{"bytes", b(*x.reserved_total)}})
+                       : r.allocated_bytes ? text("out_of_memory.held_allocated", {{"bytes", b(*r.allocated_bytes)}})
+                                           : "";
+    if (r.free_bytes)
+      d.text = text("out_of_memory.with_free",
+                    {{"req", b(x.req)}, {"free", b(x.free)},
+                     {"limit", text(r.backend == "mps" ? "out_of_memory.limit_mps" : "out_of_memory.limit_card")},
+                     {"total", b(*r.total_bytes)}, {"held", held}});
+    else
+      d.text = text("out_of_memory.without_free", {{"req", b(x.req)}, {"held", held}, {"total", b(*r.total_bytes)}});
+  } else if (r.origin == "cublas" || r.origin == "cudnn" || r.origin == "miopen") {
+    d.text = text("out_of_memory.library", {{"origin", r.origin}});
+  } else {
+    d.text = text("out_of_memory.no_figures");
   }
   general_fixes(r, d.fixes, true);
   return d;
+}
+
+// The first rule that applies gives the diagnosis; out_of_memory always applies (oom_diagnose.hpp).
+constexpr std::pair<const char*, Rule> kRules[] = {
+    {"system_ram", system_ram},
+    {"kv_cache_too_large (vLLM)", vllm_kv_cache},
+    {"kv_cache_too_large (llama.cpp)", llama_cpp_context},
+    {"request_larger_than_card", request_larger_than_card},
+    {"other_process", other_process},
+    {"fragmentation", fragmentation},
+    {"out_of_memory", out_of_memory},
+};
+
+}  // namespace
+
+void check_texts(const nlohmann::json& doc) {
+  load_section(doc, "diagnoses", kDiagnosisKeys, std::size(kDiagnosisKeys));
+  load_section(doc, "fixes", kFixKeys, std::size(kFixKeys));
+}
+
+Diagnosis diagnose(Report& r) {
+  if (!r.recognised) return {};
+  const Derived x = derive(r);
+  for (const auto& [name, rule] : kRules)
+    if (auto d = rule(r, x)) return *d;
+  return {};  // not reached: the last rule always applies
 }
 
 }  // namespace headroom::oom

@@ -1,5 +1,7 @@
 #pragma once
 // From the figures of an out-of-memory message to a diagnosis in plain words and ordered fixes.
+#include <nlohmann/json.hpp>
+
 #include "core/oom/oom_report.hpp"
 
 namespace headroom::oom {
@@ -15,6 +17,12 @@ namespace headroom::oom {
 //                            freed, the request would fit
 //   fragmentation            PyTorch holds enough reserved-but-unallocated memory for the request
 //   out_of_memory            the rest: the job needs more than the card has
+// The rules are an ordered table (oom_diagnose.cpp kRules); their words are native/data/oom_fixes.json,
+// read once. Throws Error naming the file and the key when a text the rules use is missing (or the file
+// has one they do not use).
 Diagnosis diagnose(Report& report);
+
+// The check diagnose() applies to oom_fixes.json at load, for a document given here (tests).
+void check_texts(const nlohmann::json& doc);
 
 }  // namespace headroom::oom

@@ -1,5 +1,6 @@
 // Pricing candidates with the estimator itself (see change_search.hpp).
 #include "core/plan/change_search.hpp"
+#include "core/catalog/verdict.hpp"
 
 #include <unordered_map>
 
@@ -15,8 +16,8 @@ std::optional<Estimate> try_estimate(const Job& job, const Runtime& rt) {
   }
 }
 
-bool fits(const Estimate& e) { return e.verdict == "fits"; }
-bool runs(const Estimate& e) { return e.verdict != "does not fit"; }
+bool fits(const Estimate& e) { return e.verdict == spelling(Verdict::Fits); }
+bool runs(const Estimate& e) { return e.verdict != spelling(Verdict::DoesNotFit); }
 
 const ModelInfo* model_named(const std::string& name) {
   static const std::unordered_map<std::string, const ModelInfo*> index = [] {

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "core/catalog/catalog.hpp"
+#include "core/catalog/verdict.hpp"
 #include "core/base/error.hpp"
 #include "core/catalog/presets.hpp"
 #include "core/plan/changes.hpp"
@@ -19,7 +20,7 @@ using plan_search::fits;
 using plan_search::try_estimate;
 
 NeedBasis need_basis(const Estimate& e) {
-  return e.verdict == "does not fit" ? NeedBasis::Runs : NeedBasis::FullyResident;
+  return e.verdict == spelling(Verdict::DoesNotFit) ? NeedBasis::Runs : NeedBasis::FullyResident;
 }
 
 // Cached models are freed for a stage that needs the room, so they are not what a change must save.
@@ -64,14 +65,14 @@ Plan make_plan(const Job& job_in, const Runtime& rt, const PlanOptions& options)
   plan.verdict = plan.estimate.verdict;
   const NeedBasis basis = need_basis(plan.estimate);
   const std::uint64_t need = need_bytes(plan.estimate, basis);
-  const bool baseline_runs = plan.verdict != "does not fit";
+  const bool baseline_runs = plan.verdict != spelling(Verdict::DoesNotFit);
   // A change is a fix when it lowers the need, makes the run fit, or makes a failing run run at all.
   auto helps = [&](const PlanChange& c) {
-    return c.saving_bytes > 0 || c.fits || (!baseline_runs && c.verdict != "does not fit");
+    return c.saving_bytes > 0 || c.fits || (!baseline_runs && c.verdict != spelling(Verdict::DoesNotFit));
   };
   const PresetData& data = planner_preset_data();
 
-  if (rt.has_card() && plan.verdict != "fits") {
+  if (rt.has_card() && plan.verdict != spelling(Verdict::Fits)) {
     std::vector<std::string> order = options.order;
     if (order.empty())
       for (const auto& c : data.changes) order.push_back(c.kind);
@@ -90,7 +91,7 @@ Plan make_plan(const Job& job_in, const Runtime& rt, const PlanOptions& options)
     }
     // What makes the run fit first, then what makes it run, each group in the data's cost order
     // (quality loss, then slowdown): the cheapest change that fits leads the list when one exists.
-    auto rank = [](const PlanChange& c) { return c.fits ? 0 : (c.verdict != "does not fit" ? 1 : 2); };
+    auto rank = [](const PlanChange& c) { return c.fits ? 0 : (c.verdict != spelling(Verdict::DoesNotFit) ? 1 : 2); };
     std::stable_sort(plan.changes.begin(), plan.changes.end(),
                      [&](const PlanChange& a, const PlanChange& b) { return rank(a) < rank(b); });
     Job cur = job;
@@ -107,11 +108,11 @@ Plan make_plan(const Job& job_in, const Runtime& rt, const PlanOptions& options)
         if (!allowed(kind) || applied.count(kind)) continue;
         auto cached = applied.empty() ? first.find(kind) : first.end();
         auto c = cached != first.end() ? cached->second : plan_change(kind, cur, rt, cur_need, basis);
-        if (!c || !(c->saving_bytes > 0 || c->fits || (!cur_runs && c->verdict != "does not fit"))) continue;
+        if (!c || !(c->saving_bytes > 0 || c->fits || (!cur_runs && c->verdict != spelling(Verdict::DoesNotFit)))) continue;
         cur = c->job;
         cur_need = c->new_need_bytes;
         cur_fits = c->fits;
-        cur_runs = c->verdict != "does not fit";
+        cur_runs = c->verdict != spelling(Verdict::DoesNotFit);
         applied.insert(kind);
         progress = true;
         plan.cumulative.push_back(std::move(*c));
@@ -120,7 +121,7 @@ Plan make_plan(const Job& job_in, const Runtime& rt, const PlanOptions& options)
       if (!progress) break;
     }
     plan.cumulative_fits = cur_fits;
-    if (plan.verdict == "streams") {
+    if (plan.verdict == spelling(Verdict::Streams)) {
       // Under dynamic VRAM a run that streams works as it is; it is only slower.
       char buf[48];
       std::snprintf(buf, sizeof buf, "%.1f", plan.estimate.slowdown);

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "core/catalog/catalog.hpp"
+#include "core/catalog/verdict.hpp"
 #include "core/base/error.hpp"
 #include "core/plan/planner.hpp"
 #include "core/catalog/presets.hpp"
@@ -152,7 +153,7 @@ Job preset_job(const PresetSpec& preset_spec, const WorkflowInfo& info, const Ru
     };
     if (plan.cumulative_fits) {
       for (const auto& step : plan.cumulative) take(step);
-    } else if (plan.verdict != "fits") {
+    } else if (plan.verdict != spelling(Verdict::Fits)) {
       // Smaller batches, clips or images that still do not fit would cost the user content for
       // nothing, unless the run would otherwise fail: then the cuts go as far as is needed to make it
       // run at all (verdict "tight": with weights streamed), as `headroom plan` shows them.
@@ -163,7 +164,7 @@ Job preset_job(const PresetSpec& preset_spec, const WorkflowInfo& info, const Ru
       std::size_t uncut_kinds = kinds->size();
       for (const auto& step : plan.cumulative) {
         const bool content = step.kind == "batch" || step.kind == "frames" || step.kind == "resolution";
-        if (content && verdict != "does not fit") break;
+        if (content && verdict != spelling(Verdict::DoesNotFit)) break;
         take(step);
         verdict = step.verdict;
         cut = cut || content;
@@ -172,11 +173,11 @@ Job preset_job(const PresetSpec& preset_spec, const WorkflowInfo& info, const Ru
           uncut_kinds = kinds->size();
         }
       }
-      if (verdict == "does not fit" && cut) {
+      if (verdict == spelling(Verdict::DoesNotFit) && cut) {
         job = uncut;
         kinds->resize(uncut_kinds);
       }
-      if (verdict == "does not fit")
+      if (verdict == spelling(Verdict::DoesNotFit))
         notes->push_back("even the widget changes this preset may make do not fit " + std::to_string(usable_bytes(rt)) +
                          " bytes, so batch, length and size were left as they are; see `headroom plan` for GGUF "
                          "files and block swap");

@@ -19,6 +19,12 @@ SNAPSHOT = {
     "torch_allocated_bytes": 11.2 * GIB, "torch_reserved_bytes": 12.6 * GIB, "reserved_unallocated_bytes": 1.4 * GIB,
     "other_processes": [{"pid": 4242, "bytes": 1.1 * GIB}], "other_processes_bytes": 1.1 * GIB,
 }
+# api::catalog()'s verdicts, as GET /headroom/presets passes them on (tests/python/fakes.py has the same copy,
+# checked against the real core by tests/python/test_verdict_spellings.py).
+VERDICTS = [{"id": "fits", "text": "fits", "runs": True, "fits": True, "sized": True},
+            {"id": "tight", "text": "tight", "runs": True, "fits": False, "sized": True},
+            {"id": "does_not_fit", "text": "does not fit", "runs": False, "fits": False, "sized": True},
+            {"id": "unknown", "text": "unknown", "runs": False, "fits": False, "sized": False}]
 PRESETS = [
     {"name": "fp8-weights", "title": "fp8 weights"},
     {"name": "headroom-decode", "title": "Headroom exact tiled decode"},
@@ -118,7 +124,7 @@ def mock(method, route, body):
     if route == "/headroom/vram":
         return 200, {"snapshot": SNAPSHOT, "native": {"core": {"available": True}}}
     if route == "/headroom/presets":
-        return 200, {"presets": PRESETS}
+        return 200, {"presets": PRESETS, "verdicts": VERDICTS}
     if route == "/headroom/estimate":
         if not _truthy(_get(_get(body, "workflow"), "nodes")):
             return 400, {"error": "workflow: expected a ComfyUI workflow object"}

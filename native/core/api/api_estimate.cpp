@@ -1,0 +1,159 @@
+// api::estimate(): one run's memory per stage from a JSON request that mirrors `headroom estimate`.
+#include <cctype>
+
+#include "core/api/api.hpp"
+#include "core/api/runtime_fields.hpp"
+#include "core/base/error.hpp"
+#include "core/base/request_fields.hpp"
+#include "core/base/units.hpp"
+#include "core/catalog/card_budget.hpp"
+#include "core/catalog/catalog.hpp"
+#include "core/estimate/estimator.hpp"
+
+namespace headroom::api {
+namespace {
+
+std::string normalised_name(const std::string& s) {
+  std::string out;
+  for (char c : s) out += static_cast<char>(c == '_' || c == ' ' ? '-' : std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// Sets the precision of `c` after checking it suits the model (field names the request key).
+void set_precision(Component& c, const std::string& text, const std::string& field) {
+  const PrecisionInfo& p = resolve_precision(text, field);
+  check_precision_for_role(resolve_model(c.model, "model"), p, field);
+  c.precision = p.name;
+}
+
+Component& component_of(Job& job, Role role) {
+  switch (role) {
+    case Role::DiffusionModel: return *job.diffusion;
+    case Role::TextEncoder: return job.text_encoders.front();
+    case Role::ClipVision: return *job.clip_vision;
+    case Role::Vae: break;
+  }
+  return *job.vae;
+}
+
+}  // namespace
+
+const request::Fields& estimate_fields() {
+  using request::Kind;
+  static const request::Fields f = with_runtime_fields(with_card_budget({
+      {"model", Kind::String,
+       "catalog name, alias or file name; a diffusion model brings its companions, a text encoder, CLIP vision "
+       "model or VAE alone gives only its own stage",
+       0, 0, {}, true},
+      {"precision", Kind::String, "of model (bf16, fp16, fp32, fp8_e4m3fn, fp8_e5m2, fp8_scaled, gguf-q8_0 ...)"},
+      {"text_encoder_precision", Kind::String, "of the T5-family text encoder (CLIP-L keeps its default)"},
+      {"vae_precision", Kind::String, "of the VAE"},
+      {"clip_vision_precision", Kind::String, "of the CLIP vision model"},
+      {"width", Kind::Int, "image width in px", 16, 16384},
+      {"height", Kind::Int, "image height in px", 16, 16384},
+      {"frames", Kind::Int, "video frames", 1, 10001},
+      {"batch", Kind::Int, "images or videos at once", 1, 1024},
+      {"cfg", Kind::Number, "CFG scale; other than 1 may batch cond and uncond", 0, 100},
+      {"reference_images", Kind::Int, "Kontext reference images", 0, 16},
+      {"decode_mode", Kind::Enum, "how the VAE decodes", 0, 0, "full|tiled|headroom"},
+      {"decode_tile_px", Kind::Int, "decode tile edge in px, 0 = choose (else at least 64)", 0, 16384},
+      {"blocks_swapped", Kind::Int, "transformer blocks swapped to RAM", 0, 1000},
+      {"text_encoder_on_cpu", Kind::Bool, "the text encoder runs on the CPU"},
+      {"lora_bytes", Kind::Bytes, "LoRA weights on the card", 0, static_cast<double>(1ull << 42)},
+      {"windows", Kind::Bool, "ComfyUI on Windows (600 MiB reserve)"},
+      {"reserve_bytes", Kind::Bytes, "ComfyUI --reserve-vram", 0, static_cast<double>(1ull << 40)},
+      {"allow_lowvram", Kind::Bool, "partial loading when weights do not fit (ComfyUI's default: true)"},
+      {"fp8_compute", Kind::Bool, "the card computes in fp8 (set from gpus.json with gpu)"},
+  }));
+  return f;
+}
+
+json estimate(const json& body) {
+  const request::Request request(body, "estimate", estimate_fields());
+  const std::string model = request.text("model");
+  Job job = default_job(model);
+  const ModelInfo& named = resolve_model(model, "model");
+
+  if (request.has("precision")) {
+    set_precision(component_of(job, named.role), request.text("precision"), "precision");
+  } else if (auto guessed = precision_from_file_name(model); guessed && named.name != normalised_name(model)) {
+    // A file name such as flux1-dev-fp8.safetensors names the precision too.
+    const PrecisionInfo& p = resolve_precision(*guessed, "model");
+    if (named.role != Role::Vae || p.kind == "float") {
+      component_of(job, named.role).precision = p.name;
+      job.notes.push_back("precision " + p.name + " taken from the name '" + model + "'");
+    }
+  }
+  if (request.has("text_encoder_precision")) {
+    const std::string p = request.text("text_encoder_precision");
+    if (job.text_encoders.empty())
+      throw InputError("text_encoder_precision", named.name + " uses no text encoder");
+    // The setting targets the big T5-family encoder; CLIP-L (0.25 GB) keeps its default.
+    bool any = false;
+    for (auto& t : job.text_encoders)
+      if (resolve_model(t.model).family == "t5_encoder" || job.text_encoders.size() == 1) {
+        set_precision(t, p, "text_encoder_precision");
+        any = true;
+      }
+    if (!any) set_precision(job.text_encoders.back(), p, "text_encoder_precision");
+  }
+  if (request.has("vae_precision")) {
+    if (!job.vae) throw InputError("vae_precision", named.name + " uses no VAE");
+    set_precision(*job.vae, request.text("vae_precision"), "vae_precision");
+  }
+  if (request.has("clip_vision_precision")) {
+    if (!job.clip_vision) throw InputError("clip_vision_precision", named.name + " uses no CLIP vision model");
+    set_precision(*job.clip_vision, request.text("clip_vision_precision"), "clip_vision_precision");
+  }
+  job.width = static_cast<int>(request.integer_or("width", job.width));
+  job.height = static_cast<int>(request.integer_or("height", job.height));
+  job.frames = static_cast<int>(request.integer_or("frames", job.frames));
+  job.batch = static_cast<int>(request.integer_or("batch", job.batch));
+  job.cfg = request.number_or("cfg", job.cfg);
+  job.reference_images = static_cast<int>(request.integer_or("reference_images", job.reference_images));
+  if (request.has("decode_mode")) {
+    const std::string m = request.text("decode_mode");
+    job.decode_mode = m == "full" ? DecodeMode::Full : m == "tiled" ? DecodeMode::Tiled : DecodeMode::Headroom;
+  }
+  if (request.has("decode_tile_px")) {
+    job.decode_tile_px = static_cast<int>(request.integer("decode_tile_px"));
+    if (job.decode_tile_px != 0 && job.decode_tile_px < 64)
+      throw InputError("decode_tile_px", "expected 0 (choose) or a tile edge of at least 64 px, got " +
+                                             std::to_string(job.decode_tile_px));
+  }
+  job.blocks_swapped = static_cast<int>(request.integer_or("blocks_swapped", job.blocks_swapped));
+  job.text_encoder_on_cpu = request.flag_or("text_encoder_on_cpu", job.text_encoder_on_cpu);
+  if (auto b = request.bytes_if("lora_bytes")) job.lora_bytes = *b;
+
+  const CardBudget card = card_budget_of(request);
+  Runtime rt;
+  rt.vram_bytes = card.vram_bytes;
+  rt.free_bytes = card.free_bytes;
+  if (card.gpu && card.gpu->fp8_compute) rt.fp8_compute = *card.gpu->fp8_compute ? 1 : 0;
+  rt.windows = request.flag_or("windows", rt.windows);
+  if (auto b = request.bytes_if("reserve_bytes")) rt.reserve_bytes = *b;
+  rt.allow_lowvram = request.flag_or("allow_lowvram", rt.allow_lowvram);
+  if (request.has("fp8_compute")) rt.fp8_compute = request.flag("fp8_compute") ? 1 : 0;
+  if (card.gpu) apply_gpu_rates(*card.gpu, rt);
+  apply_runtime_fields(request, rt);
+
+  Estimate est = headroom::estimate(job, rt);
+  json out = est.to_json();
+  out["job"] = job_to_json(job);
+  if (card.gpu) {
+    const GpuInfo& g = *card.gpu;
+    out["gpu"] = {{"name", g.name}, {"memory_bytes", g.memory_bytes},
+                  {"price_eur_per_hour", g.price_eur_per_hour ? json(*g.price_eur_per_hour) : json(nullptr)},
+                  {"fp8_compute", g.fp8_compute ? json(*g.fp8_compute) : json(nullptr)}};
+  }
+  if (rt.free_bytes) {
+    out["budget_bytes"] = rt.free_bytes;
+    out["free_bytes"] = rt.free_bytes;
+    if (rt.vram_bytes) out["vram_bytes"] = rt.vram_bytes;  // the card's total; the verdict is against free
+  } else if (rt.vram_bytes) {
+    out["budget_bytes"] = rt.vram_bytes;
+  }
+  return out;
+}
+
+}  // namespace headroom::api

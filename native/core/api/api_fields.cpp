@@ -1,0 +1,20 @@
+// Every entry point's request table by name, for the CLI (flag text -> JSON by the same rules) and tests.
+#include "core/api/api.hpp"
+#include "core/llm/llm_memory.hpp"
+#include "core/llm/train_memory.hpp"
+
+namespace headroom::api {
+
+const request::Fields* fields_of(std::string_view entry) {
+  if (entry == "estimate") return &estimate_fields();
+  if (entry == "plan") return &plan_fields();
+  if (entry == "apply_preset") return &apply_preset_fields();
+  if (entry == "inspect") return &inspect_fields();
+  if (entry == "recognise") return &recognise_fields();
+  if (entry == "explain") return &explain_fields();
+  if (entry == "llm") return &headroom::llm::request_fields();
+  if (entry == "train") return &headroom::train::request_fields();
+  return nullptr;
+}
+
+}  // namespace headroom::api

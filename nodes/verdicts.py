@@ -1,0 +1,55 @@
+"""The core's verdicts as its catalog lists them (api::catalog() "verdicts": id, text, runs, fits, sized).
+Nodes decide from these flags, never from the words, so a verdict's spelling lives only in the core
+(native/core/catalog/verdict.cpp)."""
+import json
+
+from . import native_loader
+
+_tables = {}  # id(core) -> (core, {text: row}); the core is kept so its id is never reused by another
+
+
+def table() -> dict:
+    """{verdict text: {id, text, runs, fits, sized}}; empty when the core is unavailable."""
+    try:
+        core = native_loader.core()
+    except native_loader.NativeUnavailable:
+        return {}
+    key = id(core)
+    if key not in _tables or _tables[key][0] is not core:
+        try:
+            rows = json.loads(core.catalog()).get("verdicts") or []
+        except (ValueError, TypeError, AttributeError):
+            rows = []
+        _tables[key] = (core, {r["text"]: r for r in rows if isinstance(r, dict) and "text" in r})
+    return _tables[key][1]
+
+
+def row(verdict):
+    """The catalog row of a verdict text, or None (no verdict, or one this core does not list)."""
+    return table().get(verdict) if isinstance(verdict, str) else None
+
+
+def is_unsized(verdict) -> bool:
+    """The core could not size the run (no peak, no verdict on the card)."""
+    r = row(verdict)
+    return r is not None and not r.get("sized", True)
+
+
+def is_failure(verdict) -> bool:
+    """The run was sized and will not complete on the card."""
+    r = row(verdict)
+    return r is not None and r.get("sized", True) and not r.get("runs", False)
+
+
+def is_tight(verdict) -> bool:
+    """The run completes, but streams weights or has little margin."""
+    r = row(verdict)
+    return r is not None and r.get("runs", False) and not r.get("fits", False)
+
+
+def text_of(**flags):
+    """The spelling of the verdict with these flags (e.g. fits=True), or None."""
+    for text, r in table().items():
+        if all(r.get(k) == v for k, v in flags.items()):
+            return text
+    return None
