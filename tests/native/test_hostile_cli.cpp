@@ -97,10 +97,18 @@ TEST_CASE("a bad literal width is reported as bad, not as computed", "[hostile][
   hostile::write_file(dir.file("linked.json"),
                       R"({"1":{"class_type":"UNETLoader","inputs":{"unet_name":"flux1-dev.safetensors","weight_dtype":"default"}},
                           "2":{"class_type":"EmptyLatentImage","inputs":{"width":["3",0],"height":1024,"batch_size":1}},
-                          "3":{"class_type":"PrimitiveInt","inputs":{"value":1024}}})");
+                          "3":{"class_type":"SimpleMath+","inputs":{"value":"a*2","a":512}}})");
   CliRun r = hostile::run_limited("plan '" + dir.file("linked.json") + "' --gpu 4090", 10, 256);
   INFO(r.out);
   CHECK_THAT(r.out, Catch::Contains("width/height are computed by other nodes"));
+  // A PrimitiveInt passes its value on: that value is the width that runs.
+  hostile::write_file(dir.file("primitive.json"),
+                      R"({"1":{"class_type":"UNETLoader","inputs":{"unet_name":"flux1-dev.safetensors","weight_dtype":"default"}},
+                          "2":{"class_type":"EmptyLatentImage","inputs":{"width":["3",0],"height":1024,"batch_size":1}},
+                          "3":{"class_type":"PrimitiveInt","inputs":{"value":768}}})");
+  CliRun p = hostile::run_limited("plan '" + dir.file("primitive.json") + "' --gpu 4090", 10, 256);
+  INFO(p.out);
+  CHECK_THAT(p.out, Catch::Contains("768x1024"));
 }
 
 TEST_CASE("1e400 in a workflow is bad input (2), not an internal error (3)", "[hostile][cli]") {

@@ -45,6 +45,7 @@ class FakeVAE:
 # api::catalog()'s verdicts (test_verdict_spellings.py checks this copy against the real core).
 VERDICTS = [{"id": "fits", "text": "fits", "runs": True, "fits": True, "sized": True},
             {"id": "tight", "text": "tight", "runs": True, "fits": False, "sized": True},
+            {"id": "streams", "text": "streams", "runs": True, "fits": False, "sized": True},
             {"id": "does_not_fit", "text": "does not fit", "runs": False, "fits": False, "sized": True},
             {"id": "unknown", "text": "unknown", "runs": False, "fits": False, "sized": False}]
 

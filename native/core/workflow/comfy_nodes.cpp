@@ -73,7 +73,8 @@ LoaderRole read_role(const json& j, const Reader& r) {
 ComfyNode read_node(const std::string& type, const json& j, const Reader& r, const ComfyNodes& so_far) {
   if (!j.is_object()) r.fail("(entry)", "expected an object");
   r.known(j, {"source", "widgets", "loads", "latent", "note", "latent_from_image", "reference_image", "cfg",
-              "cfg_at_least", "decode", "tile_widget", "mode_widget", "output", "neutral", "virtual"});
+              "cfg_at_least", "decode", "tile_widget", "mode_widget", "output", "neutral", "virtual",
+              "value_outputs", "size_from_image", "switch", "run_note"});
   ComfyNode n;
   n.type = type;
   n.source = r.text(j, "source");
@@ -85,7 +86,7 @@ ComfyNode read_node(const std::string& type, const json& j, const Reader& r, con
     if (!it->is_object()) r.fail("latent", "expected {width, height, batch[, length]}");
     Reader lr{r.file, r.where + ".latent"};
     lr.known(*it, {"width", "height", "batch", "length"});
-    n.latent = LatentSize{lr.text(*it, "width", true), lr.text(*it, "height", true), lr.text(*it, "batch", true),
+    n.latent = LatentSize{lr.text(*it, "width", true), lr.text(*it, "height", true), lr.text(*it, "batch"),
                           lr.text(*it, "length")};
   }
   n.latent_note = r.text(j, "note");
@@ -107,6 +108,17 @@ ComfyNode read_node(const std::string& type, const json& j, const Reader& r, con
   n.output = r.flag(j, "output");
   n.neutral = r.flag(j, "neutral");
   n.is_virtual = r.flag(j, "virtual");
+  if (j.contains("value_outputs")) n.value_outputs = r.words(j["value_outputs"], "value_outputs", true);
+  n.size_from_image = r.flag(j, "size_from_image");
+  if (auto it = j.find("switch"); it != j.end()) {
+    if (!it->is_object()) r.fail("switch", "expected {widget, on_true, on_false}");
+    Reader sr{r.file, r.where + ".switch"};
+    sr.known(*it, {"widget", "on_true", "on_false"});
+    n.switch_widget = sr.text(*it, "widget", true);
+    n.on_true = sr.text(*it, "on_true", true);
+    n.on_false = sr.text(*it, "on_false", true);
+  }
+  n.run_note = r.text(j, "run_note");
   return n;
 }
 

@@ -19,7 +19,7 @@ struct LoaderRole {
 };
 
 struct LatentSize {  // widget (or input) names
-  std::string width, height, batch;
+  std::string width, height, batch;  // batch "": always one (WanInfiniteTalkToVideo)
   std::string length;  // "" for image latents
 };
 
@@ -39,6 +39,15 @@ struct ComfyNode {
   DecodeKind decode = DecodeKind::None;
   std::string tile_widget, mode_widget;
   bool output = false, neutral = false, is_virtual = false;
+  // A node whose outputs pass widget values on (PrimitiveInt's value, WanCameraEmbedding's width,
+  // height and length): output slot -> the widget it passes ("" = not a value).
+  std::vector<std::string> value_outputs;
+  // Outputs known only when the workflow runs (GetImageSize measures an input image): a size that
+  // comes from one is the receiving node's own stored value, reported as assumed.
+  bool size_from_image = false;
+  // ComfySwitchNode: only the input the switch widget selects runs.
+  std::string switch_widget, on_true, on_false;
+  std::string run_note;  // reported when the node runs (what Headroom does not count)
 };
 
 struct ComfyNodes {

@@ -3,6 +3,7 @@
 #include "core/workflow/workflow.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <map>
 #include <set>
@@ -37,6 +38,31 @@ std::optional<long long> integer(const std::optional<json>& v) {
   return std::nullopt;
 }
 
+// A literal from the end of a chain of value nodes: a link to a node that passes a widget on
+// (PrimitiveInt, Int, WanCameraEmbedding's width/height/length) is followed to that widget, so the value
+// that really runs is read, not the stale copy the receiving node keeps. A number sent as text ("960",
+// as a custom Int node stores it) counts as the number.
+std::optional<json> resolved_value(const Graph& g, const Node& n, const std::string& name,
+                                   std::vector<Pointer>* where, int depth = 0) {
+  const Input* in = n.input(name);
+  if (in && in->from_node && depth < 16) {
+    const Node* src = g.node(*in->from_node);
+    const ComfyNode* info = src ? node_info(src->type) : nullptr;
+    if (info && in->from_slot >= 0 && static_cast<std::size_t>(in->from_slot) < info->value_outputs.size() &&
+        !info->value_outputs[in->from_slot].empty()) {
+      if (auto v = resolved_value(g, *src, info->value_outputs[in->from_slot], where, depth + 1)) {
+        if (v->is_string()) {
+          const std::string t = v->get<std::string>();
+          if (!t.empty() && t.size() < 10 && std::all_of(t.begin(), t.end(), [](unsigned char c) { return std::isdigit(c); }))
+            return json(std::stoll(t));
+        }
+        return v;
+      }
+    }
+  }
+  return g.value(n, name, where);
+}
+
 // Which nodes run: outputs and their ancestors. Muted nodes stop the walk; bypassed nodes pass their
 // inputs through, so the walk continues past them without running them.
 std::set<std::string> executed_nodes(const Graph& g) {
@@ -66,8 +92,14 @@ std::set<std::string> executed_nodes(const Graph& g) {
     const Node* n = g.node(id);
     if (!n || n->mode == kModeMuted) continue;
     if (n->mode == 0 && !is_virtual(n->type)) run.insert(id);
+    const ComfyNode* info = node_info(n->type);
+    std::string skipped;  // a switch runs only the branch it selects
+    if (info && !info->switch_widget.empty()) {
+      auto v = resolved_value(g, *n, info->switch_widget, nullptr);
+      if (v && v->is_boolean()) skipped = v->get<bool>() ? info->on_false : info->on_true;
+    }
     for (const auto& in : n->inputs)
-      if (in.from_node) stack.push_back(*in.from_node);
+      if (in.from_node && in.name != skipped) stack.push_back(*in.from_node);
   }
   return run;
 }
@@ -92,6 +124,7 @@ class Analyser {
   const ParseOptions& opt_;
   WorkflowInfo info_;
   std::vector<Component> diffusion_;       // one per diffusion loader that runs
+  std::set<std::string> reference_sources_;  // "node:slot" feeding a ReferenceLatent
   std::vector<std::string> diffusion_files_;
   std::vector<Component> checkpoint_text_encoders_;
   std::optional<Component> checkpoint_vae_;
@@ -115,7 +148,7 @@ class Analyser {
     WidgetRef r;
     r.node_id = n.id;
     r.widget = widget;
-    auto v = g_.value(n, widget, &r.where);
+    auto v = resolved_value(g_, n, widget, &r.where);
     if (!v) return std::nullopt;
     r.value = *v;
     return r;
@@ -277,6 +310,9 @@ class Analyser {
       auto value = integer((*r)->value);
       const Input* in = n.input(*name);
       const Node* from = in && in->from_node ? g_.node(*in->from_node) : nullptr;
+      if (from && node_info(from->type) && node_info(from->type)->size_from_image && value && *value > 0)
+        notes().push_back(n.type + " #" + n.id + ": " + *name + " comes from an input image (" + from->type + " #" +
+                          from->id + "); the workflow's stored " + std::to_string(*value) + " px is assumed");
       if ((value && *value > 0) || (from && from->type != "PrimitiveNode")) continue;
       notes().push_back(n.type + " #" + n.id + ": " + *name + " is " + json_preview((*r)->value, 40) +
                         ", expected a whole number of pixels from 16 to 16384; size unknown");
@@ -344,10 +380,17 @@ class Analyser {
       return;
     }
     if (info->reference_image) {
-      ++info_.job.reference_images;
+      // One reference image is one set of tokens, however many conditionings it is attached to (the
+      // klein edit templates give the same latent to the positive and the negative side).
+      const Input* in = n.input("latent");
+      const std::string source = in && in->from_node ? *in->from_node + ":" + std::to_string(in->from_slot) : n.id;
+      if (reference_sources_.insert(source).second) ++info_.job.reference_images;
       return;
     }
-    if (info->neutral || info->is_virtual) return;
+    if (!info->run_note.empty()) notes().push_back(n.type + " #" + n.id + ": " + info->run_note);
+    if (info->neutral || info->is_virtual || !info->value_outputs.empty() || info->size_from_image ||
+        !info->switch_widget.empty() || !info->run_note.empty())
+      return;
     info_.unknown_nodes.push_back({n.id, n.type});
   }
 
