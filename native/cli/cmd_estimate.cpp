@@ -174,7 +174,9 @@ int cmd_estimate(const Argv& argv) {
   }
   if (!args.positionals().empty())
     throw InputError("estimate", "unexpected argument '" + args.positionals()[0] + "'; name the model with --model");
-  if (!args.get("model")) throw InputError("--model", "is required, e.g. --model flux1-dev (see `headroom models`)");
+  if (!args.get("model"))
+    throw InputError("--model", "is required, e.g. --model " + api::catalog()["models"][0]["name"].get<std::string>() +
+                                    " (see `headroom models`)");
   json req;
   req["model"] = *args.get("model");
   if (auto v = args.get("precision")) req["precision"] = *v;

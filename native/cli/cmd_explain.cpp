@@ -32,7 +32,7 @@ const char* kLlmHelp =
     "LLM inference memory: weights at a precision + KV cache (2 x layers x kv_heads x head_dim x bytes\n"
     "per token) + runtime overhead. P: bf16, fp16, fp32, fp8, int8, int4 (AWQ/GPTQ), nf4, gguf-q8_0,\n"
     "gguf-q6_k, gguf-q5_k_m, gguf-q4_k_m, gguf-q4_0, gguf-q3_k_m, gguf-q2_k. K: fp16, fp8, q8_0, q4_0.\n"
-    "Models: see native/data/llms.json (llama-3.1-8b, llama-3.1-70b, qwen3-8b, qwen3-32b, ...).\n"
+    "Models: the names in native/data/llms.json (`headroom models --json` lists the image and video ones).\n"
     "Exit status: 0 fits (or no card given), 1 does not fit, 2 bad input.\n";
 
 const char* kTrainHelp =

@@ -1,6 +1,6 @@
 #pragma once
 // Typed reads of one object of a data file, for the loaders of native/data: every failure names the
-// file, the entry, the key's path and what was expected ("models.json: model flux1-dev: 'arch.hidden'
+// file, the entry, the key's path and what was expected ("models.json: model <name>: 'arch.hidden'
 // expected an integer, got \"wide\""), so a broken data file fails at start-up, never mid-estimate.
 #include <array>
 #include <cstdint>
@@ -14,7 +14,7 @@ namespace headroom {
 
 class JsonFields {
  public:
-  // `where`: "models.json: model flux1-dev"; `path`: the object's own key path ("" at the entry).
+  // `where`: "models.json: model <name>"; `path`: the object's own key path ("" at the entry).
   JsonFields(const nlohmann::json& object, std::string where, std::string path = "");
 
   bool has(const char* key) const;
