@@ -100,11 +100,29 @@ TEST_CASE("dynamic VRAM: everything resident when it fits, out of memory only fo
 TEST_CASE("the legacy loader on the same stage keeps its partial loading", "[runtime][legacy]") {
   Runtime rt = dynamic_card(8 * GiB);
   rt.loader = Runtime::Loader::Legacy;
-  const Stage s = fit_stage(sampling_demand(), policy_context(rt));
+  StageDemand d = sampling_demand();
+  d.comfy_minimum_bytes = 2 * GiB;  // ComfyUI's own estimate covers the 1.2 GiB of real activations
+  const Stage s = fit_stage(d, policy_context(rt));
   CHECK(s.loader == "legacy");
   CHECK(s.mode == "partial");
   CHECK(s.required_bytes == s.min_bytes);
   CHECK(s.resident_bytes.at("dit") + s.streamed_bytes.at("dit") == 10 * GiB);
+}
+
+TEST_CASE("the legacy loader runs out when ComfyUI's own estimate is below the real activations",
+          "[runtime][legacy]") {
+  // ComfyUI keeps max(0.8 GiB, its estimate) + reserve free and fills the rest with weights; with an
+  // estimate of 0 that is 8 - 0.44 (context) - 0.8 - 0.39 (reserve) GiB of weights, which leaves less
+  // than the 1.2 GiB of activations and the 120 MiB cast layer.
+  Runtime rt = dynamic_card(8 * GiB);
+  rt.loader = Runtime::Loader::Legacy;
+  const PolicyContext c = policy_context(rt);
+  const Stage s = fit_stage(sampling_demand(), c);
+  CHECK(s.mode == spelling(Verdict::DoesNotFit));
+  CHECK(s.peak_bytes > 8 * GiB);
+  REQUIRE_FALSE(s.notes.empty());
+  CHECK(s.notes.back().find("--reserve-vram") != std::string::npos);
+  CHECK(s.required_bytes <= 8 * GiB);  // with a larger reserve it runs: the least it needs fits
 }
 
 TEST_CASE("runs under dynamic VRAM: fits, streams, does not fit, host RAM", "[runtime][dynamic]") {

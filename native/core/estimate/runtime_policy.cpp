@@ -193,10 +193,19 @@ Stage fit_stage_legacy(const StageDemand& d, const PolicyContext& c) {
     s.notes.push_back("partial loading (lowvram): " + format_bytes(resident) + " of " + format_bytes(weights) +
                       " weights resident, " + format_bytes(streamed) + " streamed per forward pass, about " +
                       ratio(s.slowdown) + "x slower");
-    if (comfy_overfills)
-      s.notes.push_back("ComfyUI's own estimate would keep more weights loaded and run out of memory; "
-                        "start ComfyUI with --reserve-vram " + ratio((static_cast<double>(budget) - resident) / GiB + 0.5) +
-                        " (GB) or use block swap");
+    if (comfy_overfills) {
+      // ComfyUI sizes the resident share by its own estimate, which leaves less than the activations
+      // need: as it is, the stage runs out of memory (users of such templates report OOMs in sampling).
+      // What it would hold is the stage's peak; the lower share above is what makes it run.
+      const std::uint64_t comfy_resident = std::min(weights, std::max(min_resident, budget));
+      s.mode = spelling(Verdict::DoesNotFit);
+      s.peak_bytes += comfy_resident - resident;
+      s.notes.push_back("ComfyUI's own estimate keeps " + format_bytes(comfy_resident) +
+                        " of weights loaded, which leaves too little for the activations: it runs out of memory "
+                        "here; start ComfyUI with --reserve-vram " +
+                        ratio((static_cast<double>(comfy_resident) - resident) / GiB + 0.5) +
+                        " (GB) or use block swap, and it runs with " + format_bytes(resident) + " resident");
+    }
     return s;
   }
 
