@@ -3,6 +3,7 @@
 // + --vram-headroom free (comfy-aimdo control.c), two offload streams hold one cast layer each
 // (ComfyUI --async-offload), and what does not stay resident is copied in every forward pass.
 #include "catch.hpp"
+#include "core/api/api.hpp"
 #include "core/base/units.hpp"
 #include "core/catalog/catalog.hpp"
 #include "core/catalog/verdict.hpp"
@@ -163,4 +164,26 @@ TEST_CASE("legacy verdicts: tight only when partial loading or the tiled retry s
   REQUIRE(e.verdict == "tight");
   CHECK(e.verdict_reason.find("partial loading") != std::string::npos);
   CHECK(e.required_bytes <= e.peak_bytes);
+}
+
+TEST_CASE("nvfp4 computes natively only from compute capability 10.0; elsewhere each layer is dequantised",
+          "[runtime][precision]") {
+  // gpus.json: the RTX 4090 is sm_89, the RTX 5090 sm_120 (NVIDIA CUDA GPUs page); ComfyUI computes
+  // nvfp4 only on sm_100 and later (comfy/model_management.py), so on the 4090 one layer at a time is
+  // cast to 16 bit: the largest linear layer in bf16 is the transient.
+  auto run = [&](const char* gpu) {
+    return api::estimate({{"model", "flux2-klein-9b"}, {"precision", "nvfp4"}, {"gpu", gpu}});
+  };
+  const nlohmann::json ada = run("4090"), blackwell = run("5090");
+  auto transient = [](const nlohmann::json& r) {
+    for (const auto& s : r["stages"])
+      if (s["name"] == "sample") return s["breakdown"].value("dequant_transient", std::uint64_t{0});
+    return std::uint64_t{0};
+  };
+  const ModelInfo& m = resolve_model("flux2-klein-9b");
+  CHECK(transient(ada) == static_cast<std::uint64_t>(m.diffusion->largest_linear_params * 2));  // bf16 compute
+  CHECK(transient(blackwell) == 0);
+  bool noted = false;
+  for (const auto& n : ada["notes"]) noted = noted || n.get<std::string>().find("dequantised layer by layer") != std::string::npos;
+  CHECK(noted);
 }

@@ -1,6 +1,8 @@
 #include "core/api/runtime_fields.hpp"
 
 #include <algorithm>
+#include <cctype>
+#include <cstdlib>
 
 #include "core/base/error.hpp"
 
@@ -46,6 +48,9 @@ void apply_gpu_rates(const GpuInfo& g, Runtime& rt) {
     }
   }
   if (g.bf16_tflops) rt.flops_per_s = *g.bf16_tflops * 1e12 * runtime_constant("gpu_flops_utilisation");
+  // "8.9" -> 8.9; an AMD target ("gfx1100") has no CUDA capability and stays unknown.
+  if (g.compute_capability && !g.compute_capability->empty() && std::isdigit(static_cast<unsigned char>((*g.compute_capability)[0])))
+    rt.compute_capability = std::strtod(g.compute_capability->c_str(), nullptr);
 }
 
 }  // namespace headroom::api

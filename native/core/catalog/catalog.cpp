@@ -146,6 +146,7 @@ Catalog load() {
     info.elems_per_block = f.integer("elems_per_block");
     info.bytes_per_block = f.integer("bytes_per_block");
     info.ggml_type = f.optional_integer("ggml_type").value_or(-1);
+    info.native_compute_from = f.optional_number("native_compute_from");
     if (info.elems_per_block <= 0 || info.bytes_per_block <= 0) f.fail("elems_per_block", "and bytes_per_block must be positive");
     c.precisions.push_back(std::move(info));
   }

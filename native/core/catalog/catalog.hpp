@@ -29,6 +29,9 @@ struct PrecisionInfo {
   int elems_per_block = 1;
   int bytes_per_block = 2;
   int ggml_type = -1;                 // GGUF type id (ggml_type enum), -1 when not a GGUF type
+  // ComfyUI's per-layer formats (nvfp4, mxfp8, fp8mixed, int8) compute in their own dtype only on cards
+  // from this CUDA compute capability; elsewhere each layer is dequantised before its matmul.
+  std::optional<double> native_compute_from;
   double bits_per_weight() const { return 8.0 * bytes_per_block / elems_per_block; }
   // Bytes of `elements` weights stored in this format (whole blocks).
   std::uint64_t bytes_for(std::uint64_t elements) const;

@@ -90,6 +90,26 @@ void upcast_fp8_like_comfyui(ResolvedJob& rj, const Runtime& rt) {
   rj.diffusion->weight_bytes = wide_bytes;
 }
 
+// nvfp4 and mxfp8 matmuls need compute capability 10.0 (Blackwell), fp8mixed 8.9 (comfy/model_management.py);
+// on an older or unknown card each such layer is dequantised to 16 bit first, which the transient counts.
+void mark_native_compute(ResolvedJob& rj, const Runtime& rt) {
+  auto mark = [&](ResolvedComponent& c) {
+    const auto& from = c.precision->native_compute_from;
+    if (!from) return;
+    c.native_compute = rt.compute_capability > 0 && rt.compute_capability + 1e-9 >= *from;
+    if (!c.native_compute) {
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "%s weights of %s are dequantised layer by layer on this card (%s compute needs "
+                    "compute capability %.1f%s), which costs a transient and time", c.precision->name.c_str(),
+                    c.model->name.c_str(), c.precision->name.c_str(), *from,
+                    rt.compute_capability > 0 ? "" : "; the card's is unknown");
+      rj.notes.push_back(buf);
+    }
+  };
+  if (rj.diffusion) mark(*rj.diffusion);
+  for (auto& t : rj.text_encoders) mark(t);
+}
+
 }  // namespace
 
 const char* loader_name(Runtime::Loader loader) { return loader == Runtime::Loader::Dynamic ? "dynamic" : "legacy"; }
@@ -200,6 +220,7 @@ Job default_job(const std::string& model) {
 Estimate estimate(const Job& job, const Runtime& runtime) {
   ResolvedJob rj = resolve_job(job);
   upcast_fp8_like_comfyui(rj, runtime);
+  mark_native_compute(rj, runtime);
   const PolicyContext pc = policy_context(runtime);
   Runtime legacy_rt = runtime;
   legacy_rt.loader = Runtime::Loader::Legacy;

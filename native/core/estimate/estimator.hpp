@@ -38,6 +38,7 @@ struct Runtime {
   std::uint64_t ram_bytes = 0;            // host RAM for the weights that are not resident; 0 = unchecked
   double pcie_bytes_per_s = 0;            // the card's host-to-device rate; 0 = models.json's default
   double flops_per_s = 0;                 // the card's effective bf16 throughput; 0 = models.json's default
+  double compute_capability = 0;          // CUDA compute capability of the card ("8.9" -> 8.9); 0 = unknown
   bool has_card() const { return vram_bytes != 0 || free_bytes != 0; }
 };
 const char* loader_name(Runtime::Loader loader);  // "legacy" | "dynamic"

@@ -63,7 +63,7 @@ double largest_linear_params(const ModelInfo& m) {
 }
 
 std::uint64_t dequant_transient(const ResolvedComponent& c, int compute_bytes, bool lora) {
-  if (!c.precision->quantised()) return 0;
+  if (!c.precision->quantised() || c.native_compute) return 0;
   // One layer at a time is cast/dequantised to the compute dtype (comfy ops cast_bias_weight,
   // ComfyUI-GGUF dequantize); a LoRA patch on it holds a second copy while it is applied.
   double params = largest_linear_params(*c.model);

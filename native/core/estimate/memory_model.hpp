@@ -19,6 +19,7 @@ struct ResolvedComponent {
   const PrecisionInfo* precision = nullptr;
   std::uint64_t weight_bytes = 0;  // from the file header when known, else params x precision
   bool from_header = false;
+  bool native_compute = false;  // the card computes in this precision: no per-layer dequantisation
 };
 
 // A Job validated and resolved (names, precisions, shapes); throws InputError naming the field.
