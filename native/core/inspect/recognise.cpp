@@ -182,30 +182,36 @@ Inspection recognise_tensors(const ModelFile& file) { return summarise(file, dat
 // count, so words like "full" or "half" in a name are not read as precisions; GGUF types only in .gguf
 // files.
 std::string precision_token_in_name(const std::string& file) {
+  // (spelling, precision, gguf) once: a workflow with thousands of loaders asks for every file name.
+  struct Spelling { std::string text, precision; bool gguf, any; };
+  static const std::vector<Spelling> spellings = [] {
+    std::vector<Spelling> out;
+    for (const auto& p : catalog_data().precisions) {
+      std::vector<std::string> all = p.aliases;
+      all.push_back(p.name);
+      for (std::string sp : all) {
+        sp = lower(sp);
+        for (auto& c : sp)
+          if (c == '-') c = '_';
+        if (sp.rfind("gguf_", 0) == 0) sp = sp.substr(5);
+        if (std::none_of(sp.begin(), sp.end(), [](unsigned char c) { return std::isdigit(c); })) continue;
+        out.push_back({"_" + sp + "_", p.name, p.kind == "gguf", p.kind == "float"});
+      }
+    }
+    return out;
+  }();
   std::string n = lower(base_name(file));
   const bool gguf = ends_with(n, ".gguf");
   if (auto dot = n.rfind('.'); dot != std::string::npos) n.resize(dot);
   std::string tokens = "_";
   for (char c : n) tokens.push_back(c == '-' || c == '.' || c == ' ' ? '_' : c);
   tokens.push_back('_');
-  std::string best, best_spelling;
-  for (const auto& p : catalog_data().precisions) {
-    if ((p.kind == "gguf") != gguf && p.kind != "float") continue;
-    std::vector<std::string> spellings = p.aliases;
-    spellings.push_back(p.name);
-    for (std::string sp : spellings) {
-      sp = lower(sp);
-      for (auto& c : sp)
-        if (c == '-') c = '_';
-      if (sp.rfind("gguf_", 0) == 0) sp = sp.substr(5);
-      if (std::none_of(sp.begin(), sp.end(), [](unsigned char c) { return std::isdigit(c); })) continue;
-      if (sp.size() > best_spelling.size() && has(tokens, "_" + sp + "_")) {
-        best = p.name;
-        best_spelling = sp;
-      }
-    }
+  const Spelling* best = nullptr;
+  for (const auto& sp : spellings) {
+    if (sp.gguf != gguf && !sp.any) continue;
+    if ((!best || sp.text.size() > best->text.size()) && has(tokens, sp.text)) best = &sp;
   }
-  return best;
+  return best ? best->precision : std::string();
 }
 
 std::string precision_in_file_name(const std::string& file) {
