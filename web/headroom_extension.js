@@ -109,7 +109,9 @@ export function createHeadroomExtension(app, api) {
       const flags = detail.verdict_flags;
       if (flags?.runs && !flags?.fits) {
         const why = detail.verdict_reason ?? "ComfyUI will stream part of the weights or run with little margin";
-        const speed = typeof detail.slowdown === "number" && detail.slowdown > 1.05 ? ` (${speedText(detail.slowdown)})` : "";
+        // The core's reason names the slowdown already; without one the plan's figure says it.
+        const speed = !detail.verdict_reason && typeof detail.slowdown === "number" && detail.slowdown > 1.05
+          ? ` (${speedText(detail.slowdown)})` : "";
         toast(app, { severity: "info", summary: `Runs: ${detail.verdict}${loaderFor(detail)}`, life: 6000,
           detail: `peak ${gib(detail.peak_bytes)} in ${detail.peak_stage} of ${gib(detail.budget_bytes)}: ${why}${speed}.${detail.fix ? ` Faster: ${detail.fix}` : ""}${detail.advice ? ` ${detail.advice}` : ""}` });
       }
