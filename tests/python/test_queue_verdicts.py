@@ -7,7 +7,7 @@ import copy
 import pytest
 
 import fakes
-from conftest import load_pack, natives_installed
+from conftest import core_built, load_pack, natives_installed
 
 load_pack()
 from headroom_pack.nodes import prompt_handler, report_format, settings  # noqa: E402
@@ -133,3 +133,47 @@ def test_the_preflight_report_names_the_loader_the_reason_and_the_advice():
                                                  "verdict_reason": "runs out of VRAM in sample"},
                                                 {"vram_bytes": 16 * GIB}, "16.00 GiB")
         assert "Verdict: OVER BUDGET (runs out of VRAM in sample) [legacy loader]" in legacy
+
+
+REAL_PROMPT = {
+    "1": {"class_type": "UNETLoader", "inputs": {"unet_name": "flux1-dev.safetensors", "weight_dtype": "default"}},
+    "2": {"class_type": "DualCLIPLoader", "inputs": {"clip_name1": "t5xxl_fp16.safetensors",
+                                                     "clip_name2": "clip_l.safetensors", "type": "flux"}},
+    "3": {"class_type": "VAELoader", "inputs": {"vae_name": "ae.safetensors"}},
+    "5": {"class_type": "EmptySD3LatentImage", "inputs": {"width": 1024, "height": 1024, "batch_size": 1}},
+    "6": {"class_type": "KSampler", "inputs": {"model": ["1", 0], "latent_image": ["5", 0], "seed": 1, "steps": 20,
+                                               "cfg": 1.0, "sampler_name": "euler", "scheduler": "simple",
+                                               "denoise": 1.0, "positive": ["7", 0], "negative": ["7", 0]}},
+    "7": {"class_type": "CLIPTextEncode", "inputs": {"clip": ["2", 0], "text": "x"}},
+    "8": {"class_type": "VAEDecode", "inputs": {"samples": ["6", 0], "vae": ["3", 0]}},
+}
+
+
+@pytest.mark.skipif(not core_built(), reason="_headroom_core is not built")
+@pytest.mark.parametrize("ram_gib, blocked", [(256, False), (16, True)])
+def test_with_the_real_core_under_dynamic_vram_streaming_runs_and_a_host_ram_shortage_is_blocked(
+        monkeypatch, ram_gib, blocked):
+    import sys
+    import types
+    from headroom_pack.nodes import comfy_runtime
+    cli = types.ModuleType("comfy.cli_args")
+    cli.args = types.SimpleNamespace(reserve_vram=None, vram_headroom=0.0)
+    mem = types.ModuleType("comfy.memory_management")
+    mem.aimdo_enabled = True
+    monkeypatch.setitem(sys.modules, "comfy.cli_args", cli)
+    monkeypatch.setitem(sys.modules, "comfy.memory_management", mem)
+    monkeypatch.setitem(sys.modules, "comfy.model_management", types.ModuleType("comfy.model_management"))
+    monkeypatch.setattr(comfy_runtime, "_ram", lambda: (ram_gib * GIB, ram_gib * GIB // 2))
+    sent = []
+    monkeypatch.setattr(prompt_handler, "send", lambda event, data, sid: sent.append(data))
+    with natives_installed():
+        # FLUX.1-dev in 16 bit (~22 GiB of DiT weights, ~31 GiB with its text encoders) on a 12 GiB card.
+        settings.update({"queue_action": "block", "budget": "12"})
+        out = prompt_handler.on_prompt({"prompt": copy.deepcopy(REAL_PROMPT), "client_id": "c", "extra_data": {}})
+    payload = sent[-1]
+    assert payload["runtime"] == "dynamic"
+    if blocked:
+        assert list(out["prompt"]) == ["headroom_gate"] and "host RAM" in payload["verdict_reason"]
+    else:
+        assert unchanged(out, REAL_PROMPT) and payload["verdict_flags"]["runs"] and not payload["verdict_flags"]["fits"]
+        assert "slower" in payload["verdict_reason"] and payload["slowdown"] > 1
