@@ -2,11 +2,11 @@
 
 KL (SD/Flux), FLUX.2 and Wan VAEs run on Headroom's native decoders; any other VAE is decoded by ComfyUI's own
 VAE through the native tiler (`decode_blend`), spatial tiles only for video so each tile sees the whole
-clip (temporal tiles make Wan video blink). Follows ComfyUI's fallback hygiene: other models are
-evicted first, and an out-of-memory retry runs only after the `except` block has released the failed
-attempt's tensors. Room for the decode is made by unloading cached models only until what the core
-expects it to need is free (decode_need.py), not every model: under dynamic VRAM ComfyUI does not do it
-for us (decode_room.py), and what stays loaded need not be read again by the next run."""
+clip (temporal tiles make Wan video blink). Follows ComfyUI's fallback hygiene: room is made first, and an
+out-of-memory retry runs only after the `except` block has released the failed attempt's tensors. The
+room is made by unloading cached models only until what the core expects the decode to need is free
+(decode_need.py), not every model: under dynamic VRAM ComfyUI does not do it for us (decode_room.py), and
+what stays loaded need not be read again by the next run."""
 import json
 import os
 import re
