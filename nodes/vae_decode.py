@@ -260,6 +260,12 @@ class HeadroomVAEDecode:
             # Outside the except block: the failed attempt's tensors are unreferenced now.
             mm = _mm()
             if mm is not None:
+                if room:
+                    # The estimate of the need fell short: the retry gets the card, as ComfyUI's own would.
+                    evict_other_models()
+                    room += "; out of memory all the same, so every model was unloaded for the retry"
+                    if follows_free:
+                        budget_bytes = decode_budget_bytes(budget)
                 mm.soft_empty_cache()
             try:
                 image, info = self._run(ops, family, state_dict, vae, latent, mode, budget_bytes, retry=True)

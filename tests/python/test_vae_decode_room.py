@@ -118,3 +118,36 @@ def test_an_unknown_vae_unloads_every_model_and_says_why(comfy):
     with natives_installed(core):
         text, _vae = decode()
     assert ("unload_all_models",) in comfy.calls and "catalog" in text
+
+
+class OomOnceOps:
+    """A native decoder stand-in that runs out of memory on its first decode, and records the budgets."""
+
+    class DecodeCancelled(Exception):
+        pass
+
+    def __init__(self):
+        self.budgets = []
+
+    def detect_vae_family(self, state_dict):
+        return "kl"
+
+    def decode(self, state_dict, latent, mode, tile_px, budget_bytes, progress, cancel):
+        self.budgets.append((mode, budget_bytes))
+        if len(self.budgets) == 1:
+            raise RuntimeError("CUDA out of memory (test)")
+        b, _c, h, w = latent.shape
+        return torch.zeros(b, h * 8, w * 8, 3), {"family": "kl", "mode": mode, "tiles": 4}
+
+
+def test_an_out_of_memory_error_after_the_estimated_room_unloads_everything_for_the_retry(comfy, monkeypatch):
+    ops = OomOnceOps()
+    monkeypatch.setattr(native_loader, "torch_ops", lambda: ops)
+    with natives_installed(DecodeCore(int(1.2 * GIB))):
+        out = vae_decode.HeadroomVAEDecode().decode({"samples": torch.randn(1, 16, 32, 32)}, fakes.FakeVAE())
+    text = out["ui"]["text"][0]
+    # First try: nothing unloaded (1.7 GiB of 2 GiB free was enough by the estimate), budget 2 GiB - reserve.
+    assert ops.budgets[0] == ("auto", 2 * GIB - RESERVE)
+    # The retry tiles exact on the whole card, after every model was unloaded.
+    assert ("unload_all_models",) in comfy.calls and ops.budgets[1] == ("exact", 16 * GIB - RESERVE)
+    assert "retried tiled" in text and "every model was unloaded for the retry" in text
