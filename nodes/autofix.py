@@ -6,7 +6,7 @@ for the user and reported."""
 import copy
 import json
 
-from . import native_loader
+from . import comfy_adapters, native_loader
 
 
 def _is_link(value) -> bool:
@@ -53,6 +53,11 @@ def fit_preset_name() -> str:
     return FALLBACK_FIT_PRESET
 
 
+def _preset_request(prompt: dict, preset: str, budget_fields: dict) -> dict:
+    # The live loader's fields, so the preset fits the card for the loader that will run it.
+    return comfy_adapters.with_runtime({"workflow": prompt, "preset": preset, **budget_fields})
+
+
 def apply_cheapest_fix(prompt: dict, plan: dict, budget_fields: dict):
     """(new prompt, applied changes, description). The input prompt is never modified.
 
@@ -71,12 +76,12 @@ def apply_cheapest_fix(prompt: dict, plan: dict, budget_fields: dict):
                 return fixed, applied, change.get("description") or change.get("summary") or "widget edits"
         if change.get("preset"):
             result = native_loader.call_json(
-                "apply_preset", {"workflow": prompt, "preset": change["preset"], **budget_fields})
+                "apply_preset", _preset_request(prompt, change["preset"], budget_fields))
             if isinstance(result.get("workflow"), dict) and result.get("changes"):
                 return result["workflow"], result["changes"], f"preset {change['preset']}"
     if any(c.get("applies_by_preset") or c.get("widget") for c in changes) and budget_fields:
         name = fit_preset_name()
-        result = native_loader.call_json("apply_preset", {"workflow": prompt, "preset": name, **budget_fields})
+        result = native_loader.call_json("apply_preset", _preset_request(prompt, name, budget_fields))
         if isinstance(result.get("workflow"), dict) and result.get("changes"):
             return result["workflow"], result["changes"], f"preset {name}"
     return prompt, [], None

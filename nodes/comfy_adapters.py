@@ -4,6 +4,8 @@ Everything is read through duck typing so the nodes run with small stand-ins in 
 import ComfyUI here."""
 import json
 
+from . import comfy_runtime
+
 # Latent channels -> (pixels per latent pixel, latent frames -> pixel frames). Sources: ComfyUI
 # comfy/latent_formats.py channel counts and comfy/sd.py upscale ratios (Wan 2.2 VAE: 48 ch, 16x;
 # Wan 2.1 / Hunyuan video: 16 ch, 8x, 4t-3 frames; SD/Flux images: 8x).
@@ -127,8 +129,24 @@ def comfy_models_dir():
     return getattr(folder_paths, "models_dir", None)
 
 
-def plan_request(workflow: dict, budget_fields: dict) -> dict:
-    request = {"workflow": workflow, **budget_fields}
+RUNTIMES = ("dynamic", "legacy")
+
+
+def with_runtime(request: dict, runtime=None) -> dict:
+    """The request with the live ComfyUI's loader and its knobs (comfy_runtime.request_fields: runtime,
+    reserve_bytes, vram_headroom_bytes, ram_bytes), so a verdict is for the loader that will run; outside
+    ComfyUI nothing is added and the core's default applies. The request's own fields win, and an explicit
+    `runtime` (the browser's choice) wins over the detected one."""
+    out = {**comfy_runtime.request_fields(), **request}
+    if runtime is not None:
+        if runtime not in RUNTIMES:
+            raise ValueError(f"runtime: expected one of {', '.join(RUNTIMES)}, got {runtime!r}")
+        out["runtime"] = runtime
+    return out
+
+
+def plan_request(workflow: dict, budget_fields: dict, runtime=None) -> dict:
+    request = with_runtime({"workflow": workflow, **budget_fields}, runtime)
     models_dir = comfy_models_dir()
     if models_dir:
         request["models_dir"] = models_dir

@@ -5,7 +5,7 @@ auto keeps 16-bit weights when the planned resolution's run fits the budget with
 import json
 
 from . import budget as budget_mod
-from . import native_loader, report_format
+from . import comfy_adapters, native_loader, report_format
 
 WEIGHT_DTYPES = ["auto", "default", "fp8_e4m3fn", "fp8_e4m3fn_fast", "fp8_e5m2"]
 FP8 = "fp8_e4m3fn"
@@ -53,7 +53,9 @@ def choose_dtype(path, width, height, frames, batch, budget="auto"):
     fields = budget_mod.resolve(budget)
     if not fields:
         return "default", f"auto: no GPU budget ({budget_mod.describe(fields)}); kept 16-bit weights"
-    job = {"model": name, "width": width, "height": height, "frames": frames, "batch": batch, **fields}
+    # The live loader's fields: under dynamic VRAM 16-bit weights that stream still run.
+    job = comfy_adapters.with_runtime({"model": name, "width": width, "height": height, "frames": frames,
+                                       "batch": batch, **fields})
     stored = str(info.get("precision") or "")
     wide = native_loader.call_json("estimate", {**job, "precision": stored if stored in ("bf16", "fp16", "fp32") else "bf16"})
     if not report_format.is_over_budget(wide, fields):

@@ -19,7 +19,7 @@ def estimate_for(prompt, model, samples, fields) -> dict:
     name = comfy_adapters.catalog_model_name(descriptor, catalog)
     if name is None:
         raise ValueError(f"model: not in Headroom's catalog ({descriptor.get('config')}, dim {descriptor.get('dim')})")
-    request = {"model": name, **comfy_adapters.latent_geometry(samples), **fields}
+    request = comfy_adapters.with_runtime({"model": name, **comfy_adapters.latent_geometry(samples), **fields})
     if descriptor.get("precision"):
         request["precision"] = descriptor["precision"]
     return native_loader.call_json("estimate", request)

@@ -31,6 +31,23 @@ def _preflight_autofix(prompt: dict) -> bool:
                and (n.get("inputs") or {}).get("action") == "apply fix" for n in prompt.values())
 
 
+def _preflight_budget(prompt: dict):
+    """The budget typed into a Preflight node set to "apply fix" (not auto, not a link), or None. The node
+    is the user choosing auto-fix for this workflow, and its budget is the card that fix must fit, so it
+    wins over the settings' budget."""
+    for node in prompt.values():
+        if not isinstance(node, dict) or node.get("class_type") != PREFLIGHT_CLASS:
+            continue
+        inputs = node.get("inputs") or {}
+        value = inputs.get("budget")
+        if inputs.get("action") != "apply fix" or isinstance(value, (list, dict)) or value is None:
+            continue
+        if isinstance(value, str) and value.strip().lower() in ("", "auto"):
+            continue
+        return value
+    return None
+
+
 def _payload(plan: dict, fields: dict, action: str) -> dict:
     changes = plan.get("changes") or []
     return {
@@ -42,6 +59,11 @@ def _payload(plan: dict, fields: dict, action: str) -> dict:
         # False: the core could not estimate this prompt (e.g. no diffusion loader); never a fit.
         "estimated": report_format.is_estimated(plan),
         "not_estimated": None if report_format.is_estimated(plan) else report_format.not_estimated_reason(plan),
+        # Which loader the verdict is for, why, and what the planner advises (docs/runtime.md).
+        "runtime": plan.get("runtime"),
+        "verdict_reason": plan.get("verdict_reason"),
+        "advice": plan.get("advice"),
+        "slowdown": plan.get("slowdown"),
         "peak_bytes": plan.get("peak_bytes"),
         "peak_stage": plan.get("peak_stage"),
         "budget_bytes": report_format.budget_bytes(plan, fields),
@@ -101,12 +123,14 @@ def _on_prompt(json_data):
     if not isinstance(prompt, dict) or not prompt:
         return json_data
     current = settings.get()
-    action = "auto-fix" if _preflight_autofix(prompt) else current["queue_action"]
+    node_fix = _preflight_autofix(prompt)
+    action = "auto-fix" if node_fix else current["queue_action"]
     if action == "pass":
         return json_data
     client_id = json_data.get("client_id")
     try:
-        fields = budget.resolve(current["budget"])
+        own = _preflight_budget(prompt) if node_fix else None
+        fields = budget.resolve(current["budget"] if own is None else own)
         plan = native_loader.call_json("plan", comfy_adapters.plan_request(prompt, fields))
     except (native_loader.NativeUnavailable, ValueError, RuntimeError) as e:
         # Never stand between the user and their run because Headroom cannot judge it.
@@ -114,6 +138,8 @@ def _on_prompt(json_data):
         send(EVENT, {"action": action, "error": str(e)}, client_id)
         return json_data
     payload = _payload(plan, fields, action)
+    # Only a run that will not complete is acted on (the verdict's `runs` flag is false: out of VRAM or of
+    # host RAM); one that streams weights or runs with little margin is reported and left alone.
     if not payload["over_budget"]:
         send(EVENT, payload, client_id)
         return json_data
@@ -131,7 +157,8 @@ def _on_prompt(json_data):
     if action == "block":
         send(EVENT, {**payload, "blocked": True}, client_id)
         out = dict(json_data)
-        out["prompt"] = blocked_prompt("Headroom blocked this run (over budget; change the queue action in "
+        why = f"{payload['verdict']}: {payload['verdict_reason']}" if payload.get("verdict_reason") else "over budget"
+        out["prompt"] = blocked_prompt(f"Headroom blocked this run ({why}; change the queue action in "
                                        "the Headroom settings to allow it):\n" + payload["report"])
         return out
     send(EVENT, payload, client_id)

@@ -66,6 +66,28 @@ def change_text(change) -> str:
     return text
 
 
+# The words for the loader a verdict is for (docs/runtime.md); the core's `runtime` field spells the key.
+LOADER_WORDS = {"dynamic": "dynamic VRAM", "legacy": "legacy loader"}
+
+
+def loader_text(result: dict):
+    """ "dynamic VRAM" / "legacy loader" for the core's `runtime`, or None when the answer names none."""
+    runtime = result.get("runtime")
+    return LOADER_WORDS.get(runtime, str(runtime)) if runtime else None
+
+
+def verdict_text(result: dict, fields: dict) -> str:
+    """The verdict line's words: OVER BUDGET (with the core's reason), RUNS (<verdict>: <reason>) for a run
+    that completes streaming weights or with little margin, FITS."""
+    verdict = result.get("verdict")
+    reason = result.get("verdict_reason")
+    if is_over_budget(result, fields):
+        return f"OVER BUDGET ({reason})" if reason else "OVER BUDGET"
+    if verdicts.is_tight(verdict):
+        return f"RUNS ({verdict}: {reason})" if reason else f"RUNS ({verdict})"
+    return "FITS"
+
+
 def stage_table(result: dict) -> str:
     rows = [f"{'stage':<24}{'peak':>12}"]
     for stage in result.get("stages", []) or []:
@@ -90,8 +112,11 @@ def preflight_report(result: dict, fields: dict, budget_label: str) -> str:
         verdict = "NO BUDGET"
     else:
         lines.append(f"{peak_line}; budget {gib(limit)} ({budget_label})")
-        verdict = "OVER BUDGET" if over else ("FITS (tight)" if verdicts.is_tight(result.get("verdict")) else "FITS")
-    lines.append(f"Verdict: {verdict}")
+        verdict = verdict_text(result, fields)
+    loader = loader_text(result)
+    lines.append(f"Verdict: {verdict}" + (f" [{loader}]" if loader else ""))
+    if result.get("advice"):
+        lines.append(f"Advice: {result['advice']}")
     changes = result.get("changes") or []
     if over and changes:
         lines.append("Cheapest fixes:")

@@ -121,6 +121,17 @@ def _workflow(body) -> dict:
     return workflow
 
 
+def _runtime(body):
+    """The loader the browser asks the verdict for ("dynamic" | "legacy"), or None: the live ComfyUI's
+    (comfy_runtime), else the core's default."""
+    value = body.get("runtime")
+    if value is None:
+        return None
+    if value not in comfy_adapters.RUNTIMES:
+        raise BadRequest(f"runtime: expected one of {', '.join(comfy_adapters.RUNTIMES)}, got {value!r}")
+    return value
+
+
 def _budget_fields(body) -> dict:
     if "vram_bytes" in body:
         value = body["vram_bytes"]
@@ -217,7 +228,7 @@ async def get_vram(request):
 @_guard
 async def post_estimate(request):
     body = await _body(request)
-    req = comfy_adapters.plan_request(_workflow(body), _budget_fields(body))
+    req = comfy_adapters.plan_request(_workflow(body), _budget_fields(body), _runtime(body))
     if "models_dir" in body:
         req["models_dir"] = checked_model_path(body["models_dir"])
     return web.json_response(await _core("plan", req))
@@ -251,9 +262,11 @@ async def post_apply_preset(request):
     fields = _budget_fields(body)
     if not fields and _preset_needs_card(preset):
         raise BadRequest(NO_CARD)
-    result = await _core("apply_preset", {"workflow": workflow, "preset": preset, **fields})
+    runtime = _runtime(body)
+    result = await _core("apply_preset", comfy_adapters.with_runtime(
+        {"workflow": workflow, "preset": preset, **fields}, runtime))
     if fields:
-        await _add_speed(result, workflow, fields)
+        await _add_speed(result, workflow, fields, runtime)
     return web.json_response(result)
 
 
@@ -270,7 +283,7 @@ def _preset_needs_card(name) -> bool:
     return any(p.get("name") == name and p.get("target") == "request" for p in presets if isinstance(p, dict))
 
 
-async def _add_speed(result: dict, workflow: dict, fields: dict):
+async def _add_speed(result: dict, workflow: dict, fields: dict, runtime=None):
     """before/after of a preset with the verdict and the slowdown of weight streaming (the plan's
     `slowdown`, 1.0 = all weights resident): a preset that moves the peak little can still change the
     speed a lot (fp8 weights that now fit the card), and the panel shows that."""
@@ -282,10 +295,10 @@ async def _add_speed(result: dict, workflow: dict, fields: dict):
         if not isinstance(summary, dict):
             continue
         try:
-            plan = await _core("plan", comfy_adapters.plan_request(wf, fields))
+            plan = await _core("plan", comfy_adapters.plan_request(wf, fields, runtime))
         except (ValueError, RuntimeError):
             return
-        for key in ("slowdown", "verdict", "peak_stage"):
+        for key in ("slowdown", "verdict", "peak_stage", "runtime"):
             if plan.get(key) is not None:
                 summary.setdefault(key, plan[key])
 

@@ -2,16 +2,19 @@
 
 KL (SD/Flux), FLUX.2 and Wan VAEs run on Headroom's native decoders; any other VAE is decoded by ComfyUI's own
 VAE through the native tiler (`decode_blend`), spatial tiles only for video so each tile sees the whole
-clip (temporal tiles make Wan video blink). Follows ComfyUI's fallback hygiene: other models are
-evicted first, and an out-of-memory retry runs only after the `except` block has released the failed
-attempt's tensors."""
+clip (temporal tiles make Wan video blink). Follows ComfyUI's fallback hygiene: room is made first, and an
+out-of-memory retry runs only after the `except` block has released the failed attempt's tensors. The
+room is made by unloading cached models only until what the core expects the decode to need is free
+(decode_need.py), not every model: under dynamic VRAM ComfyUI does not do it for us (decode_room.py), and
+what stays loaded need not be read again by the next run."""
 import json
+import os
 import re
 import sys
 import time
 
 from . import budget as budget_mod
-from . import comfy_adapters, comfy_tiled_decode, native_loader
+from . import comfy_adapters, comfy_tiled_decode, decode_need, native_loader
 
 MODES = ["auto", "full", "exact", "fast", "blend"]
 NATIVE_FAMILIES = ("kl", "flux2", "wan2.1", "wan2.2")
@@ -89,7 +92,8 @@ def _raise_if_interrupted():
 
 def evict_other_models():
     """Unload every model ComfyUI holds on the GPU so the decode gets the card (the VAE weights are
-    handed to the native decoder as a state dict, so it does not need ComfyUI to keep them loaded)."""
+    handed to the native decoder as a state dict, so it does not need ComfyUI to keep them loaded). The
+    fallback when the decode's need is unknown (no core, or a VAE the catalog does not know)."""
     mm = _mm()
     if mm is None:
         return
@@ -173,6 +177,18 @@ def _node_budget_error(error: ValueError, mode: str) -> ValueError:
     return ValueError(f"{text}; {advice}")
 
 
+def _budget_follows_free(budget) -> bool:
+    """True when the node's budget is free VRAM (auto, and no HEADROOM_BUDGET pins another)."""
+    if budget is not None and not (isinstance(budget, str) and budget.strip().lower() in ("", "auto")):
+        return False
+    override = os.environ.get("HEADROOM_BUDGET")
+    return not override or override.strip().lower() == "auto"
+
+
+def _with_room(text: str, room: str) -> str:
+    return f"{text}\nroom for the decode: {room}" if room else text
+
+
 class HeadroomVAEDecode:
     CATEGORY = "Headroom"
     FUNCTION = "decode"
@@ -202,8 +218,13 @@ class HeadroomVAEDecode:
         if mode not in MODES:
             raise ValueError(f"mode: expected one of {', '.join(MODES)}, got {mode!r}")
         latent = comfy_adapters.latent_tensor(samples)
-        budget_bytes = decode_budget_bytes(budget)
-        evict_other_models()
+        budget_bytes = decode_budget_bytes(budget)  # validates the widget before anything is unloaded
+        follows_free = _budget_follows_free(budget)
+        room = decode_need.make_room_for_decode(vae, latent, mode, _vae_upscale(vae, latent.dim() == 5)[-1],
+                                                None if follows_free else budget_bytes,
+                                                evict_other_models)
+        if follows_free:
+            budget_bytes = decode_budget_bytes(budget)  # what is really free now, after the room was made
         try:
             ops = native_loader.torch_ops()
         except native_loader.NativeUnavailable as e:
@@ -213,7 +234,7 @@ class HeadroomVAEDecode:
                 core = None
             upscale = _vae_upscale(vae, latent.dim() == 5)[-1]
             image, text = comfy_tiled_decode.decode(vae, latent, budget_bytes, e, core, upscale)
-            return self._done(self._as_image(image), text)
+            return self._done(self._as_image(image), _with_room(text, room))
 
         state_dict = comfy_adapters.vae_state_dict(vae)
         family = None
@@ -239,6 +260,12 @@ class HeadroomVAEDecode:
             # Outside the except block: the failed attempt's tensors are unreferenced now.
             mm = _mm()
             if mm is not None:
+                if room:
+                    # The estimate of the need fell short: the retry gets the card, as ComfyUI's own would.
+                    evict_other_models()
+                    room += "; out of memory all the same, so every model was unloaded for the retry"
+                    if follows_free:
+                        budget_bytes = decode_budget_bytes(budget)
                 mm.soft_empty_cache()
             try:
                 image, info = self._run(ops, family, state_dict, vae, latent, mode, budget_bytes, retry=True)
@@ -247,7 +274,7 @@ class HeadroomVAEDecode:
                     raise _node_budget_error(e, mode) from None
                 raise
             info["retried_after_oom"] = True
-        return self._done(image, self._summary(info))
+        return self._done(image, _with_room(self._summary(info), room))
 
     def _run(self, ops, family, state_dict, vae, latent, mode, budget_bytes, retry):
         progress = _Progress()

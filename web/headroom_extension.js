@@ -2,11 +2,17 @@
 // offers: sidebar tabs (1.2.4+), toasts (1.2.27+), declared settings (1.3.22+), app.rootGraph (newer
 // than 1.9), the sidebarTab service (newest). Everything is reached through `app` and `api` given here.
 import { clientIdOf, createClient } from "./headroom_client.js";
-import { changeText, gib } from "./headroom_format.js";
+import { changeText, gib, loaderText, speedText } from "./headroom_format.js";
 import { patchNodeType } from "./headroom_node_view.js";
 import { handleExecutionError } from "./headroom_oom.js";
 import { createPanel, ensureStyle } from "./headroom_panel.js";
 import { readSetting, SETTING_IDS, settingDefinitions } from "./headroom_settings.js";
+
+// " (dynamic VRAM)" / " (legacy loader)": which loader the queue-time verdict is for.
+function loaderFor(detail) {
+  const loader = loaderText(detail?.runtime);
+  return loader ? ` (${loader})` : "";
+}
 
 export function registerSidebarTab(app, tab) {
   const manager = app.extensionManager;
@@ -99,14 +105,20 @@ export function createHeadroomExtension(app, api) {
     }
     if (!detail.over_budget && !detail.applied) {
       // The catalog's flags of the verdict (prompt_handler's verdict_flags): it runs, but not with room to spare.
+      // Reported whatever the action: warn, block and auto-fix act only on a run that will not complete.
       const flags = detail.verdict_flags;
-      if (flags?.runs && !flags?.fits && detail.action === "warn") {
-        toast(app, { severity: "info", summary: "Tight fit", life: 6000,
-          detail: `peak ${gib(detail.peak_bytes)} in ${detail.peak_stage} of ${gib(detail.budget_bytes)}: ComfyUI will stream part of the weights or run with little margin.${detail.fix ? ` Faster: ${detail.fix}` : ""}` });
+      if (flags?.runs && !flags?.fits) {
+        const why = detail.verdict_reason ?? "ComfyUI will stream part of the weights or run with little margin";
+        // The core's reason names the slowdown already; without one the plan's figure says it.
+        const speed = !detail.verdict_reason && typeof detail.slowdown === "number" && detail.slowdown > 1.05
+          ? ` (${speedText(detail.slowdown)})` : "";
+        toast(app, { severity: "info", summary: `Runs: ${detail.verdict}${loaderFor(detail)}`, life: 6000,
+          detail: `peak ${gib(detail.peak_bytes)} in ${detail.peak_stage} of ${gib(detail.budget_bytes)}: ${why}${speed}.${detail.fix ? ` Faster: ${detail.fix}` : ""}${detail.advice ? ` ${detail.advice}` : ""}` });
       }
       return;
     }
-    const where = `peak ${gib(detail.peak_bytes)} in ${detail.peak_stage} over ${gib(detail.budget_bytes)}`;
+    const where = `peak ${gib(detail.peak_bytes)} in ${detail.peak_stage} over ${gib(detail.budget_bytes)}` +
+      `${detail.verdict_reason ? ` (${detail.verdict_reason})` : ""}${loaderFor(detail)}`;
     if (detail.applied) {
       toast(app, { severity: "info", summary: "Headroom applied a fix", life: 8000,
         detail: `${where}; applied: ${detail.applied.map(changeText).join("; ")}` });

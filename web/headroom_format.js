@@ -19,3 +19,17 @@ export function changeText(change) {
   if (change.widget) return `node ${change.node_id}: ${change.widget} ${change.from ?? ""} → ${change.to}`;
   return JSON.stringify(change);
 }
+
+// The loader a verdict is for, from the core's `runtime` (docs/runtime.md), or null when it names none.
+const LOADER_WORDS = { dynamic: "dynamic VRAM", legacy: "legacy loader" };
+
+export function loaderText(runtime) {
+  if (!runtime) return null;
+  return LOADER_WORDS[runtime] ?? String(runtime);
+}
+
+// "1.7× slower" from the plan's slowdown (1.0 = every weight resident, no streaming).
+export function speedText(slowdown) {
+  if (typeof slowdown !== "number" || !Number.isFinite(slowdown)) return null;
+  return slowdown <= 1.05 ? "full speed" : `${slowdown.toFixed(1)}× slower`;
+}

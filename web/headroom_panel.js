@@ -1,7 +1,7 @@
 // The sidebar panel: the card and its live memory bar, the workflow's predicted peak per stage, and
 // presets as one-click rewrites with their before/after peaks and an undo. Plain DOM; takes `app`.
 import { applyChanges, serializeWorkflow, undoChanges } from "./headroom_graph.js";
-import { changeText, gib, pct } from "./headroom_format.js";
+import { changeText, gib, loaderText, pct, speedText } from "./headroom_format.js";
 
 const STYLE_ID = "headroom-style";
 const CSS = `
@@ -117,18 +117,22 @@ export function renderStages(estimate, cardBytes, verdicts = []) {
   const over = row ? !row.runs : Boolean(limit && estimate.peak_bytes > limit);
   const tight = Boolean(row && row.runs && !row.fits);
   const word = estimate.verdict ?? (limit ? (over ? "over" : verdicts.find((v) => v.fits)?.text ?? "within") : "");
+  // A run that streams weights says how much slower; the core's reason says why it does not fit.
+  const speed = tight && typeof estimate.slowdown === "number" && estimate.slowdown > 1.05 ? `, ${speedText(estimate.slowdown)}` : "";
   const verdict = el("div", `headroom-verdict ${word ? (over ? "over" : tight ? "tight" : "fits") : ""}`,
-    limit ? `Peak ${gib(estimate.peak_bytes)} in ${estimate.peak_stage} — ${word} (${gib(limit)})`
+    limit ? `Peak ${gib(estimate.peak_bytes)} in ${estimate.peak_stage} — ${word}${speed} (${gib(limit)})`
           : `Peak ${gib(estimate.peak_bytes)} in ${estimate.peak_stage} (no budget: set one to get a verdict)`);
   wrap.append(table, verdict);
+  if (estimate.verdict_reason && (over || tight)) {
+    wrap.appendChild(el("div", "headroom-verdict-reason", estimate.verdict_reason));
+  }
+  const loader = loaderText(estimate.runtime);
+  if (loader) wrap.appendChild(el("div", "headroom-loader", `for ${loader}`));
+  if (estimate.advice) wrap.appendChild(el("div", "headroom-advice", `Advice: ${estimate.advice}`));
   return wrap;
 }
 
-// "1.7× slower" from the plan's slowdown (1.0 = every weight resident, no streaming).
-export function speedText(slowdown) {
-  if (typeof slowdown !== "number" || !Number.isFinite(slowdown)) return null;
-  return slowdown <= 1.05 ? "full speed" : `${slowdown.toFixed(1)}× slower`;
-}
+export { speedText };
 
 function valueText(value) {
   return value === undefined || value === null || value === "" ? "?" : String(value);

@@ -369,3 +369,64 @@ def test_oom_toast_offers_no_unrelated_preset_and_fits_the_card_of_the_message(o
     assert all(budget == {"vram_bytes": 12 * 2 ** 30} for _, budget in result["calls"])
     assert result["overflow"] <= 0 and result["buttons"] == 0
     assert errors == []
+
+
+# ---- issue 10: which loader a verdict is for, the advice, and streams with its slowdown ----
+
+# api::catalog()'s verdict rows (flags only; the spellings are the core's).
+VERDICT_ROWS = [{"id": "fits", "text": "fits", "runs": True, "fits": True, "sized": True},
+                {"id": "streams", "text": "streams", "runs": True, "fits": False, "sized": True},
+                {"id": "does_not_fit", "text": "does not fit", "runs": False, "fits": False, "sized": True}]
+
+
+def test_the_estimate_says_its_loader_the_advice_and_the_streaming_slowdown(open_panel):
+    page, errors = open_panel("/templates/flux_schnell.json")
+    texts = page.evaluate("""async (rows) => {
+      const { renderStages } = await import("/extensions/headroom/headroom_panel.js");
+      const base = { peak_bytes: 14 * 2 ** 30, peak_stage: "sample", budget_bytes: 12 * 2 ** 30,
+                     stages: [{ name: "sample", peak_bytes: 14 * 2 ** 30 }] };
+      const streams = renderStages({ ...base, verdict: "streams", slowdown: 2.44, runtime: "dynamic",
+        verdict_reason: "sample streams weights, about 2.4x slower", advice: "fp8 weights run at full speed" }, null, rows);
+      const legacy = renderStages({ ...base, verdict: "does not fit", runtime: "legacy",
+        verdict_reason: "runs out of VRAM in sample" }, null, rows);
+      const plain = renderStages({ ...base, verdict: "fits", peak_bytes: 2 ** 30 }, null, rows);
+      return [streams, legacy, plain].map((e) => ({
+        verdict: e.querySelector(".headroom-verdict").textContent,
+        cls: e.querySelector(".headroom-verdict").className,
+        loader: e.querySelector(".headroom-loader")?.textContent ?? null,
+        advice: e.querySelector(".headroom-advice")?.textContent ?? null,
+        reason: e.querySelector(".headroom-verdict-reason")?.textContent ?? null }));
+    }""", VERDICT_ROWS)
+    streams, legacy, plain = texts
+    assert streams["verdict"] == "Peak 14.0 GiB in sample — streams, 2.4× slower (12.0 GiB)"
+    assert "tight" in streams["cls"] and streams["loader"] == "for dynamic VRAM"
+    assert streams["advice"] == "Advice: fp8 weights run at full speed"
+    assert streams["reason"] == "sample streams weights, about 2.4x slower"
+    assert "over" in legacy["cls"] and legacy["loader"] == "for legacy loader"
+    assert legacy["reason"] == "runs out of VRAM in sample" and legacy["advice"] is None
+    # An answer that names no loader (a core before the runtime fields) shows no loader line.
+    assert plain["loader"] is None and plain["reason"] is None
+    assert errors == []
+
+
+def test_queue_time_toasts_name_the_loader_and_a_streaming_run_is_reported_whatever_the_action(open_panel):
+    page, _ = open_panel("/templates/flux_schnell.json")
+    page.evaluate("""(rows) => window.__comfy.api.emit("headroom.preflight", {
+      action: "block", verdict: "streams", verdict_flags: rows[1], over_budget: false, runtime: "dynamic",
+      slowdown: 2.44, verdict_reason: "sample streams weights, about 2.4x slower",
+      peak_bytes: 14 * 2 ** 30, peak_stage: "sample", budget_bytes: 12 * 2 ** 30 })""", VERDICT_ROWS)
+    page.evaluate("""(rows) => window.__comfy.api.emit("headroom.preflight", {
+      action: "block", blocked: true, verdict: "does not fit", verdict_flags: rows[2], over_budget: true,
+      runtime: "legacy", verdict_reason: "runs out of host RAM: the weights need 40.0 GiB of 32.0 GiB",
+      peak_bytes: 10 * 2 ** 30, peak_stage: "sample", budget_bytes: 12 * 2 ** 30, fix: "fp8 weights" })""", VERDICT_ROWS)
+    # Without the core's reason the plan's slowdown says how much slower.
+    page.evaluate("""(rows) => window.__comfy.api.emit("headroom.preflight", {
+      action: "auto-fix", verdict: "streams", verdict_flags: rows[1], over_budget: false, slowdown: 1.8,
+      peak_bytes: 14 * 2 ** 30, peak_stage: "sample", budget_bytes: 12 * 2 ** 30 })""", VERDICT_ROWS)
+    toasts = page.evaluate("() => window.__comfy.toasts")
+    assert len(toasts) == 3
+    assert toasts[2]["summary"] == "Runs: streams" and toasts[2]["detail"].endswith("(1.8× slower).")
+    assert toasts[0]["severity"] == "info" and toasts[0]["summary"] == "Runs: streams (dynamic VRAM)"
+    assert toasts[0]["detail"] == "peak 14.0 GiB in sample of 12.0 GiB: sample streams weights, about 2.4x slower."
+    assert toasts[1]["severity"] == "error" and toasts[1]["summary"] == "Headroom blocked the run"
+    assert "(runs out of host RAM: the weights need 40.0 GiB of 32.0 GiB) (legacy loader)" in toasts[1]["detail"]
