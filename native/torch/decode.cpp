@@ -5,6 +5,7 @@
 #include "core/estimate/decode_plan.hpp"
 #include "core/base/error.hpp"
 #include "core/base/units.hpp"
+#include "core/inspect/recognise.hpp"
 #include "torch/budget.hpp"
 #include "torch/flux2_vae.hpp"
 #include "torch/kl_decoder.hpp"
@@ -136,15 +137,19 @@ torch::Tensor decode_kl(const StateDict& sd, const torch::Tensor& latent, const 
 }  // namespace
 
 std::string detect_vae_family(const StateDict& sd) {
-  if (flux2::looks_like_flux2(sd)) return "flux2";  // before "kl": it is a KL decoder plus a front end
-  if (kl::looks_like_kl(sd)) return "kl";
-  if (sd.count("decoder.middle.0.residual.0.gamma"))
-    return sd.count("decoder.upsamples.0.upsamples.0.residual.2.weight") ? "wan2.2" : "wan2.1";
-  throw InputError("vae", "not a VAE Headroom can decode natively: expected 'decoder.conv_in.weight' and "
-                          "'decoder.up.0.block.0.conv1.weight' (Flux/SD3/SDXL/SD1.5 AutoencoderKL; FLUX.2 adds "
-                          "'bn.running_mean') or "
-                          "'decoder.middle.0.residual.0.gamma' (Wan 2.1/2.2); for other VAEs use blend mode with a "
-                          "Python decode function");
+  // The core's one recogniser decides (comfy_nodes.json vae_key_rules); the decoders below only check
+  // that the weights of the family they were given have the shapes they need.
+  const std::string family = vae_decoder_family([&sd](const std::string& key) { return has(sd, key); });
+  if (family.empty())
+    throw InputError("vae", "not a VAE Headroom can decode natively: expected 'decoder.conv_in.weight' and "
+                            "'decoder.up.0.block.0.conv1.weight' (Flux/SD3/SDXL/SD1.5 AutoencoderKL; FLUX.2 adds "
+                            "'bn.running_mean') or "
+                            "'decoder.middle.0.residual.0.gamma' (Wan 2.1/2.2); for other VAEs use blend mode with a "
+                            "Python decode function");
+  if (family != "kl" && family != "flux2" && family != "wan2.1" && family != "wan2.2")
+    throw Error("comfy_nodes.json: vae_key_rules: family '" + family +
+                "' has no native decoder (expected kl, flux2, wan2.1 or wan2.2)");
+  return family;
 }
 
 torch::Tensor decode(const StateDict& state_dict, const torch::Tensor& latent, const DecodeOptions& options,

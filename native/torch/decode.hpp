@@ -1,6 +1,6 @@
 #pragma once
-// Entry point of the native VAE decoders: picks the decoder from the state dict's keys
-// (KL: decoder.up.*, FLUX.2: KL + bn.running_mean, Wan 2.1/2.2: decoder.upsamples.*) and runs it in the
+// Entry point of the native VAE decoders: the core's recogniser names the family from the state dict's
+// keys (KL, FLUX.2, Wan 2.1/2.2: comfy_nodes.json vae_key_rules) and decode() runs that decoder in the
 // requested mode.
 #include <cstdint>
 #include <functional>
@@ -49,8 +49,8 @@ struct DecodeInfo {
 torch::Tensor decode(const StateDict& state_dict, const torch::Tensor& latent, const DecodeOptions& options,
                      DecodeInfo* info = nullptr);
 
-// "kl", "flux2", "wan2.1" or "wan2.2" from the keys (FLUX.2: flux2::looks_like_flux2); throws
-// InputError("vae", ...) otherwise.
+// "kl", "flux2", "wan2.1" or "wan2.2" from the keys, as the core's recogniser decides
+// (headroom::vae_decoder_family, core/inspect/recognise.hpp); throws InputError("vae", ...) otherwise.
 std::string detect_vae_family(const StateDict& state_dict);
 
 }  // namespace headroom::torch_ops

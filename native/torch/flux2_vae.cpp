@@ -4,10 +4,6 @@
 
 namespace headroom::torch_ops::flux2 {
 
-bool looks_like_flux2(const TensorMap& sd) {
-  return has(sd, "bn.running_mean") && has(sd, "decoder.conv_in.weight") && has(sd, "decoder.up.0.block.0.conv1.weight");
-}
-
 Front load_front(const TensorMap& sd, at::Device device) {
   Front f;
   f.z_channels = require(sd, "decoder.conv_in.weight", {-1, -1, 3, 3}).size(1);

@@ -33,13 +33,8 @@ struct Front {
   int64_t packed_channels() const { return z_channels * kPatch * kPatch; }
 };
 
-// The one place a FLUX.2 VAE state dict is recognised (native/torch only; the core's inspector has its
-// own): an AutoencoderKL decoder (decoder.conv_in + decoder.up.0.block.0) plus the latent BatchNorm's
-// 'bn.running_mean'. Shapes are checked by load_front, so a mismatched file gets a named error rather than
-// another family's decoder.
-bool looks_like_flux2(const TensorMap& sd);
-
-// Reads and checks bn.running_mean / bn.running_var against the decoder's latent channels
+// A FLUX.2 VAE is recognised by the core (vae_decoder_family: the KL decoder keys plus 'bn.running_mean');
+// this reads and checks bn.running_mean / bn.running_var against the decoder's latent channels
 // (InputError("vae", ...) naming the key and both shapes; negative or non-finite variances refused).
 Front load_front(const TensorMap& sd, at::Device device);
 

@@ -48,10 +48,6 @@ std::vector<int64_t> Weights::widths() const {
   return w;
 }
 
-bool looks_like_kl(const TensorMap& sd) {
-  return has(sd, "decoder.conv_in.weight") && has(sd, "decoder.up.0.block.0.conv1.weight");
-}
-
 Weights load_weights(const TensorMap& sd, at::Device device, at::ScalarType dtype) {
   Loader L{sd, at::TensorOptions().device(device).dtype(dtype)};
   Weights w;

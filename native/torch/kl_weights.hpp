@@ -58,7 +58,4 @@ struct Weights {
 // converted to `dtype` on `device`.
 Weights load_weights(const TensorMap& sd, at::Device device, at::ScalarType dtype);
 
-// True when the keys look like this decoder (decoder.conv_in + decoder.up.0.block.0).
-bool looks_like_kl(const TensorMap& sd);
-
 }  // namespace headroom::torch_ops::kl

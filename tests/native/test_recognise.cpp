@@ -1,5 +1,5 @@
 // The one recogniser, from each kind of input: tensors, a file name, a ComfyUI model config, the keys
-// of a VAE state dict; and its data (comfy_nodes.json file_names/model_configs) failing at load.
+// of a VAE state dict; and its data (comfy_nodes.json file_names/model_configs/vae_key_rules) failing at load.
 #include <set>
 #include <string>
 
@@ -119,6 +119,65 @@ TEST_CASE("recognise: a VAE's native decoder family from its state-dict keys", "
   CHECK(family({}).empty());
 }
 
+TEST_CASE("recognise: a FLUX.2 VAE is its own family, never plain KL", "[recognise]") {
+  auto family = [](std::set<std::string> keys) {
+    return vae_decoder_family([&](const std::string& k) { return keys.count(k) > 0; });
+  };
+  // The keys of BFL's AutoEncoder (black-forest-labs/flux2 src/flux2/autoencoder.py): an AutoencoderKL
+  // with post_quant_conv inside the decoder, plus the latent BatchNorm2d's buffers.
+  std::set<std::string> flux2 = {"encoder.conv_in.weight", "quant_conv.weight", "decoder.post_quant_conv.weight",
+                                 "decoder.conv_in.weight", "decoder.mid.block_1.conv1.weight",
+                                 "decoder.up.0.block.0.conv1.weight", "decoder.up.3.block.2.conv2.weight",
+                                 "decoder.conv_out.weight", "bn.running_mean", "bn.running_var",
+                                 "bn.num_batches_tracked"};
+  CHECK(family(flux2) == "flux2");
+  // The same file as ComfyUI holds it (post_quant_conv moved to the top level) is still FLUX.2.
+  flux2.erase("decoder.post_quant_conv.weight");
+  flux2.insert("post_quant_conv.weight");
+  CHECK(family(flux2) == "flux2");
+  // Without the BatchNorm it is an ordinary KL decoder (Flux.1's ae.safetensors has the same keys).
+  flux2.erase("bn.running_mean");
+  CHECK(family(flux2) == "kl");
+  // The BatchNorm alone, or with half a KL decoder, is neither.
+  CHECK(family({"bn.running_mean", "bn.running_var"}).empty());
+  CHECK(family({"bn.running_mean", "decoder.conv_in.weight"}).empty());
+}
+
+TEST_CASE("recognise: every vae_key_rules rule can match", "[recognise]") {
+  // First match wins, so a rule after one whose keys it holds all of could never answer.
+  const auto& rules = vae_key_rules();
+  REQUIRE(rules.size() >= 4);
+  for (std::size_t j = 0; j < rules.size(); ++j) {
+    const std::set<std::string> later(rules[j].all.begin(), rules[j].all.end());
+    CHECK(vae_decoder_family([&](const std::string& k) { return later.count(k) > 0; }) == rules[j].family);
+  }
+}
+
+TEST_CASE("recognise: vae_key_rules data errors name the rule and the key", "[recognise]") {
+  auto error = [](const json& data) {
+    try {
+      load_vae_key_rules(data, "rules-test.json");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  const json good = {{"vae_key_rules", {{"rules", {{{"family", "kl"}, {"all", {"decoder.conv_in.weight"}}}}}}}};
+  CHECK(error(good).empty());
+  CHECK(load_vae_key_rules(good, "rules-test.json").at(0).all.at(0) == "decoder.conv_in.weight");
+  CHECK(error(json::object()).find("'vae_key_rules' expected an object") != std::string::npos);
+  CHECK(error({{"vae_key_rules", {{"rules", json::array()}}}}).find("'rules' expected a non-empty array") != std::string::npos);
+  json empty_all = good;
+  empty_all["vae_key_rules"]["rules"][0]["all"] = json::array();
+  CHECK(error(empty_all).find("vae_key_rules.rules[0]: 'all' expected at least one key") != std::string::npos);
+  json typo = good;
+  typo["vae_key_rules"]["rules"][0]["any"] = json::array({"x"});
+  CHECK(error(typo).find("vae_key_rules.rules[0]: 'any' is not a known key") != std::string::npos);
+  json no_family = good;
+  no_family["vae_key_rules"]["rules"][0].erase("family");
+  CHECK(error(no_family).find("'family' is missing") != std::string::npos);
+}
+
 TEST_CASE("recognise: api::recognise answers for a file name and a config", "[recognise][api]") {
   json f = api::recognise({{"file_name", "wan2.2_ti2v_5B_fp16.safetensors"}});
   CHECK(f["model"] == "wan2.2-ti2v-5b");
@@ -133,6 +192,17 @@ TEST_CASE("recognise: api::recognise answers for a file name and a config", "[re
   CHECK_THROWS_AS(api::recognise({{"role", "vae"}}), InputError);
   CHECK_THROWS_AS(api::recognise({{"file_name", "a"}, {"role", "lora"}}), InputError);
   CHECK_THROWS_AS(api::recognise({{"comfy_config", {{"config_class", "Flux"}, {"dim", "wide"}}}}), InputError);
+}
+
+TEST_CASE("recognise: api::recognise names a VAE's decoder family from its keys", "[recognise][api]") {
+  json f2 = api::recognise({{"vae_keys", {"decoder.conv_in.weight", "decoder.up.0.block.0.conv1.weight", "bn.running_mean"}}});
+  CHECK(f2["from"] == "vae_keys");
+  CHECK(f2["vae_family"] == "flux2");
+  CHECK(api::recognise({{"vae_keys", {"decoder.up.0.block.0.conv1.weight", "decoder.conv_in.weight"}}})["vae_family"] == "kl");
+  CHECK(api::recognise({{"vae_keys", {"encoder.conv_in.weight"}}})["vae_family"].is_null());
+  CHECK_THROWS_AS(api::recognise({{"vae_keys", json::array()}}), InputError);
+  CHECK_THROWS_AS(api::recognise({{"vae_keys", {"decoder.conv_in.weight", 3}}}), InputError);
+  CHECK_THROWS_AS(api::recognise({{"vae_keys", {"a"}}, {"file_name", "a"}}), InputError);
 }
 
 TEST_CASE("recognise: a state dict in torch's dtype spelling", "[recognise][api]") {

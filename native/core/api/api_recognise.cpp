@@ -4,9 +4,11 @@
 //                we do not know; the same answer as `inspect` gives for the file;
 //   file_name    a loader's file name, with an optional role (diffusion, checkpoint, text_encoder, vae,
 //                clip_vision; without one, the first role that recognises it);
-//   comfy_config {config_class, dim, in_channels}: a loaded MODEL's ComfyUI config.
+//   comfy_config {config_class, dim, in_channels}: a loaded MODEL's ComfyUI config;
+//   vae_keys     the key names of a VAE state dict: its native decoder family (vae_key_rules).
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "core/api/api.hpp"
 #include "core/base/data_files.hpp"
@@ -85,6 +87,21 @@ json from_comfy_config(const json& c) {
   return {{"from", "comfy_config"}, {"model", or_null(recognise_comfy_config(config))}};
 }
 
+// A VAE state dict has a few hundred keys; the cap is the tensors cap.
+json from_vae_keys(const json& keys) {
+  if (!keys.is_array() || keys.empty() || keys.size() > kMaxTensors)
+    throw InputError("vae_keys", "expected an array of 1 to " + std::to_string(kMaxTensors) +
+                                     " state-dict key names, got " + json_preview(keys));
+  std::set<std::string> names;
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    if (!keys[i].is_string())
+      throw InputError("vae_keys[" + std::to_string(i) + "]", "expected a key name, got " + json_preview(keys[i]));
+    names.insert(keys[i].get<std::string>());
+  }
+  const std::string family = vae_decoder_family([&names](const std::string& k) { return names.count(k) > 0; });
+  return {{"from", "vae_keys"}, {"vae_family", or_null(family)}};
+}
+
 }  // namespace
 
 const request::Fields& recognise_fields() {
@@ -94,6 +111,7 @@ const request::Fields& recognise_fields() {
       {"file_name", Kind::String, "a loader's file name, e.g. flux1-dev-fp8.safetensors"},
       {"role", Kind::Enum, "with file_name: the loader's role", 0, 0, "diffusion|checkpoint|text_encoder|vae|clip_vision"},
       {"comfy_config", Kind::Object, "{config_class, dim, in_channels} of a loaded ComfyUI model"},
+      {"vae_keys", Kind::List, "the key names of a VAE state dict: its native decoder family"},
   };
   return f;
 }
@@ -101,13 +119,15 @@ const request::Fields& recognise_fields() {
 json recognise(const json& body) {
   const request::Request checked(body, "recognise", recognise_fields());
   const json& request = body;
-  const int given = request.contains("tensors") + request.contains("file_name") + request.contains("comfy_config");
-  if (given == 0) throw InputError("tensors", "give one of tensors, file_name and comfy_config");
-  if (given > 1) throw InputError("request", "give one of tensors, file_name and comfy_config, not several");
+  const int given = request.contains("tensors") + request.contains("file_name") + request.contains("comfy_config") +
+                    request.contains("vae_keys");
+  if (given == 0) throw InputError("tensors", "give one of tensors, file_name, comfy_config and vae_keys");
+  if (given > 1) throw InputError("request", "give one of tensors, file_name, comfy_config and vae_keys, not several");
   if (request.contains("role") && !request.contains("file_name"))
     throw InputError("role", "is read only with file_name");
   if (request.contains("file_name")) return from_file_name(request);
   if (request.contains("comfy_config")) return from_comfy_config(request["comfy_config"]);
+  if (request.contains("vae_keys")) return from_vae_keys(request["vae_keys"]);
   auto it = request.find("tensors");
   if (it == request.end() || !it->is_object() || it->empty())
     throw InputError("tensors", "expected an object {name: {dtype, shape}} with at least one tensor");

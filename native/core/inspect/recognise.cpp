@@ -299,12 +299,42 @@ std::string recognise_comfy_config(const ComfyModelConfig& c) {
   return "";
 }
 
+std::vector<VaeKeyRule> load_vae_key_rules(const json& data, const std::string& file) {
+  Reader top{file, "top level"};
+  if (!data.is_object()) top.fail("(document)", "expected an object");
+  auto section = data.find("vae_key_rules");
+  if (section == data.end() || !section->is_object())
+    top.fail("vae_key_rules", "expected an object {\"source\": ..., \"rules\": [{family, all}]}");
+  Reader sr{file, "vae_key_rules"};
+  sr.known(*section, {"source", "rules"});
+  auto rules = section->find("rules");
+  if (rules == section->end() || !rules->is_array() || rules->empty())
+    sr.fail("rules", "expected a non-empty array of {family, all} rules");
+  std::vector<VaeKeyRule> out;
+  for (std::size_t i = 0; i < rules->size(); ++i) {
+    const json& j = (*rules)[i];
+    Reader r{file, "vae_key_rules.rules[" + std::to_string(i) + "]"};
+    if (!j.is_object()) r.fail("rule", "expected an object {family, all}");
+    r.known(j, {"family", "all"});
+    VaeKeyRule rule;
+    rule.family = r.text(j, "family", true);
+    if (!j.contains("all")) r.fail("all", "is missing");
+    rule.all = r.words(j["all"], "all");
+    if (rule.all.empty()) r.fail("all", "expected at least one key (an empty rule would take every state dict)");
+    out.push_back(std::move(rule));
+  }
+  return out;
+}
+
+const std::vector<VaeKeyRule>& vae_key_rules() {
+  static const std::vector<VaeKeyRule> rules = load_vae_key_rules(data_file("comfy_nodes.json"), "comfy_nodes.json");
+  return rules;
+}
+
 std::string vae_decoder_family(const std::function<bool(const std::string&)>& has_key) {
-  // The keys Headroom's native decoders load first (native/torch kl_weights.cpp, wan_model.cpp): an
-  // AutoencoderKL decoder, or Wan's causal decoder, whose 2.2 variant has residual up-blocks.
-  if (has_key("decoder.conv_in.weight") && has_key("decoder.up.0.block.0.conv1.weight")) return "kl";
-  if (has_key("decoder.middle.0.residual.0.gamma"))
-    return has_key("decoder.upsamples.0.upsamples.0.residual.2.weight") ? "wan2.2" : "wan2.1";
+  // Ordered: a rule that extends another (FLUX.2 = KL + its latent BatchNorm) comes first.
+  for (const auto& rule : vae_key_rules())
+    if (std::all_of(rule.all.begin(), rule.all.end(), has_key)) return rule.family;
   return "";
 }
 

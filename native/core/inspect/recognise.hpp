@@ -2,7 +2,8 @@
 // "Which catalog model and precision is this?", answered in one place from whatever the caller
 // holds: tensor names and shapes (a file header or a loaded state dict), a file name, a ComfyUI
 // model config, or the keys of a VAE state dict. The knowledge is data: models.json (recognise,
-// file_patterns) and comfy_nodes.json (file_names, model_configs); nothing here spells a model.
+// file_patterns) and comfy_nodes.json (file_names, model_configs, vae_key_rules); nothing here
+// spells a model.
 #include <functional>
 #include <map>
 #include <optional>
@@ -46,9 +47,20 @@ struct ComfyModelConfig {
 // `model_configs` rule that the catalog holds; "" when unknown.
 std::string recognise_comfy_config(const ComfyModelConfig& config);
 
-// Native decoder family of a VAE state dict from its keys alone: "kl" (AutoencoderKL: Flux, SD3,
-// SDXL, SD1.5), "wan2.1" or "wan2.2"; "" when neither.
+// Native decoder family of a VAE state dict from its keys alone, by comfy_nodes.json `vae_key_rules`
+// (first match wins): "flux2" (AutoencoderKL plus FLUX.2's latent BatchNorm), "kl" (AutoencoderKL:
+// Flux, SD3, SDXL, SD1.5), "wan2.2" or "wan2.1"; "" when none. The only place a VAE family is decided:
+// native/torch's decode() dispatches on this answer.
 std::string vae_decoder_family(const std::function<bool(const std::string&)>& has_key);
+
+// One comfy_nodes.json `vae_key_rules` entry: the family whose every key in `all` is present.
+struct VaeKeyRule {
+  std::string family;
+  std::vector<std::string> all;
+};
+// Ordered rules; throws Error naming `file`, the rule and the key on a missing or mistyped field.
+std::vector<VaeKeyRule> load_vae_key_rules(const nlohmann::json& comfy_nodes, const std::string& file);
+const std::vector<VaeKeyRule>& vae_key_rules();  // from comfy_nodes.json, loaded once
 
 // The comfy_nodes.json rules behind the two name recognisers, typed and checked once.
 struct NameRule {
