@@ -9,8 +9,6 @@ from . import comfy_adapters
 # tiles of t x t, t/2 x 2t and 2t x t/2 (comfy/sd.py decode_tiled_), all of one area, so the estimate of
 # its VAEDecodeTiled node at tile t prices every pass.
 TILE_CANDIDATES_LATENT = (256, 192, 128, 96, 64, 48, 32, 24, 16, 8)
-# ComfyUI's own decode_tiled defaults (comfy/sd.py): used when Headroom cannot tell which VAE this is.
-COMFY_DEFAULT_TILE = {False: (64, 16), True: (32, 8)}  # video? -> (tile, overlap) in latent pixels
 
 
 def state_dict_spec(vae):
@@ -67,7 +65,8 @@ def decode(vae, latent, budget_bytes, why_not_native, core, spatial_upscale):
     video = latent.dim() == 5
     model, why_unknown = (None, "the estimator core is not loaded either") if core is None else recognised_vae(core, vae)
     if model is None:
-        tile, overlap = COMFY_DEFAULT_TILE[video]
+        # ComfyUI's decode_tiled picks its own tiles when given none (comfy/sd.py): no copy of them here.
+        tile, overlap = None, None
         how = f"ComfyUI's default tiles ({why_unknown})"
         peak = None
     else:
@@ -78,10 +77,10 @@ def decode(vae, latent, budget_bytes, why_not_native, core, spatial_upscale):
             how += f", planned peak {peak / 2**30:.2f} GiB"
             if budget_bytes is not None and peak > budget_bytes:
                 how += " (over the budget even at the smallest tile)"
-    kwargs = {"tile_x": tile, "tile_y": tile, "overlap": overlap}
+    kwargs = {} if tile is None else {"tile_x": tile, "tile_y": tile, "overlap": overlap}
     if video:
         kwargs["overlap_t"] = 1  # whole clip per tile where ComfyUI allows it: temporal seams blink
     image = vae.decode_tiled(latent, **kwargs)
-    text = (f"ComfyUI tiled decode, tile {tile} latent px, overlap {overlap} ({how}); the native decoder is "
-            f"unavailable: {why_not_native}")
+    size = "ComfyUI's tile size" if tile is None else f"tile {tile} latent px, overlap {overlap}"
+    text = f"ComfyUI tiled decode, {size} ({how}); the native decoder is unavailable: {why_not_native}"
     return image, text

@@ -82,7 +82,8 @@ def test_unknown_vae_or_no_core_uses_comfyuis_default_tiles_and_says_so(no_nativ
     monkeypatch.setattr(native_loader, "core", no_core)
     vae = FakeVAE({"decoder.conv_in.weight": torch.zeros(4, 16, 3, 3)}, video=True)
     out = vae_decode.HeadroomVAEDecode().decode({"samples": torch.randn(1, 16, 3, 6, 6)}, vae, budget="8")
-    assert vae.tiled_calls == [{"tile_x": 32, "tile_y": 32, "overlap": 8, "tile_t": None, "overlap_t": 1}]
+    # No tile given: ComfyUI's decode_tiled chooses its own; only the temporal overlap is ours.
+    assert vae.tiled_calls == [{"tile_x": None, "tile_y": None, "overlap": None, "tile_t": None, "overlap_t": 1}]
     text = out["ui"]["text"][0]
     assert "ComfyUI's default tiles" in text and "estimator core is not loaded" in text
     assert out["result"][0].shape[0] == 9  # 3 latent frames -> 9 video frames, as IMAGE rows
