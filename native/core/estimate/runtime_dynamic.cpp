@@ -10,18 +10,6 @@
 namespace headroom {
 namespace {
 
-std::uint64_t sum_weights(const StageDemand& d) {
-  std::uint64_t s = 0;
-  for (const auto& w : d.weights) s += w.second;
-  return s;
-}
-
-std::string ratio(double x) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f", x);
-  return buf;
-}
-
 // The stage fully resident, with what aimdo keeps free in its breakdown instead of the legacy reserve.
 Stage resident_dynamic(const StageDemand& d, const PolicyContext& c) {
   Stage s = resident_stage(d, c);
@@ -39,7 +27,7 @@ Stage resident_dynamic(const StageDemand& d, const PolicyContext& c) {
 
 Stage fit_stage_dynamic(const StageDemand& d, const PolicyContext& c) {
   Stage full = resident_dynamic(d, c);
-  const std::uint64_t weights = sum_weights(d);
+  const std::uint64_t weights = demand_weight_bytes(d);
   const std::uint64_t fixed = c.context_bytes + c.keep_free_bytes;
   const std::uint64_t activations = full.peak_bytes - fixed - weights;  // transients, overhead, reserved items
   // Layers in flight while streaming: one per offload stream, cast to the compute dtype. A stage whose
@@ -78,7 +66,7 @@ Stage fit_stage_dynamic(const StageDemand& d, const PolicyContext& c) {
     s.slowdown = full.slowdown * (1.0 + transfer / std::max(forward_seconds(d, c), 1e-9));
     s.notes.push_back("dynamic VRAM: " + format_bytes(resident) + " of " + format_bytes(weights) +
                       " weights stay resident, " + format_bytes(streamed) + " are copied in per forward pass, about " +
-                      ratio(s.slowdown) + "x slower than with everything resident");
+                      ratio_text(s.slowdown) + "x slower than with everything resident");
     return s;
   }
 

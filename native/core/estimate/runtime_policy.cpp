@@ -12,11 +12,7 @@
 namespace headroom {
 namespace {
 
-std::uint64_t sum_weights(const StageDemand& d) {
-  std::uint64_t s = 0;
-  for (const auto& w : d.weights) s += w.second;
-  return s;
-}
+std::uint64_t sum_weights(const StageDemand& d) { return demand_weight_bytes(d); }
 
 std::uint64_t sum_transient(const StageDemand& d) {
   std::uint64_t s = 0;
@@ -24,13 +20,21 @@ std::uint64_t sum_transient(const StageDemand& d) {
   return s;
 }
 
-std::string ratio(double x) {
+std::string ratio(double x) { return ratio_text(x); }
+
+}  // namespace
+
+std::uint64_t demand_weight_bytes(const StageDemand& d) {
+  std::uint64_t s = 0;
+  for (const auto& w : d.weights) s += w.second;
+  return s;
+}
+
+std::string ratio_text(double x) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f", x);
   return buf;
 }
-
-}  // namespace
 
 // Breakdown with every model fully resident.
 Stage resident_stage(const StageDemand& d, const PolicyContext& c) {

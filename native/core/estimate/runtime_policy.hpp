@@ -36,6 +36,10 @@ std::uint64_t runtime_total_bytes(const Runtime& runtime);
 Stage fit_stage(const StageDemand& demand, const PolicyContext& context);
 // The legacy loader alone (ComfyUI before 0.15; GGUF models under any version).
 Stage fit_stage_legacy(const StageDemand& demand, const PolicyContext& context);
+// The weights a stage needs on the card, summed; and a ratio as the notes print it ("1.6").
+std::uint64_t demand_weight_bytes(const StageDemand& demand);
+std::string ratio_text(double x);
+
 // The stage with every model it needs fully resident, before any card policy.
 Stage resident_stage(const StageDemand& demand, const PolicyContext& context);
 

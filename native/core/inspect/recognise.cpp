@@ -9,6 +9,7 @@
 
 #include "core/base/data_files.hpp"
 #include "core/base/error.hpp"
+#include "core/base/data_reader.hpp"
 #include "core/catalog/catalog.hpp"
 
 namespace headroom {
@@ -42,45 +43,7 @@ bool ends_with(const std::string& s, const std::string& tail) {
 
 // --- comfy_nodes.json: typed, every field checked --------------------------------------------------
 
-struct Reader {
-  const std::string& file;
-  std::string where;  // "file_names.vae[2]"
-  [[noreturn]] void fail(const std::string& key, const std::string& what) const {
-    throw Error(file + ": " + where + ": '" + key + "' " + what);
-  }
-  void known(const json& j, std::initializer_list<const char*> keys) const {
-    for (const auto& kv : j.items())
-      if (std::none_of(keys.begin(), keys.end(), [&](const char* k) { return kv.key() == k; })) {
-        std::string list;
-        for (const char* k : keys) list += (list.empty() ? "" : ", ") + std::string(k);
-        fail(kv.key(), "is not a known key (expected " + list + ")");
-      }
-  }
-  std::string text(const json& j, const char* key, bool required) const {
-    auto it = j.find(key);
-    if (it == j.end()) {
-      if (required) fail(key, "is missing");
-      return "";
-    }
-    if (!it->is_string() || it->get<std::string>().empty()) fail(key, "expected a non-empty string");
-    return it->get<std::string>();
-  }
-  std::vector<std::string> words(const json& v, const char* key) const {
-    if (!v.is_array()) fail(key, "expected an array of non-empty strings");
-    std::vector<std::string> out;
-    for (const auto& w : v) {
-      if (!w.is_string() || w.get<std::string>().empty()) fail(key, "expected an array of non-empty strings");
-      out.push_back(w.get<std::string>());
-    }
-    return out;
-  }
-  std::optional<long long> integer(const json& j, const char* key) const {
-    auto it = j.find(key);
-    if (it == j.end()) return std::nullopt;
-    if (!it->is_number_integer()) fail(key, "expected a whole number");
-    return it->get<long long>();
-  }
-};
+using Reader = DataReader;
 
 NameRule read_name_rule(const json& j, const Reader& r) {
   if (!j.is_object()) r.fail("rule", "expected an object");

@@ -6,6 +6,7 @@
 
 #include "core/base/data_files.hpp"
 #include "core/base/error.hpp"
+#include "core/base/data_reader.hpp"
 #include "core/workflow/workflow_graph.hpp"
 
 namespace headroom::workflow {
@@ -13,47 +14,7 @@ namespace {
 
 using nlohmann::json;
 
-struct Reader {
-  const std::string& file;
-  std::string where;  // "nodes.KSampler"
-  [[noreturn]] void fail(const std::string& key, const std::string& what) const {
-    throw Error(file + ": " + where + ": '" + key + "' " + what);
-  }
-  void known(const json& j, std::initializer_list<const char*> keys) const {
-    for (const auto& kv : j.items())
-      if (std::none_of(keys.begin(), keys.end(), [&](const char* k) { return kv.key() == k; })) {
-        std::string list;
-        for (const char* k : keys) list += (list.empty() ? "" : ", ") + std::string(k);
-        fail(kv.key(), "is not a known key (expected " + list + ")");
-      }
-  }
-  std::string text(const json& j, const char* key, bool required = false) const {
-    auto it = j.find(key);
-    if (it == j.end()) {
-      if (required) fail(key, "is missing");
-      return "";
-    }
-    if (!it->is_string() || it->get<std::string>().empty()) fail(key, "expected a non-empty string");
-    return it->get<std::string>();
-  }
-  bool flag(const json& j, const char* key) const {
-    auto it = j.find(key);
-    if (it == j.end()) return false;
-    if (!it->is_boolean()) fail(key, "expected true or false");
-    return it->get<bool>();
-  }
-  // An array of strings; `allow_empty_words` for widget lists, where "" marks a frontend-only entry.
-  std::vector<std::string> words(const json& v, const std::string& key, bool allow_empty_words = false) const {
-    if (!v.is_array()) fail(key, "expected an array of strings");
-    std::vector<std::string> out;
-    for (const auto& w : v) {
-      if (!w.is_string() || (!allow_empty_words && w.get<std::string>().empty()))
-        fail(key, "expected an array of non-empty strings");
-      out.push_back(w.get<std::string>());
-    }
-    return out;
-  }
-};
+using Reader = DataReader;
 
 LoaderRole read_role(const json& j, const Reader& r) {
   if (!j.is_object()) r.fail("role", "expected an object");
