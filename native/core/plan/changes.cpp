@@ -85,6 +85,17 @@ std::optional<ChangeOutcome> gguf_file(const ChangeContext& c) {
                                           " (UnetLoaderGGUF from ComfyUI-GGUF)"};
 }
 
+// ComfyUI's own per-layer formats (nvfp4, mxfp8): offered where the card computes them natively, since
+// elsewhere every layer is dequantised first and a GGUF or fp8 file is the better trade.
+std::optional<ChangeOutcome> quant_file(const ChangeContext& c) {
+  const PrecisionInfo* p = precision_named(c.spec.precision);
+  if (!p || (p->native_compute_from && c.runtime.compute_capability + 1e-9 < *p->native_compute_from)) return std::nullopt;
+  auto r = diffusion_at(c);
+  if (!r) return std::nullopt;
+  return ChangeOutcome{std::move(*r), "use an " + p->name + " file of " + c.job.diffusion->model +
+                                          " (ComfyUI's native quantised format, loaded by UNETLoader)"};
+}
+
 std::optional<ChangeOutcome> block_swap(const ChangeContext& c) {
   if (!c.job.diffusion) return std::nullopt;
   const ModelInfo* m = model_named(c.job.diffusion->model);
@@ -152,6 +163,7 @@ const std::map<std::string, ChangeKind, std::less<>>& change_kinds() {
       {"text_encoder_cpu", {text_encoder_cpu, false}}, {"weights_fp8", {weights_dtype, true}},
       {"gguf_q8", {gguf_file, true}},            {"gguf_q5", {gguf_file, true}},
       {"gguf_q4", {gguf_file, true}},            {"block_swap", {block_swap, false}},
+      {"weights_nvfp4", {quant_file, true}},
       {"batch", {batch, false}},                 {"frames", {frames, false}},
       {"resolution", {resolution, false}},
   };

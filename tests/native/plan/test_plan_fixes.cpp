@@ -5,7 +5,11 @@
 #include "catch.hpp"
 #include "core/base/units.hpp"
 #include "core/estimate/estimator.hpp"
+#include "core/catalog/catalog.hpp"
 #include "core/plan/planner.hpp"
+
+#include <set>
+#include <string>
 
 using namespace headroom;
 
@@ -72,4 +76,19 @@ TEST_CASE("plan: a run that streams under dynamic VRAM is told it runs as it is"
   REQUIRE_FALSE(plan.changes.empty());
   CHECK(plan.changes.front().fits);  // fp8 weights make Flux.1 dev fully resident on 16 GB
   CHECK(plan.advice.find("would make it fully resident") != std::string::npos);
+}
+
+TEST_CASE("plan: an nvfp4 file is offered only on a card that computes fp4", "[plan][fixes][precision]") {
+  // RTX 5090 (sm_120) and RTX 4090 (sm_89) in gpus.json; ComfyUI computes nvfp4 from sm_100.
+  auto kinds_on = [](const char* gpu) {
+    Runtime rt;
+    rt.vram_bytes = resolve_gpu(gpu).memory_bytes;
+    rt.compute_capability = std::stod(*resolve_gpu(gpu).compute_capability);
+    rt.loader = Runtime::Loader::Dynamic;
+    std::set<std::string> kinds;
+    for (const auto& c : make_plan(default_job("flux2-dev"), rt).changes) kinds.insert(c.kind);
+    return kinds;
+  };
+  CHECK(kinds_on("5090").count("weights_nvfp4") == 1);
+  CHECK(kinds_on("4090").count("weights_nvfp4") == 0);
 }
