@@ -126,16 +126,10 @@ json estimate(const json& body) {
   if (auto b = request.bytes_if("lora_bytes")) job.lora_bytes = *b;
 
   const CardBudget card = card_budget_of(request);
-  Runtime rt;
-  rt.vram_bytes = card.vram_bytes;
-  rt.free_bytes = card.free_bytes;
-  if (card.gpu && card.gpu->fp8_compute) rt.fp8_compute = *card.gpu->fp8_compute ? 1 : 0;
+  Runtime rt = runtime_of(request, card);  // reserve_bytes is one of the loader fields
   rt.windows = request.flag_or("windows", rt.windows);
-  if (auto b = request.bytes_if("reserve_bytes")) rt.reserve_bytes = *b;
   rt.allow_lowvram = request.flag_or("allow_lowvram", rt.allow_lowvram);
   if (request.has("fp8_compute")) rt.fp8_compute = request.flag("fp8_compute") ? 1 : 0;
-  if (card.gpu) apply_gpu_rates(*card.gpu, rt);
-  apply_runtime_fields(request, rt);
 
   Estimate est = headroom::estimate(job, rt);
   json out = est.to_json();

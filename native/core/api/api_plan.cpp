@@ -22,16 +22,7 @@ namespace {
 // The preset that sizes a workflow for the request's own card (presets.json).
 constexpr const char* kCardPreset = "fit this card";
 
-Runtime runtime_of(const request::Request& request) {
-  const CardBudget card = card_budget_of(request);
-  Runtime rt;
-  rt.vram_bytes = card.vram_bytes;
-  rt.free_bytes = card.free_bytes;
-  if (card.gpu && card.gpu->fp8_compute) rt.fp8_compute = *card.gpu->fp8_compute ? 1 : 0;  // as api::estimate does
-  if (card.gpu) apply_gpu_rates(*card.gpu, rt);
-  apply_runtime_fields(request, rt);
-  return rt;
-}
+Runtime runtime_of(const request::Request& request) { return api::runtime_of(request, card_budget_of(request)); }
 
 // The memory verdicts are against: the free memory when given, else the card.
 json budget_json(const Runtime& rt) {

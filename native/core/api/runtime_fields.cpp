@@ -30,6 +30,8 @@ request::Fields with_runtime_fields(request::Fields fields) {
   return fields;
 }
 
+namespace {
+
 void apply_runtime_fields(const request::Request& r, Runtime& rt) {
   if (r.has("runtime")) rt.loader = r.text("runtime") == "dynamic" ? Runtime::Loader::Dynamic : Runtime::Loader::Legacy;
   if (auto b = r.bytes_if("reserve_bytes")) rt.reserve_bytes = *b;
@@ -51,6 +53,20 @@ void apply_gpu_rates(const GpuInfo& g, Runtime& rt) {
   // "8.9" -> 8.9; an AMD target ("gfx1100") has no CUDA capability and stays unknown.
   if (g.compute_capability && !g.compute_capability->empty() && std::isdigit(static_cast<unsigned char>((*g.compute_capability)[0])))
     rt.compute_capability = std::strtod(g.compute_capability->c_str(), nullptr);
+}
+
+}  // namespace
+
+Runtime runtime_of(const request::Request& request, const CardBudget& card) {
+  Runtime rt;
+  rt.vram_bytes = card.vram_bytes;
+  rt.free_bytes = card.free_bytes;
+  if (card.gpu) {
+    if (card.gpu->fp8_compute) rt.fp8_compute = *card.gpu->fp8_compute ? 1 : 0;
+    apply_gpu_rates(*card.gpu, rt);
+  }
+  apply_runtime_fields(request, rt);
+  return rt;
 }
 
 }  // namespace headroom::api

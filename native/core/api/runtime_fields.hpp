@@ -7,6 +7,7 @@
 //   ram_bytes            host RAM the weights must fit in
 // and the card's transfer and compute rates taken from gpus.json when a catalog card is named.
 #include "core/base/request_fields.hpp"
+#include "core/catalog/card_budget.hpp"
 #include "core/catalog/catalog.hpp"
 #include "core/estimate/estimator.hpp"
 
@@ -14,7 +15,8 @@ namespace headroom::api {
 
 // Appended to an entry point's own table.
 request::Fields with_runtime_fields(request::Fields fields);
-void apply_runtime_fields(const request::Request& request, Runtime& runtime);
-void apply_gpu_rates(const GpuInfo& gpu, Runtime& runtime);
+// The card (its memory, free memory, fp8 compute, link and throughput when a catalog GPU is named) and
+// the loader fields of a request: what estimate and plan both run on.
+Runtime runtime_of(const request::Request& request, const CardBudget& card);
 
 }  // namespace headroom::api

@@ -70,16 +70,7 @@ Stage fit_stage_dynamic(const StageDemand& d, const PolicyContext& c) {
     return s;
   }
 
-  if (fallback) {
-    Stage s = std::move(*fallback);
-    s.full_load_bytes = full.full_load_bytes;
-    s.min_bytes = full.min_bytes;
-    s.required_bytes = full.required_bytes;
-    s.mode = s.peak_bytes <= V ? "tiled_fallback" : spelling(Verdict::DoesNotFit);
-    s.notes.insert(s.notes.begin(), "the untiled " + d.name + " needs " + format_bytes(full.peak_bytes) +
-                                        "; ComfyUI runs out of memory and retries tiled");
-    return s;
-  }
+  if (fallback) return tiled_retry(std::move(*fallback), full, d.name, V);
 
   full.mode = spelling(Verdict::DoesNotFit);
   full.notes.push_back("even with every weight streamed, the activations and the layers in flight need " +

@@ -36,6 +36,16 @@ std::string ratio_text(double x) {
   return buf;
 }
 
+Stage tiled_retry(Stage s, const Stage& untiled, const std::string& stage_name, std::uint64_t vram) {
+  s.full_load_bytes = untiled.full_load_bytes;
+  s.min_bytes = untiled.min_bytes;
+  s.required_bytes = untiled.min_bytes;
+  s.mode = s.peak_bytes <= vram ? "tiled_fallback" : spelling(Verdict::DoesNotFit);
+  s.notes.insert(s.notes.begin(), "the untiled " + stage_name + " needs " + format_bytes(untiled.peak_bytes) +
+                                      "; ComfyUI runs out of memory and retries tiled");
+  return s;
+}
+
 // Breakdown with every model fully resident.
 Stage resident_stage(const StageDemand& d, const PolicyContext& c) {
   Stage s;
@@ -213,15 +223,7 @@ Stage fit_stage_legacy(const StageDemand& d, const PolicyContext& c) {
     return s;
   }
 
-  if (fallback) {
-    Stage s = std::move(*fallback);
-    s.full_load_bytes = full.full_load_bytes;
-    s.min_bytes = full.min_bytes;
-    s.mode = s.peak_bytes <= V ? "tiled_fallback" : spelling(Verdict::DoesNotFit);
-    s.notes.insert(s.notes.begin(), "the untiled " + d.name + " needs " + format_bytes(full.peak_bytes) +
-                                        "; ComfyUI runs out of memory and retries tiled");
-    return s;
-  }
+  if (fallback) return tiled_retry(std::move(*fallback), full, d.name, V);
 
   full.mode = spelling(Verdict::DoesNotFit);
   full.notes.push_back("needs " + format_bytes(full.peak_bytes) + " on a " + format_bytes(V) + " card");

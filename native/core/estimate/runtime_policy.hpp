@@ -42,6 +42,9 @@ std::string ratio_text(double x);
 
 // The stage with every model it needs fully resident, before any card policy.
 Stage resident_stage(const StageDemand& demand, const PolicyContext& context);
+// ComfyUI's retry after the untiled VAE decode ran out of memory: the tiled stage `tiled`, keeping the
+// untiled stage's figures (full load, least need) and saying why it retried; it fits or not on `vram`.
+Stage tiled_retry(Stage tiled, const Stage& untiled, const std::string& stage_name, std::uint64_t vram);
 
 // Seconds of one forward pass, for the offload slowdown (rough: see models.json runtime).
 double forward_seconds(const StageDemand& demand);

@@ -222,23 +222,20 @@ NameRecognition recognise_file_name(const std::string& file, const std::string& 
         break;
       }
   if (hit && !in_catalog(hit->model)) hit = nullptr;
-  // The rules carry the caveats of the models they were written for; a catalog model they never name
-  // (a family added since, such as a FLUX.2 file that a "flux" rule would take for FLUX.1) is matched
-  // by its own file patterns first, so a new family is never taken for an older one.
-  if (auto name = model_from_file_name(base_name(file))) {
-    const ModelInfo* info = find_model(*name);
-    if (info && role_matches(*info, loader_role) && !named_by_rules(rules_role, info->name)) hit = nullptr;
-  }
+  // The catalog's own file patterns, asked once: they decide when no rule matches, and also when they
+  // name a catalog model the rules never name (a family added since, such as a FLUX.2 file that a
+  // "flux" rule would take for FLUX.1), so a new family is never taken for an older one.
+  const ModelInfo* by_pattern = nullptr;
+  if (auto name = model_from_file_name(base_name(file)))
+    if (const ModelInfo* info = find_model(*name); info && role_matches(*info, loader_role)) by_pattern = info;
+  if (by_pattern && !named_by_rules(rules_role, by_pattern->name)) hit = nullptr;
   if (hit) {
     g.model = hit->model;
     g.notes.push_back("'" + file + "' taken for " + g.model + " from its file name");
     if (!hit->note.empty()) g.notes.push_back(hit->note);
-  } else if (auto name = model_from_file_name(base_name(file))) {
-    const ModelInfo* info = find_model(*name);
-    if (info && role_matches(*info, loader_role)) {
-      g.model = info->name;
-      g.notes.push_back("'" + file + "' taken for " + g.model + " from its file name (catalog file patterns)");
-    }
+  } else if (by_pattern) {
+    g.model = by_pattern->name;
+    g.notes.push_back("'" + file + "' taken for " + g.model + " from its file name (catalog file patterns)");
   }
   g.precision = precision_in_file_name(file);
   if (g.precision.empty())
