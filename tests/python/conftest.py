@@ -127,3 +127,31 @@ def fake_core():
     import fakes
     with natives_installed(fakes.FakeCore()) as core:
         yield core
+
+
+@pytest.fixture
+def comfy_standin(monkeypatch):
+    """Installs stand-ins of the ComfyUI modules that decide its memory runtime: comfy.cli_args (the flags),
+    comfy.model_management, comfyui_version, and comfy.memory_management with aimdo_enabled (set by
+    main.py once comfy-aimdo started; aimdo=None installs none, as in ComfyUI before 0.15). Returns
+    install(version, aimdo, **cli_args)."""
+    import types
+
+    def install(version, aimdo, **cli_args):
+        args = dict(reserve_vram=None, vram_headroom=0.0, disable_pinned_memory=False, disable_dynamic_vram=False,
+                    highvram=False, gpu_only=False, novram=False, cpu=False)
+        args.update(cli_args)
+        cli = types.ModuleType("comfy.cli_args")
+        cli.args = types.SimpleNamespace(**args)
+        monkeypatch.setitem(sys.modules, "comfy.cli_args", cli)
+        monkeypatch.setitem(sys.modules, "comfy.model_management", types.ModuleType("comfy.model_management"))
+        ver = types.ModuleType("comfyui_version")
+        ver.__version__ = version
+        monkeypatch.setitem(sys.modules, "comfyui_version", ver)
+        if aimdo is None:
+            monkeypatch.delitem(sys.modules, "comfy.memory_management", raising=False)
+        else:
+            mem = types.ModuleType("comfy.memory_management")
+            mem.aimdo_enabled = aimdo
+            monkeypatch.setitem(sys.modules, "comfy.memory_management", mem)
+    return install

@@ -13,7 +13,6 @@ State dicts in both layouts a FLUX.2 VAE reaches Headroom in:
   - ComfyUI's VAE.get_sd() after loading it (comfy/sd.py renames 'decoder.post_quant_conv.' to
     'post_quant_conv.'): 'post_quant_conv.*' at the top level, the same 'bn.*' and 'decoder.*'.
 """
-import math
 
 import torch
 from torch import nn
@@ -62,15 +61,8 @@ def random_flux2_vae(z_channels=32, widths=(32, 64, 64), blocks=2, seed=0):
     identity (means ~ N(0, 0.5^2), variances in [0.3, 3]), so a wrong front end shows in the image."""
     g = torch.Generator().manual_seed(seed)
     m = Flux2DecoderOnly(z_channels, widths, blocks)
+    kl.init_well_scaled(m, g)
     with torch.no_grad():
-        for name, p in m.named_parameters():
-            if "norm" in name:
-                base = 1.0 if name.endswith("weight") else 0.0
-                p.copy_(base + 0.1 * torch.randn(p.shape, generator=g))
-            elif name.endswith("weight"):
-                p.copy_(torch.randn(p.shape, generator=g) * math.sqrt(1.0 / p[0].numel()))
-            else:
-                p.copy_(0.05 * torch.randn(p.shape, generator=g))
         m.running_mean.copy_(0.5 * torch.randn(m.running_mean.shape, generator=g))
         m.running_var.copy_(0.3 + 2.7 * torch.rand(m.running_var.shape, generator=g))
     return m.eval()

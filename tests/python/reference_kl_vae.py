@@ -131,8 +131,14 @@ def random_vae(z_channels=16, widths=(32, 64, 64), blocks=2, post_quant=False, s
     so activations stay O(1) through the net like a trained VAE's and errors are meaningful."""
     g = torch.Generator().manual_seed(seed)
     m = KLDecoderOnly(z_channels, widths, blocks, post_quant)
+    init_well_scaled(m, g)
+    return m.eval()
+
+
+def init_well_scaled(model, g):
+    """Conv weights ~ He init, norm affine near 1/0, small biases, drawn from generator `g` in parameter order."""
     with torch.no_grad():
-        for name, p in m.named_parameters():
+        for name, p in model.named_parameters():
             if "norm" in name:
                 base = 1.0 if name.endswith("weight") else 0.0
                 p.copy_(base + 0.1 * torch.randn(p.shape, generator=g))
@@ -141,7 +147,6 @@ def random_vae(z_channels=16, widths=(32, 64, 64), blocks=2, post_quant=False, s
                 p.copy_(torch.randn(p.shape, generator=g) * math.sqrt(1.0 / fan_in))
             else:
                 p.copy_(0.05 * torch.randn(p.shape, generator=g))
-    return m.eval()
 
 
 def state_dict_of(model):

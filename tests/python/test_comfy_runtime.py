@@ -3,7 +3,6 @@ comfy.memory_management (aimdo_enabled, set by main.py once comfy-aimdo really s
 comfyui_version. The stand-ins carry only those names, as ComfyUI 0.3.64 (legacy, no
 memory_management) and ComfyUI >= 0.15 (dynamic) define them."""
 import sys
-import types
 
 import pytest
 
@@ -15,32 +14,10 @@ from headroom_pack.nodes import comfy_runtime  # noqa: E402
 GIB = 1024 ** 3
 
 
-def _args(**kw):
-    base = dict(reserve_vram=None, vram_headroom=0.0, disable_pinned_memory=False, disable_dynamic_vram=False,
-                highvram=False, gpu_only=False, novram=False, cpu=False)
-    base.update(kw)
-    return types.SimpleNamespace(**base)
-
-
 @pytest.fixture
-def comfy(monkeypatch):
-    """Installs stand-in ComfyUI modules; returns a function (version, aimdo, **args) -> None.
-    aimdo=None installs no comfy.memory_management (ComfyUI before 0.15)."""
-    def install(version, aimdo, **args):
-        cli = types.ModuleType("comfy.cli_args")
-        cli.args = _args(**args)
-        monkeypatch.setitem(sys.modules, "comfy.cli_args", cli)
-        monkeypatch.setitem(sys.modules, "comfy.model_management", types.ModuleType("comfy.model_management"))
-        ver = types.ModuleType("comfyui_version")
-        ver.__version__ = version
-        monkeypatch.setitem(sys.modules, "comfyui_version", ver)
-        if aimdo is None:
-            monkeypatch.delitem(sys.modules, "comfy.memory_management", raising=False)
-        else:
-            mem = types.ModuleType("comfy.memory_management")
-            mem.aimdo_enabled = aimdo
-            monkeypatch.setitem(sys.modules, "comfy.memory_management", mem)
-    return install
+def comfy(comfy_standin):
+    """install(version, aimdo, **cli_args): the shared stand-in (conftest.comfy_standin)."""
+    return comfy_standin
 
 
 def test_no_comfyui_leaves_the_runtime_to_the_caller(monkeypatch):

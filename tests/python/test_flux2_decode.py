@@ -21,10 +21,7 @@ import reference_kl_vae as kl  # noqa: E402
 
 ht = pytest.importorskip("_headroom_torch", reason="native torch module not built (HEADROOM_BUILD_DIR)")
 
-REPO = Path(__file__).resolve().parents[2]
-BUILD = Path(os.environ.get("HEADROOM_BUILD_DIR", "build"))
-if not BUILD.is_absolute():
-    BUILD = REPO / BUILD
+from conftest import BUILD_DIR as BUILD, REPO  # noqa: E402
 TOL = 1e-4
 UP = 4  # the test decoder's upscale (3 levels); the packed latent is 2 * UP = 8x smaller than the image
 

@@ -7,7 +7,6 @@ identities (blending a pointwise "decoder" must reproduce it exactly). Tolerance
 1e-4 of the output range in fp32.
 """
 import copy
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -20,10 +19,7 @@ import reference_kl_vae as ref  # noqa: E402
 
 ht = pytest.importorskip("_headroom_torch", reason="native torch module not built (HEADROOM_BUILD_DIR)")
 
-REPO = Path(__file__).resolve().parents[2]
-BUILD = Path(os.environ.get("HEADROOM_BUILD_DIR", "build"))
-if not BUILD.is_absolute():
-    BUILD = REPO / BUILD
+from conftest import BUILD_DIR as BUILD, REPO  # noqa: E402
 TOL = 1e-4  # of the IMAGE range [0, 1]
 
 torch.set_num_threads(max(1, min(2, torch.get_num_threads())))

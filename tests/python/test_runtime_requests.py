@@ -4,7 +4,6 @@ knobs (issue 10, item 4): stand-in ComfyUI modules as ComfyUI >= 0.15 with dynam
 import copy
 import json
 import sys
-import types
 
 import pytest
 
@@ -29,25 +28,11 @@ MODES = {
 
 
 @pytest.fixture
-def comfy(monkeypatch):
-    """Installs stand-in ComfyUI modules for one mode; returns the fields the core must receive."""
+def comfy(comfy_standin):
+    """Installs the stand-in ComfyUI modules for one mode; returns the fields the core must receive."""
     def install(mode):
         version, aimdo, reserve, headroom = MODES[mode]
-        cli = types.ModuleType("comfy.cli_args")
-        cli.args = types.SimpleNamespace(reserve_vram=reserve, vram_headroom=headroom, disable_pinned_memory=False,
-                                         disable_dynamic_vram=False, highvram=False, gpu_only=False, novram=False,
-                                         cpu=False)
-        monkeypatch.setitem(sys.modules, "comfy.cli_args", cli)
-        monkeypatch.setitem(sys.modules, "comfy.model_management", types.ModuleType("comfy.model_management"))
-        ver = types.ModuleType("comfyui_version")
-        ver.__version__ = version
-        monkeypatch.setitem(sys.modules, "comfyui_version", ver)
-        if aimdo is None:
-            monkeypatch.delitem(sys.modules, "comfy.memory_management", raising=False)
-        else:
-            mem = types.ModuleType("comfy.memory_management")
-            mem.aimdo_enabled = aimdo
-            monkeypatch.setitem(sys.modules, "comfy.memory_management", mem)
+        comfy_standin(version, aimdo, reserve_vram=reserve, vram_headroom=headroom)
         return {"runtime": mode, "reserve_bytes": int(reserve * GIB), "vram_headroom_bytes": int((headroom or 0) * GIB)}
     return install
 
