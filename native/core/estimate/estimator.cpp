@@ -122,7 +122,7 @@ json Estimate::to_json() const {
   j["min_peak_bytes"] = min_peak_bytes;
   j["slowdown"] = slowdown;
   j["runtime"] = runtime;
-  j["required_bytes"] = required_bytes;
+  j["required_bytes"] = required_bytes();
   j["own_peak_bytes"] = own_peak_bytes;
   j["host_ram_bytes"] = host_ram_bytes;
   if (ram_bytes) j["ram_bytes"] = ram_bytes;
@@ -144,7 +144,7 @@ json Estimate::to_json() const {
                            {"slowdown", s.slowdown},
                            {"full_load_bytes", s.full_load_bytes},
                            {"min_bytes", s.min_bytes},
-                           {"required_bytes", s.required_bytes},
+                           {"required_bytes", s.required_bytes()},
                            {"cached_bytes", s.cached_bytes},
                            {"resident_bytes", s.resident_bytes},
                            {"streamed_bytes", s.streamed_bytes},
@@ -295,7 +295,6 @@ Estimate estimate(const Job& job, const Runtime& runtime) {
   est.host_ram_bytes = host_ram_needed(rj, job);
   est.ram_bytes = runtime.ram_bytes;
   bool any_fail = false, any_degraded = false, any_streams = false, any_partial = false;
-  std::uint64_t own_peak = 0;  // the peak without cached models, which either loader frees on demand
   std::string fail_stage, stream_stage;
   double stream_slowdown = 1.0;
   for (const auto& s : est.stages) {
@@ -305,9 +304,8 @@ Estimate estimate(const Job& job, const Runtime& runtime) {
     }
     est.full_load_peak_bytes = std::max(est.full_load_peak_bytes, s.full_load_bytes);
     est.min_peak_bytes = std::max(est.min_peak_bytes, s.min_bytes);
-    est.required_bytes = std::max(est.required_bytes, s.required_bytes);
-    own_peak = std::max(own_peak, s.peak_bytes - s.cached_bytes);
-    est.own_peak_bytes = own_peak;
+    // The peak without cached models, which either loader frees on demand.
+    est.own_peak_bytes = std::max(est.own_peak_bytes, s.peak_bytes - s.cached_bytes);
     // Sampling takes nearly all of the run's time, so its slowdown is the run's; other stages'
     // slowdowns stay in their own entries.
     if (s.name == "sample") est.slowdown = s.slowdown;
@@ -346,7 +344,7 @@ Estimate estimate(const Job& job, const Runtime& runtime) {
       } else {
         est.verdict = spelling(Verdict::Fits);
       }
-    } else if (any_degraded || own_peak > static_cast<std::uint64_t>(V * (1.0 - margin))) {
+    } else if (any_degraded || est.own_peak_bytes > static_cast<std::uint64_t>(V * (1.0 - margin))) {
       est.verdict = spelling(Verdict::Tight);
       est.verdict_reason = any_degraded ? "fits only with partial loading or the tiled retry"
                                         : "the peak is within " + std::to_string(static_cast<int>(margin * 100 + 0.5)) +

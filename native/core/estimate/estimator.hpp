@@ -57,7 +57,8 @@ struct Stage {
   std::uint64_t min_bytes = 0;                      // need with the most streaming ComfyUI allows
   std::vector<std::string> cached;                  // earlier models that stay loaded because they fit
   // Added for the two runtimes:
-  std::uint64_t required_bytes = 0;                 // the least this stage runs in without an OOM
+  // The least this stage runs in without an OOM: min_bytes under its loader's most streaming.
+  std::uint64_t required_bytes() const { return min_bytes; }
   std::uint64_t cached_bytes = 0;                   // of `cached`, counted in peak_bytes (the card holds them)
   std::uint64_t cache_floor_bytes = 0;              // what the loader keeps for the stage itself before it
                                                     // lets earlier models stay (legacy: ComfyUI's estimate)
@@ -82,7 +83,8 @@ struct Estimate {
   double slowdown = 1.0;                   // worst stage slowdown from partial loading / tiling
   // Added for the two runtimes:
   std::string runtime = "legacy";          // loader_name of Runtime::loader
-  std::uint64_t required_bytes = 0;        // the least the run needs on the card without an OOM
+  // The least the run needs on the card without an OOM (the largest stage's required_bytes).
+  std::uint64_t required_bytes() const { return min_peak_bytes; }
   std::uint64_t own_peak_bytes = 0;        // peak_bytes without the models cached from earlier stages
   std::uint64_t host_ram_bytes = 0;        // host RAM the weights need (staged on the CPU / offloaded)
   std::uint64_t ram_bytes = 0;             // the host RAM checked against (0 = not given)

@@ -41,7 +41,6 @@ Stage fit_stage_dynamic(const StageDemand& d, const PolicyContext& c) {
     fallback = resident_dynamic(d.fallback.front(), c);
     full.min_bytes = std::min(full.min_bytes, fallback->peak_bytes);
   }
-  full.required_bytes = full.min_bytes;
   const std::uint64_t V = c.vram_bytes;
   if (V == 0 || full.peak_bytes <= V) return full;
 

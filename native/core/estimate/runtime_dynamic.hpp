@@ -12,7 +12,7 @@
 namespace headroom {
 
 // mode "full" (everything resident), "streams" (runs, part of the weights copied in per forward pass),
-// "tiled_fallback" (the VAE decode's retry) or "does_not_fit"; required_bytes is the least it runs in.
+// "tiled_fallback" (the VAE decode's retry) or "does_not_fit"; required_bytes() (= min_bytes) is the least it runs in.
 Stage fit_stage_dynamic(const StageDemand& demand, const PolicyContext& context);
 
 }  // namespace headroom

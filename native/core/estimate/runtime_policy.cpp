@@ -39,7 +39,6 @@ std::string ratio_text(double x) {
 Stage tiled_retry(Stage s, const Stage& untiled, const std::string& stage_name, std::uint64_t vram) {
   s.full_load_bytes = untiled.full_load_bytes;
   s.min_bytes = untiled.min_bytes;
-  s.required_bytes = untiled.min_bytes;
   s.mode = s.peak_bytes <= vram ? "tiled_fallback" : spelling(Verdict::DoesNotFit);
   s.notes.insert(s.notes.begin(), "the untiled " + stage_name + " needs " + format_bytes(untiled.peak_bytes) +
                                       "; ComfyUI runs out of memory and retries tiled");
@@ -80,7 +79,6 @@ void record_residency(Stage& s, const StageDemand& d) {
     s.resident_bytes[w.first] += resident;
     if (w.second > resident) s.streamed_bytes[w.first] += w.second - resident;
   }
-  s.required_bytes = s.min_bytes;
 }
 
 }  // namespace

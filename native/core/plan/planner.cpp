@@ -25,7 +25,7 @@ NeedBasis need_basis(const Estimate& e) {
 
 // Cached models are freed for a stage that needs the room, so they are not what a change must save.
 std::uint64_t need_bytes(const Estimate& e, NeedBasis basis) {
-  return basis == NeedBasis::Runs ? std::max(e.own_peak_bytes, e.required_bytes)
+  return basis == NeedBasis::Runs ? std::max(e.own_peak_bytes, e.required_bytes())
                                   : std::max(e.own_peak_bytes, e.full_load_peak_bytes);
 }
 
