@@ -1,6 +1,7 @@
 // Calibration: the estimate against the published measurements of
 // ../shared/facts/vram-measurements-and-architectures.md §2 that match ComfyUI-like settings.
-// Each case names its row. Target: within 15%, and never "fits" where a measurement exceeded the card.
+// Each case names its row. Target: within 15%, never under by more than 5%, and never "fits" where a
+// measurement exceeded the card.
 #include <cmath>
 
 #include "catch.hpp"
@@ -33,6 +34,13 @@ double decode_reserved(const json& r) {
 
 double error_pct(double estimate, double measured) { return 100.0 * (estimate - measured) / measured; }
 
+// The issue's limits: within 15 % either way, and a peak a card showed is never under-predicted by more than 5 %.
+void check_calibrated(double estimate, double measured) {
+  const double error = error_pct(estimate, measured);
+  CHECK(std::abs(error) < 15.0);
+  CHECK(error > -5.0);
+}
+
 }  // namespace
 
 TEST_CASE("row 30: Flux.1 dev DiT single forward, bf16 1024^2, 22.63 GiB allocated (diffusers, L40)",
@@ -45,7 +53,7 @@ TEST_CASE("row 30: Flux.1 dev DiT single forward, bf16 1024^2, 22.63 GiB allocat
   const double estimate = part(s, "weights:flux1-dev") + act + part(s, "latents");
   const double measured = 22.63 * GiB;
   INFO("estimate " << estimate / GiB << " GiB, error " << error_pct(estimate, measured) << "%");
-  CHECK(std::abs(error_pct(estimate, measured)) < 15.0);
+  check_calibrated(estimate, measured);
   // Activations alone: diffusers' ~0.47 GiB over the 22.17 GiB of weights (facts §3.5).
   CHECK(act / GiB == Approx(0.47).epsilon(0.15));
 }
@@ -55,7 +63,7 @@ TEST_CASE("row 37: SDXL-architecture VAE decode fp16 1024^2, 3232 MB reserved (I
   json r = api::estimate({{"model", "sdxl-vae"}, {"precision", "fp16"}, {"width", 1024}, {"height", 1024}});
   const double measured = 3232.0 * MiB;
   INFO("estimate " << decode_reserved(r) / MiB << " MiB, error " << error_pct(decode_reserved(r), measured) << "%");
-  CHECK(std::abs(error_pct(decode_reserved(r), measured)) < 15.0);
+  check_calibrated(decode_reserved(r), measured);
 }
 
 TEST_CASE("rows 39/40: Wan2.1-architecture VAE single-frame decode fp16, reserved (InvokeAI PR #9305, RTX 4090)",
@@ -68,7 +76,7 @@ TEST_CASE("rows 39/40: Wan2.1-architecture VAE single-frame decode fp16, reserve
     const double measured = p.gib * GiB;
     INFO("row " << p.row << " " << p.w << "x" << p.h << ": estimate " << decode_reserved(r) / GiB << " GiB, error "
                 << error_pct(decode_reserved(r), measured) << "%");
-    CHECK(std::abs(error_pct(decode_reserved(r), measured)) < 15.0);
+    check_calibrated(decode_reserved(r), measured);
   }
 }
 
@@ -78,31 +86,44 @@ TEST_CASE("row 36: Flux VAE decode 1920x1080 '~6.2 GB on top of the weights' (ci
   // ComfyUI runs the Flux VAE in bf16 on Ampere+; the claim is rounded: read it as 6.2 GiB.
   const double measured = 6.2 * GiB;
   INFO("estimate " << decode_reserved(r) / GiB << " GiB, error " << error_pct(decode_reserved(r), measured) << "%");
-  CHECK(std::abs(error_pct(decode_reserved(r), measured)) < 15.0);
+  check_calibrated(decode_reserved(r), measured);
 }
 
 TEST_CASE("rows 6/7: Wan2.2 T2V-A14B official repo, bf16, one expert, 41.3 / 59.8 GiB", "[calibration]") {
-  // The official repo runs CFG as two batch-1 passes (cfg 1 here = batch 1) with T5 offloaded
-  // before sampling, and keeps tensors ComfyUI does not (facts §1.3, wan/modules/model.py):
-  //   e0: fp32 per-token modulation [L, 6, dim]       6 * dim * 4 bytes per token
-  //   e:  fp32 per-token time embedding [L, dim]          dim * 4
-  //   RoPE in complex128 for q then k, plus fp32 results: 8 * dim (fp64 transient) + 2 * 4 * dim
-  //   residual stream in fp32 instead of 16-bit:          2 * dim extra
-  // These extras are added here, with the same allocator overhead, to compare like with like.
+  // The official repo (Wan-Video/Wan2.2 @42bf4cf, wan/modules/model.py) is another program: CFG runs as
+  // two batch-1 passes (cfg 1 here = batch 1), T5 is offloaded before sampling, and its activations are
+  // not ComfyUI's. So these rows check what both programs share (the expert's weights, latents, context)
+  // and replace ComfyUI's activations with the official code's own, counted tensor by tensor in units of
+  // dim bytes per token at its peak, the RoPE of k inside the self-attention:
+  //   kept across blocks: e0, fp32 per-token modulation [L, 6, dim]             24
+  //                       e, fp32 per-token time embedding (kept for the head)  4
+  //                       x, the fp32 residual stream                            4
+  //   kept in the block:  modulation + e0, a new [L, 6, dim] fp32 tensor        24
+  //                       the modulated input of the self-attention, fp32        4
+  //   self-attention:     q, k, v from the bf16 linears                          6
+  //                       q after its RoPE, fp32                                 4
+  //   RoPE of k:          the fp64 copy and its complex product, then cat,
+  //                       stack and .float() (two fp64 tensors + fp32 at most)  20
+  //                                                                   total     90
+  // The measured rows agree with this count on their own: between them the peak grows 0.432 GiB per
+  // 1k tokens (facts §2.1), 90.6 dim bytes per token, so no allocator margin is added to it.
   const double dim = 5120;
-  const double extras_per_token = (6 * dim * 4 + dim * 4 + 8 * dim + 2 * 4 * dim + 2 * dim) * 1.2;
+  const double official_per_token = 90 * dim;
   struct Point { int w, h; double tokens, gib; const char* row; };
   const Point points[] = {{832, 480, 32760, 41.3, "6"}, {1280, 720, 75600, 59.8, "7"}};
   for (const auto& p : points) {
     json r = api::estimate({{"model", "wan2.2-t2v-a14b"}, {"precision", "bf16"}, {"width", p.w}, {"height", p.h},
                             {"frames", 81}, {"cfg", 1.0}});
     const json& s = stage(r, "sample");
-    // Everything ComfyUI's stage holds except ComfyUI's own reserve.
-    const double comfy = s["peak_bytes"].get<double>() - part(s, "comfyui_reserve");
-    const double estimate = comfy + extras_per_token * p.tokens;
+    // The token count the per-token figure multiplies is the estimator's own.
+    CHECK(s["notes"][0].get<std::string>().rfind(std::to_string(static_cast<long>(p.tokens)) + " tokens", 0) == 0);
+    // What ComfyUI's stage holds except its own reserve and its own activations (with their margin).
+    const double shared = s["peak_bytes"].get<double>() - part(s, "comfyui_reserve") - part(s, "activations") -
+                          part(s, "allocator_overhead");
+    const double estimate = shared + official_per_token * p.tokens;
     const double measured = p.gib * GiB;
     INFO("row " << p.row << ": estimate " << estimate / GiB << " GiB, error " << error_pct(estimate, measured) << "%");
-    CHECK(std::abs(error_pct(estimate, measured)) < 15.0);
+    check_calibrated(estimate, measured);
   }
 }
 
@@ -120,7 +141,7 @@ TEST_CASE("rows 34/35: Flux Kontext template 'requires about 20GB' fp8_scaled / 
     const double estimate = stage(r, "sample")["peak_bytes"].get<double>() + cached;
     const double measured = p.gb * 1e9;
     INFO("row " << p.row << ": estimate " << estimate / 1e9 << " GB, error " << error_pct(estimate, measured) << "%");
-    CHECK(std::abs(error_pct(estimate, measured)) < 15.0);
+    check_calibrated(estimate, measured);
   }
 }
 
@@ -137,7 +158,7 @@ TEST_CASE("rows 18/19: Wan2.2 I2V A14B template fp8_scaled 640x640x81 on a 24 GB
     const double estimate = r["peak_bytes"].get<double>();
     INFO("row " << p.row << ": estimate " << estimate / GiB << " GiB (" << r["peak_stage"] << "), error "
                 << error_pct(estimate, measured) << "%");
-    CHECK(std::abs(error_pct(estimate, measured)) < 15.0);
+    check_calibrated(estimate, measured);
     CHECK(r["verdict"] != "does not fit");  // it ran
   }
 }
