@@ -5,9 +5,10 @@ hand the same way: `<python of ComfyUI> install.py`. First it looks for a prebui
 matches the running torch X.Y, CUDA major, Python and platform exactly (nodes/decoder_wheels.json;
 never a near match) and proves it in a child process. Then, where a source build is wanted (see
 source_build_wanted: by default on Linux and macOS with CMake, never by default on Windows), it
-configures CMake with that interpreter, so the estimator module (_headroom_core, no torch) and the
-decoders (_headroom_torch, against the running torch) land in <pack>/build/python, where the nodes look
-for them. Exit status 0 on success; on failure it says what is missing and the nodes keep working."""
+configures CMake with that interpreter, so the estimator (the C library headroom_core, no torch, any
+Python) lands in <pack>/build/capi and the decoders (_headroom_torch, against the running torch) in
+<pack>/build/python, where the nodes look for them. Exit status 0 on success; on failure it says what is
+missing and the nodes keep working."""
 import hashlib
 import json
 import os
@@ -46,8 +47,8 @@ def configure_args(facts):
     return args
 
 
-MODULE_PREFIXES = ("_headroom_core", "_headroom_torch")
-MODULE_SUFFIXES = (".so", ".pyd", ".dylib")
+MODULE_PREFIXES = ("_headroom_torch", "libheadroom_core", "headroom_core")
+MODULE_SUFFIXES = (".so", ".pyd", ".dylib", ".dll")
 GIB = 1024 ** 3
 GIB_PER_COMPILE_JOB = 2  # a LibTorch translation unit takes 1.5-2 GiB of RAM in g++
 
@@ -82,9 +83,11 @@ def build_jobs(cpus=None, ram=None) -> int:
 
 
 def module_records(folder: Path) -> dict:
-    """{file name: {size, sha256}} of the built modules: the loader checks a module against this
+    """{file name: {size, sha256}} of the built libraries: the loader checks one against this
     before loading it into ComfyUI, so a file cut short or changed after the build is caught."""
     records = {}
+    if not Path(folder).is_dir():
+        return records
     for path in sorted(Path(folder).iterdir()):
         if path.is_file() and path.name.startswith(MODULE_PREFIXES) and path.name.endswith(MODULE_SUFFIXES):
             digest = hashlib.sha256()
@@ -132,11 +135,11 @@ def source_build_wanted():
 def toolchain_advice():
     if platform.system() == "Linux":
         return ("Install CMake >= 3.18, Ninja and a C++17 compiler (Debian/Ubuntu: apt install cmake ninja-build g++ "
-                "nlohmann-json3-dev; pip install pybind11)")
+                "nlohmann-json3-dev; for the decoders also pip install pybind11)")
     if platform.system() == "Darwin":
         return "Install CMake >= 3.18, Ninja and Xcode's command-line tools (brew install cmake ninja nlohmann-json)"
     return ("Install Visual Studio Build Tools (C++), CMake >= 3.18 and nlohmann_json (vcpkg install nlohmann-json), "
-            "and pip install pybind11 into ComfyUI's Python")
+            "and, for the decoders, pip install pybind11 into ComfyUI's Python")
 
 
 def main():
@@ -171,11 +174,11 @@ def main():
     (BUILD / "python").mkdir(parents=True, exist_ok=True)
     info = {"python": sys.executable, "python_version": platform.python_version(), **facts,
             "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "modules": module_records(BUILD / "python")}
+            "modules": {**module_records(BUILD / "python"), **module_records(BUILD / "capi")}}
     tmp = info_file.with_suffix(".tmp")
     tmp.write_text(json.dumps(info, indent=1) + "\n")
     os.replace(tmp, info_file)  # all or nothing, like the modules it describes
-    print(f"Headroom: built into {BUILD / 'python'}; restart ComfyUI.")
+    print(f"Headroom: built into {BUILD / 'capi'} and {BUILD / 'python'}; restart ComfyUI.")
     return 0
 
 

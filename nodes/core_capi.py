@@ -1,8 +1,10 @@
-"""The estimator through the C library headroom_core (native/capi) instead of the pybind11 module: the
-same functions, JSON text in and out, so the nodes need not know which one answers. One binary serves
+"""The estimator through the C library headroom_core (native/capi), loaded with ctypes: one binary serves
 every Python (ComfyUI's embedded 3.13 on Windows included), and no compiler is needed where the wheel is
-installed. Used when `_headroom_core` is absent (native_loader.core)."""
+installed. Each function takes and returns JSON text, so the nodes (and their test stand-ins) need not
+know what answers. ctypes releases the GIL for the length of each call, so ComfyUI's server keeps
+answering while a plan runs. native_loader.core() checks the file before this loads it."""
 import ctypes
+import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -10,6 +12,7 @@ from pathlib import Path
 from . import binary_check
 
 ABI_VERSION = 1
+_OK_PREFIX = '{"ok":'
 
 
 def library_name():
@@ -25,7 +28,7 @@ class CoreInputError(ValueError):
 
 
 class CapiCore:
-    """Answers like _headroom_core: catalog() and each function(json_text) -> json_text."""
+    """catalog() and each core function(json_text) -> json_text; InputError on bad input."""
 
     InputError = CoreInputError
 
@@ -39,19 +42,35 @@ class CapiCore:
         lib.headroom_free.restype = None
         lib.headroom_free.argtypes = [ctypes.c_void_p]
         lib.headroom_abi_version.restype = ctypes.c_int
+        lib.headroom_version.restype = ctypes.c_char_p
         abi = lib.headroom_abi_version()
         if abi != ABI_VERSION:
             raise ImportError(f"{self.path}: interface version {abi}, the nodes expect {ABI_VERSION}")
         self._lib = lib
+        self.version = lib.headroom_version().decode("utf-8", "replace")
 
-    def _call(self, function, request):
-        ptr = self._lib.headroom_call(function.encode(), json.dumps(request).encode())
+    def _call(self, function, request_text):
+        """The core's answer to `function` as JSON text. The request goes in as the caller's text: parsed
+        only by the core, whose reader caps nesting (Python's json would hit its recursion limit first)."""
+        if not isinstance(request_text, str):
+            raise TypeError(f"headroom_core {function}: expected the request as JSON text, got "
+                            f"{type(request_text).__name__}")
+        if "\x00" in request_text:  # the C string would end there and the core would read only a prefix
+            raise CoreInputError("request: contains a NUL character, which JSON text never holds unescaped; "
+                                 "send it as \\u0000 inside a string")
+        # surrogatepass: a lone surrogate reaches the core as bytes it rejects by name, not as a codec error
+        ptr = self._lib.headroom_call(function.encode(), request_text.encode("utf-8", "surrogatepass"))
         if not ptr:
             raise MemoryError("headroom_core: no memory for the answer")
         try:
-            answer = json.loads(ctypes.string_at(ptr).decode("utf-8"))
+            text = ctypes.string_at(ptr).decode("utf-8", "replace")
         finally:
             self._lib.headroom_free(ptr)
+        # The library writes compact JSON, so a success is exactly {"ok":<result>}: the result is handed on
+        # as text, not parsed and written again (a plan of a large workflow runs to megabytes).
+        if text.startswith(_OK_PREFIX) and text.endswith("}"):
+            return text[len(_OK_PREFIX):-1]
+        answer = json.loads(text)
         if "ok" in answer:
             return json.dumps(answer["ok"])
         err = answer["error"]
@@ -60,28 +79,29 @@ class CapiCore:
         raise RuntimeError(err.get("message", "internal error"))
 
     def catalog(self):
-        return self._call("catalog", {})
+        return self._call("catalog", "{}")
 
     def inspect(self, paths):
-        return self._call("inspect", {"paths": list(paths)})
+        return self._call("inspect", json.dumps({"paths": list(paths)}))
 
     def explain(self, text):
-        return self._call("explain", {"text": text})
+        return self._call("explain", json.dumps({"text": text}))
 
     def __getattr__(self, function):
         # estimate, plan, apply_preset, recognise, llm, train: a JSON request text each
         if function.startswith("_"):
             raise AttributeError(function)
-        return lambda request_json: self._call(function, json.loads(request_json))
+        return lambda request_json: self._call(function, request_json)
 
 
 def candidates(build_dir: Path):
-    """Where the library may be: the installed headroom_core wheel, then this pack's build."""
-    out = []
+    """Where the library may be, in order: this pack's build (install.py made it from this very source),
+    then the installed headroom_core wheel. The wheel's package is located, not imported."""
+    out = [build_dir / "capi" / library_name()]
     try:
-        import headroom_core  # the wheel's ctypes package (native/capi/python)
-        out.append(Path(headroom_core.library_path()))
-    except Exception:  # noqa: BLE001 - absent or broken: the build folder may still have one
-        pass
-    out.append(build_dir / "capi" / library_name())
+        spec = importlib.util.find_spec("headroom_core")
+    except (ImportError, ValueError):
+        spec = None
+    if spec is not None and spec.origin:
+        out.append(Path(spec.origin).parent / library_name())
     return out

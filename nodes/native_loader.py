@@ -1,4 +1,6 @@
-"""Finds and imports Headroom's native modules, and explains how to fix it when they are missing.
+"""Finds and loads Headroom's native parts, and explains how to fix it when they are missing: the
+estimator core (the C library headroom_core, through ctypes: one binary for every Python) and the
+LibTorch decoders (the pybind11 module _headroom_torch, which must match the running torch).
 
 The pack must keep loading when the native build is absent, broken or built against another torch:
 ComfyUI would otherwise list the whole pack as IMPORT FAILED and the user would see no hint. So every
@@ -19,9 +21,9 @@ from pathlib import Path
 from . import binary_check
 
 PACK_DIR = Path(__file__).resolve().parent.parent
-CORE_MODULE = "_headroom_core"
+CORE_MODULE = "headroom_core"
 TORCH_MODULE = "_headroom_torch"
-BUILD_INFO_FILE = "headroom_build.json"  # written by install.py next to the modules
+BUILD_INFO_FILE = "headroom_build.json"  # written by install.py next to the decoder module
 
 
 class NativeUnavailable(RuntimeError):
@@ -46,6 +48,10 @@ def build_dir() -> Path:
 
 def python_dir() -> Path:
     return build_dir() / "python"
+
+
+def capi_dir() -> Path:
+    return build_dir() / "capi"
 
 
 def build_info() -> dict:
@@ -92,8 +98,21 @@ def describe_fix() -> str:
     )
 
 
-def _module_file(name: str):
-    """The extension-module file `import name` would load, or None (not found, or not a binary)."""
+def _built_module_file(name: str):
+    """The module `name` in the build folder (an extension for this Python's ABI first), or None."""
+    for suffix in importlib.machinery.EXTENSION_SUFFIXES + importlib.machinery.SOURCE_SUFFIXES:
+        path = python_dir() / (name + suffix)
+        if path.is_file():
+            return path
+    return None
+
+
+def _is_binary(path: Path) -> bool:
+    return any(path.name.endswith(suffix) for suffix in importlib.machinery.EXTENSION_SUFFIXES)
+
+
+def _installed_module_file(name: str):
+    """The extension-module file `import name` would load from sys.path (a decoder wheel), or None."""
     try:
         spec = importlib.util.find_spec(name)
     except (ImportError, ValueError):
@@ -113,7 +132,7 @@ def _sha256(path: Path) -> str:
 
 def _recorded_intact(path: Path, size: int) -> bool:
     """True when install.py recorded this very file (same size and SHA-256) after a finished build."""
-    if path.parent != python_dir():
+    if path.parent not in (python_dir(), capi_dir()):
         return False
     record = (build_info().get("modules") or {}).get(path.name)
     if not isinstance(record, dict) or record.get("size") != size:
@@ -134,20 +153,31 @@ def _crash_text(returncode: int) -> str:
     return f"exit status {returncode:#x}" if returncode > 0xFFFF else f"exit status {returncode}"
 
 
-def _import_in_child(name: str, path: Path):
-    """Imports the module in a separate Python first, so a library that crashes whoever loads it takes
-    down that child and not ComfyUI. None when it imports (or fails with a Python exception, which the
-    import in this process then reports with the loader's own words); else the cause."""
-    if not sys.executable:
-        return None
-    code = ("import sys\n"
-            f"sys.path.insert(0, {str(path.parent)!r})\n"
+def _child_load_code(name: str, path: Path) -> str:
+    """What the test process runs: the decoder is imported as the module it is (after torch, whose
+    libraries it needs), the core is opened as the C library it is and asked its interface version."""
+    if name == TORCH_MODULE:
+        load = ("    import importlib.util, torch\n"
+                f"    spec = importlib.util.spec_from_file_location({name!r}, {str(path)!r})\n"
+                "    spec.loader.exec_module(importlib.util.module_from_spec(spec))\n")
+    else:
+        load = ("    import ctypes\n"
+                f"    ctypes.CDLL({str(path)!r}).headroom_abi_version()\n")
+    return ("import sys\n"
             "try:\n"
-            + ("    import torch\n" if name == TORCH_MODULE else "")
-            + f"    import {name}\n"
+            + load +
             "except BaseException as e:\n"
             "    sys.stderr.write(f'{type(e).__name__}: {e}')\n"
             f"    sys.exit({CHILD_IMPORT_ERROR})\n")
+
+
+def _import_in_child(name: str, path: Path):
+    """Loads the library in a separate Python first, so a library that crashes whoever loads it takes
+    down that child and not ComfyUI. None when it loads (or fails with a Python exception, which the
+    load in this process then reports with the loader's own words); else the cause."""
+    if not sys.executable:
+        return None
+    code = _child_load_code(name, path)
     try:
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                              timeout=CHILD_IMPORT_TIMEOUT_S, stdin=subprocess.DEVNULL)
@@ -183,22 +213,55 @@ def _vet(name: str, path: Path):
 
 
 def _import(name: str):
-    folder = python_dir()
-    if folder.is_dir() and str(folder) not in sys.path:
-        sys.path.insert(0, str(folder))
-    path = None if name in sys.modules else _module_file(name)
-    if path is not None:
-        cause = _vet(name, path)
-        if cause:
-            return None, cause
+    """The decoder module from the build folder (loaded by its path: no sys.path edit), else from an
+    installed decoder wheel."""
+    if name in sys.modules:  # loaded already (or hidden with None)
+        module = sys.modules[name]
+        return (module, None) if module is not None else (None, f"{name} is not built (hidden in this process)")
+    built = _built_module_file(name)
+    path = built or _installed_module_file(name)
+    if path is None:
+        return None, f"{name} is not built (looked in {python_dir()} and on sys.path)"
+    cause = _vet(name, path) if _is_binary(path) else None
+    if cause:
+        return None, cause
     try:
-        return importlib.import_module(name), None
+        if built is None:
+            return importlib.import_module(name), None
+        spec = importlib.util.spec_from_file_location(name, built)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[name]
+            raise
+        return module, None
     except ImportError as e:
-        if getattr(e, "name", None) == name and path is None:
-            return None, f"{name} is not built (looked in {folder} and on sys.path)"
         return None, f"{name} failed to import: {e}"
     except Exception as e:  # a broken binary can raise anything at import
         return None, f"{name} failed to import: {type(e).__name__}: {e}"
+
+
+def _load_core():
+    """The C library: this pack's own build first (made from this very source by install.py), then the
+    headroom_core wheel. Each file is checked before it is mapped into this process."""
+    from . import core_capi
+    found = [path for path in core_capi.candidates(build_dir()) if path.is_file()]
+    if not found:
+        return None, (f"{CORE_MODULE} is not installed (no {core_capi.library_name()} in {capi_dir()}, and no "
+                      f"headroom_core package in this Python)")
+    causes = []
+    for path in found:
+        cause = _vet(CORE_MODULE, path)
+        if cause is None:
+            try:
+                return core_capi.CapiCore(path), None
+            except (binary_check.Damaged, OSError, ImportError, AttributeError) as e:
+                # A whole library that is not ours (or of another interface): its loader's own words.
+                cause = f"{CORE_MODULE} at {path} failed to load: {type(e).__name__}: {e}"
+        causes.append(cause)
+    return None, "; ".join(causes)
 
 
 def _torch_mismatch(module):
@@ -221,9 +284,7 @@ def _load(name: str):
                 if running is None:
                     _cache[name] = (None, "torch is not importable in this Python")
                     return _cache[name]
-            module, cause = _import(name)
-            if module is None and name == CORE_MODULE:
-                module, cause = _capi_core(cause)  # the C library answers the same functions
+            module, cause = _load_core() if name == CORE_MODULE else _import(name)
             built = build_info().get("torch_version")
             running, _ = _torch_versions() if name == TORCH_MODULE else (None, None)
             if module is None and built and running and built != running:
@@ -240,18 +301,6 @@ def reset():
     """Forget what was loaded (tests; after a rebuild the user restarts ComfyUI anyway)."""
     with _lock:
         _cache.clear()
-
-
-def _capi_core(cause):
-    """The C library (headroom_core wheel, or build/capi) in place of a missing pybind11 module."""
-    from . import core_capi
-    for path in core_capi.candidates(build_dir()):
-        if path.is_file():
-            try:
-                return core_capi.CapiCore(path), None
-            except (binary_check.Damaged, OSError, ImportError) as e:
-                return None, f"{cause}; headroom_core at {path} is unusable ({e}): run install.py again"
-    return None, cause
 
 
 def core():
@@ -286,9 +335,12 @@ def startup_lines():
         module, cause = _load(name)
         if module is not None:
             where = getattr(module, "__file__", None) or "?"
-            built = build_info().get("built_at")
+            version = getattr(module, "version", None)
+            built = build_info().get("built_at") if Path(where).parent in (python_dir(), capi_dir()) else None
+            details = [f"version {version}"] if isinstance(version, str) else []
+            details += [f"built {built}"] if built else []
             lines.append((logging.INFO, f"Headroom: {label} loaded from {where}"
-                                        + (f" (built {built})" if built else "")))
+                                        + (f" ({', '.join(details)})" if details else "")))
         else:
             lines.append((logging.WARNING, f"Headroom: {label} not loaded: {cause}. The nodes still load and "
                                            f"say so when used. {describe_fix()}"))

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Step 1 of bench/gpu/run.sh: builds _headroom_core and _headroom_torch against this machine's python3, torch
+# Step 1 of bench/gpu/run.sh: builds the core library headroom_core (build/capi) and _headroom_torch against this machine's python3, torch
 # and CUDA (sm_90), plus the ctypes shim over the CUDA kernels (kernels_shim.cu), and says what it found.
 #   bench/gpu/build.sh BUILD_DIR WORK_DIR [--dry-run]
 # Writes WORK_DIR/build.env (KEY=VALUE lines read by versions.py). Never fails the run: a missing dependency
@@ -125,13 +125,16 @@ else
   command -v ccache >/dev/null && LAUNCHER=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
   cmake -S "$REPO" -B "$BUILD" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE="$PY" "${LAUNCHER[@]}" \
       "${CMAKE_ARGS[@]}" >"$WORK/configure.log" 2>&1 &&
-    cmake --build "$BUILD" -j"$(nproc)" --target _headroom_core _headroom_torch
+    cmake --build "$BUILD" -j"$(nproc)" --target headroom_capi _headroom_torch
   rc=$?
   [ "$rc" = 0 ] || tail -40 "$WORK/configure.log"
   note build "rc $rc in $(( $(date +%s) - t0 )) s"
   grep -E "HEADROOM_HAVE|Torch_DIR|CMAKE_CUDA_ARCHITECTURES:" "$BUILD/CMakeCache.txt" 2>/dev/null | sed 's/^/[build] cache: /'
 fi
-for m in _headroom_core _headroom_torch; do
-  if ls "$BUILD"/python/$m*.so >/dev/null 2>&1; then note "$m" "$(ls "$BUILD"/python/$m*.so | head -1)"; else note "$m" "absent"; fi
-done
+if [ -f "$BUILD/capi/libheadroom_core.so" ]; then note headroom_core "$BUILD/capi/libheadroom_core.so"; else note headroom_core "absent"; fi
+if ls "$BUILD"/python/_headroom_torch*.so >/dev/null 2>&1; then
+  note _headroom_torch "$(ls "$BUILD"/python/_headroom_torch*.so | head -1)"
+else
+  note _headroom_torch "absent"
+fi
 exit 0

@@ -71,10 +71,19 @@ def import_torch_module():
         return None, f"{type(e).__name__}: {e}"
 
 
-def import_core_module():
+def import_core_module(build_dir=None):
+    """The core library of the build (build/capi) through the nodes' own ctypes wrapper, or (None, reason).
+    nodes/ is mounted as a package without running its __init__ (which would import the whole pack)."""
     try:
-        import _headroom_core as hc  # noqa: F401
-        return hc, ""
+        import importlib
+        import importlib.util
+        build = Path(build_dir or os.environ.get("HEADROOM_BUILD_DIR") or REPO / "build")
+        if "headroom_bench_nodes" not in sys.modules:
+            spec = importlib.util.spec_from_file_location("headroom_bench_nodes", REPO / "nodes" / "__init__.py",
+                                                          submodule_search_locations=[str(REPO / "nodes")])
+            sys.modules["headroom_bench_nodes"] = importlib.util.module_from_spec(spec)
+        core_capi = importlib.import_module("headroom_bench_nodes.core_capi")
+        return core_capi.CapiCore(build / "capi" / core_capi.library_name()), ""
     except Exception as e:  # noqa: BLE001
         return None, f"{type(e).__name__}: {e}"
 

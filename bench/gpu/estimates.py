@@ -1,4 +1,4 @@
-"""Headroom's own estimate of one stage, from the core module (_headroom_core.estimate, JSON in and out; the
+"""Headroom's own estimate of one stage, from the core library (headroom_core estimate, JSON in and out; the
 request fields are those of `headroom estimate`, native/core/api/api.hpp). No estimator arithmetic here."""
 import json
 
@@ -15,7 +15,7 @@ def catalog_names(hc):
 def estimate(hc, **req):
     """The whole estimate (dict), or {'error': message}."""
     if hc is None:
-        return {"error": "_headroom_core not importable"}
+        return {"error": "the core library headroom_core is not loadable"}
     try:
         return json.loads(hc.estimate(json.dumps(req)))
     except Exception as e:  # noqa: BLE001 - the core's InputError arrives as an exception with the message

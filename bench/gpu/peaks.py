@@ -41,7 +41,7 @@ VAE_CASES = [("decode", 1024, 1024), ("decode", 1920, 1088), ("decode", 2048, 20
 def main():
     a = common.parse_args()
     rows = common.Rows(a.out / "peaks.csv", CAL + EXTRA)
-    hc, why_core = common.import_core_module()
+    hc, why_core = common.import_core_module(a.build_dir)
     dev = "cuda" if a.device == "cuda" else "meta"
     kind = "M" if dev == "cuda" else "E"
     gpu = common.gpu_name(a.device)

@@ -138,7 +138,7 @@ def run_stage(a, ht, s, st, budget, dev):
 def main():
     a = common.parse_args()
     rows = common.Rows(a.out / "promise.csv", COLUMNS)
-    hc, why = common.import_core_module()
+    hc, why = common.import_core_module(a.build_dir)
     ht, why_t = common.import_torch_module()
     dev = "cuda" if a.device == "cuda" else "meta"
     caps = Caps(a.device)

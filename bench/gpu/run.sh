@@ -7,7 +7,7 @@
 # and recorded, what it wrote so far stays, and the summary is still written.
 #
 #   step      budget  what                                                              writes
-#   build       130   _headroom_core + _headroom_torch against python3/torch/CUDA     (WORK/build.env)
+#   build       130   headroom_core library + _headroom_torch (python3/torch/CUDA) (WORK/build.env)
 #                     (sm_90; scripts/build.sh's configuration, the two modules only), the kernels shim
 #   versions     15   Python, torch, CUDA, cuDNN, GPU, driver, what was built          versions.json
 #   kernels      20   CUDA kernels vs their ATen twins (error, time)                   kernels.csv

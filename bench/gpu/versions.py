@@ -38,8 +38,8 @@ def main():
         v.update(gpu=pr.name, gpu_memory_bytes=pr.total_memory, capability=f"{pr.major}.{pr.minor}",
                  multiprocessors=pr.multi_processor_count,
                  driver=sh(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"]))
-    hc, why = common.import_core_module()
-    v["core_module"] = {"ok": hc is not None, "error": why, "version": getattr(hc, "__version__", None)}
+    hc, why = common.import_core_module(a.build_dir)
+    v["core_module"] = {"ok": hc is not None, "error": why, "version": getattr(hc, "version", None)}
     ht, why = common.import_torch_module()
     built = ht.built_torch_version() if ht is not None else None
     v["torch_module"] = {"ok": ht is not None, "error": why, "built_torch_version": built,

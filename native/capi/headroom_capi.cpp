@@ -49,7 +49,7 @@ json run(const char* function, const char* request_json) {
   json request = json::object();
   if (request_json != nullptr && *request_json != '\0') {
     try {
-      request = headroom::read_json(request_json, "request", {headroom::kMaxJsonDepth, true, "a JSON object", ""});
+      request = headroom::read_json(request_json, "request", {headroom::kMaxJsonDepth, true, "", ""});
     } catch (const headroom::FileFormatError& e) {
       throw headroom::InputError("request", std::string(e.what()).substr(e.path().size() + 2));
     }

@@ -38,12 +38,25 @@ def load_pack(name=PACK_NAME):
 load_pack()
 
 
+_core = []
+
+
 def native_core_or_none():
-    try:
-        import _headroom_core
-    except ImportError:
-        return None
-    return _headroom_core
+    """The built C library (build/capi) through the nodes' ctypes wrapper, or None when it is not built."""
+    if not _core:
+        load_pack()
+        from headroom_pack.nodes import core_capi
+        path = BUILD_DIR / "capi" / core_capi.library_name()
+        _core.append(core_capi.CapiCore(path) if path.is_file() else None)
+    return _core[0]
+
+
+def real_core_or_skip():
+    """The built core library, or a skip of the calling test when it is not built."""
+    core = native_core_or_none()
+    if core is None:
+        pytest.skip("the core library (build/capi) is not built")
+    return core
 
 
 def run_with_client(check):
@@ -66,7 +79,7 @@ def run_with_client(check):
 
 
 def core_built() -> bool:
-    """True when _headroom_core is importable; tests of the real core skip only when it is not built."""
+    """True when the core library is built; tests of the real core skip only when it is not."""
     return native_core_or_none() is not None
 
 

@@ -51,7 +51,7 @@ VERDICTS = [{"id": "fits", "text": "fits", "runs": True, "fits": True, "sized": 
 
 
 class FakeCore:
-    """Answers like _headroom_core (JSON strings in and out), with canned results, and records calls."""
+    """Answers like the core library (JSON strings in and out), with canned results, and records calls."""
 
     class InputError(ValueError):
         pass

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from conftest import core_built, load_pack
+from conftest import core_built, load_pack, native_core_or_none
 
 PACK = load_pack()
 from headroom_pack.nodes import budget  # noqa: E402
@@ -37,11 +37,11 @@ def test_numbers_and_names():
         budget.resolve("-3")
 
 
-@pytest.mark.skipif(not core_built(), reason="_headroom_core is not built")
+@pytest.mark.skipif(not core_built(), reason="the core library is not built")
 def test_core_counts_free_memory_once(monkeypatch):
     """Less free memory can only make the verdict worse; and F bytes free (context and other processes
     already out) must never look worse than a whole card of F bytes (which still has to hold the context)."""
-    import _headroom_core
+    core = native_core_or_none()
     monkeypatch.delenv("HEADROOM_BUDGET", raising=False)
     monkeypatch.setattr(budget, "total_bytes", lambda device=None: 24 * GIB)
     job = {"model": "flux1-dev", "precision": "fp8_e4m3fn", "width": 1024, "height": 1024}
@@ -50,13 +50,13 @@ def test_core_counts_free_memory_once(monkeypatch):
     for free in (23 * GIB, 14 * GIB, 6 * GIB):
         monkeypatch.setattr(budget, "free_bytes", lambda device=None, f=free: f)
         monkeypatch.setattr(budget, "free_bytes_raw", lambda device=None, f=free: f)
-        out = json.loads(_headroom_core.estimate(json.dumps({**job, **budget.resolve("auto")})))
+        out = json.loads(core.estimate(json.dumps({**job, **budget.resolve("auto")})))
         assert out["budget_bytes"] == free
         verdicts.append(rank[out["verdict"]])
     assert verdicts == sorted(verdicts) and verdicts[-1] >= 1
     for gib in (8, 12, 16):
-        free = json.loads(_headroom_core.estimate(json.dumps({**job, "free_bytes": gib * GIB, "vram_bytes": 24 * GIB})))
-        card = json.loads(_headroom_core.estimate(json.dumps({**job, "vram_bytes": gib * GIB})))
+        free = json.loads(core.estimate(json.dumps({**job, "free_bytes": gib * GIB, "vram_bytes": 24 * GIB})))
+        card = json.loads(core.estimate(json.dumps({**job, "vram_bytes": gib * GIB})))
         assert rank[free["verdict"]] <= rank[card["verdict"]], gib
 
 
@@ -72,7 +72,7 @@ def test_without_comfyui_the_reserve_is_the_cores_runtime_constant(monkeypatch):
         assert budget.reserve_bytes() == 3 * 2**20
 
 
-@pytest.mark.skipif(not core_built(), reason="_headroom_core is not built")
+@pytest.mark.skipif(not core_built(), reason="the core library is not built")
 def test_the_real_cores_reserve_is_comfyuis_400_mib(monkeypatch):
     monkeypatch.setattr(budget, "_comfy_mm", lambda: None)
     monkeypatch.setattr(budget, "_core_reserve", [])

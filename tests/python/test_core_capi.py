@@ -1,6 +1,6 @@
-"""The nodes on the C library headroom_core when the pybind11 module is absent (issue 12, item 1): the
-same answers through ctypes, bad input still a ValueError naming the field, a damaged library refused
-before it is loaded. Each case runs in a fresh Python whose build folder holds only the C library."""
+"""The nodes on the C library headroom_core (issue 12, item 1): answers through ctypes equal to the CLI's
+for the same request, bad input a ValueError naming the field, a damaged library refused before it is
+loaded. Each case runs in a fresh Python whose build folder holds only the C library."""
 import json
 import shutil
 import subprocess
@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from conftest import BUILD_DIR, REPO, native_core_or_none
+from conftest import BUILD_DIR, REPO
 from test_pack_import import LOAD
 
 LIBRARY = BUILD_DIR / "capi" / "libheadroom_core.so"
@@ -49,15 +49,17 @@ def test_the_nodes_answer_through_the_c_library(tmp_path):
         except ValueError as e:
             bad = str(e)
         lines = [t for _, t in native_loader.startup_lines()]
-        print(json.dumps({{"type": type(core).__name__, "est": est, "bad": bad, "lines": lines,
-                           "has_pybind": "_headroom_core" in sys.modules}}))
+        print(json.dumps({{"type": type(core).__name__, "est": est, "bad": bad, "lines": lines}}))
     """)
-    assert got["type"] == "CapiCore" and not got["has_pybind"]
+    assert got["type"] == "CapiCore"
     assert got["bad"] and got["bad"].startswith("width")
     assert any("estimator" in line and "loaded from" in line and "libheadroom_core" in line for line in got["lines"])
-    pybind = native_core_or_none()
-    if pybind is not None:  # the same core behind both doors
-        assert got["est"] == json.loads(pybind.estimate(json.dumps(REQUEST)))
+    cli = BUILD_DIR / "headroom"
+    if cli.is_file():  # the same core behind both doors (the API's loader is legacy unless asked)
+        out = subprocess.run([str(cli), "estimate", "--model", REQUEST["model"], "--width", "1024", "--height", "1024",
+                              "--gpu", REQUEST["gpu"], "--runtime", "legacy", "--json"],
+                             capture_output=True, text=True, timeout=60, check=True)
+        assert got["est"] == json.loads(out.stdout)
 
 
 def test_a_truncated_c_library_is_refused_not_loaded(tmp_path):
@@ -72,3 +74,19 @@ def test_a_truncated_c_library_is_refused_not_loaded(tmp_path):
         print(json.dumps({"cause": cause}))
     """)
     assert got["cause"] and "libheadroom_core" in got["cause"] and "install.py" in got["cause"]
+
+
+def test_request_text_reaches_the_core_whole_or_not_at_all():
+    """The text is handed to the core as it is: a NUL (where the C string would end and the core would read
+    a valid prefix) is refused first, a lone surrogate arrives as bytes the core's reader refuses by name,
+    and a request that is not text is a TypeError, not a silent str()."""
+    from conftest import native_core_or_none
+    core = native_core_or_none()
+    good = json.dumps(REQUEST)
+    assert json.loads(core.estimate(good))["peak_bytes"] > 0
+    with pytest.raises(ValueError, match="NUL"):
+        core.estimate(good + "\x00 trailing")
+    with pytest.raises(ValueError, match="^request: not valid JSON"):
+        core.estimate('{"model": "flux1-dev", "note": "\udc80"}')
+    with pytest.raises(TypeError, match="JSON text"):
+        core.estimate(REQUEST)

@@ -37,9 +37,9 @@ def test_node_and_route_send_the_context(monkeypatch):
 def _real_core_with_context():
     core = native_core_or_none()
     if core is None:
-        pytest.skip("_headroom_core is not built")
+        pytest.skip("the core library is not built")
     if "os" not in json.loads(core.explain("x")):
-        pytest.skip("the built _headroom_core predates the context line (rebuild: scripts/build.sh)")
+        pytest.skip("the built core library predates the context line (rebuild: scripts/build.sh)")
     return core
 
 

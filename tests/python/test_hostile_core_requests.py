@@ -1,4 +1,4 @@
-"""Hostile request texts into the real `_headroom_core` (issue 13, items 2, 4 and 10): what the routes
+"""Hostile request texts into the real core library (issue 13, items 2, 4 and 10): what the routes
 hand the core after their own checks. Each must be a ValueError naming the problem, quickly, never a
 crash or an internal error. Before: a workflow string with a deep id segfaulted the process, 1e400
 raised the core's internal error, and a 7 kB fan-out workflow ran for minutes."""
@@ -9,7 +9,7 @@ import pytest
 
 from conftest import core_built, native_core_or_none
 
-pytestmark = pytest.mark.skipif(not core_built(), reason="_headroom_core is not built")
+pytestmark = pytest.mark.skipif(not core_built(), reason="the core library is not built")
 TIME_LIMIT_S = 5
 
 

@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from conftest import BUILD_PYTHON, REPO
+from conftest import BUILD_DIR, BUILD_PYTHON, REPO
 
 GIB = 1024 ** 3
 
@@ -104,15 +104,19 @@ def test_startup_log_says_when_native_parts_are_missing(tmp_path):
     assert decoders and "not loaded" in decoders[0]
 
 
-@pytest.mark.skipif(not list(BUILD_PYTHON.glob("_headroom_core.*")), reason="_headroom_core is not built")
+@pytest.mark.skipif(not (BUILD_DIR / "capi" / "libheadroom_core.so").is_file(), reason="the core library is not built")
 def test_startup_log_says_where_the_native_parts_loaded_from(tmp_path):
     build = tmp_path / "build" / "python"
+    capi = tmp_path / "build" / "capi"
     build.mkdir(parents=True)
+    capi.mkdir()
     for module in BUILD_PYTHON.glob("_headroom_*"):
         shutil.copy(module, build / module.name)
+    shutil.copy(BUILD_DIR / "capi" / "libheadroom_core.so", capi)
     lines = start_comfy_like(tmp_path, tmp_path / "build")
     core = [line for line in lines if "native core" in line]
-    assert core and core[0].startswith("INFO") and "loaded from" in core[0] and str(build) in core[0]
+    assert core and core[0].startswith("INFO") and "loaded from" in core[0] and str(capi) in core[0]
+    assert "version " in core[0]
     if list(BUILD_PYTHON.glob("_headroom_torch.*")):
         decoders = [line for line in lines if "native decoders" in line]
         assert decoders and decoders[0].startswith("INFO") and "loaded from" in decoders[0]

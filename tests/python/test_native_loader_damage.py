@@ -1,8 +1,9 @@
-"""Damaged native builds (issue 13, item 3): a truncated, empty, random or crash-on-load library must
-never take down the Python that loads the pack (ComfyUI). Each case copies the real built module into
-a temporary build folder, damages the copy, and loads the pack in a fresh Python with limits on time
-(60 s) and address space (2 GiB): that process must survive and report "corrupt build: run install.py
-again"; a module that is whole but broken keeps the loader's own message."""
+"""Damaged native builds (issue 13, item 3; issue 12, item 6): a truncated, empty, random or crash-on-load
+library must never take down the Python that loads the pack (ComfyUI). Each case copies the real built
+library (the core's C library in build/capi, the decoder module in build/python) into a temporary build
+folder, damages the copy, and loads the pack in a fresh Python with limits on time (60 s) and address
+space (2 GiB): that process must survive and report "corrupt build: run install.py again"; a library
+that is whole but not ours keeps the loader's own message."""
 import hashlib
 import json
 import os
@@ -15,7 +16,7 @@ import textwrap
 
 import pytest
 
-from conftest import BUILD_PYTHON, REPO, load_pack
+from conftest import BUILD_DIR, BUILD_PYTHON, REPO, load_pack
 
 load_pack()
 from headroom_pack.nodes import binary_check, native_loader  # noqa: E402
@@ -26,9 +27,10 @@ def _built(prefix):
     return found[0] if found else None
 
 
-CORE_SO = _built("_headroom_core")
+CORE_SO = BUILD_DIR / "capi" / "libheadroom_core.so"
+CORE_SO = CORE_SO if CORE_SO.is_file() else None
 TORCH_SO = _built("_headroom_torch")
-needs_core = pytest.mark.skipif(CORE_SO is None, reason="_headroom_core is not built")
+needs_core = pytest.mark.skipif(CORE_SO is None, reason="the core library (build/capi) is not built")
 needs_torch = pytest.mark.skipif(TORCH_SO is None, reason="_headroom_torch is not built")
 
 LIMIT_S = 60
@@ -69,10 +71,15 @@ def load_in_child(build_dir, getter="core"):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def folder_of(source):
+    """The build subfolder a library lives in: capi/ for the core, python/ for the decoder module."""
+    return "capi" if source == CORE_SO else "python"
+
+
 def damaged_build(tmp_path, source, data):
-    python = tmp_path / "build" / "python"
-    python.mkdir(parents=True)
-    (python / source.name).write_bytes(data)
+    folder = tmp_path / "build" / folder_of(source)
+    folder.mkdir(parents=True)
+    (folder / source.name).write_bytes(data)
     return tmp_path / "build"
 
 
@@ -115,19 +122,26 @@ def test_whole_file_with_garbage_code_crashes_only_a_test_process(tmp_path):
     offset, size = executable_segment(data)
     rng = random.Random(3)
     data[offset + 64:offset + size] = bytes(rng.getrandbits(8) for _ in range(size - 64))
-    binary_check.check_library(damaged_build(tmp_path, CORE_SO, bytes(data)) / "python" / CORE_SO.name)
+    binary_check.check_library(damaged_build(tmp_path, CORE_SO, bytes(data)) / "capi" / CORE_SO.name)
     result = load_in_child(tmp_path / "build")
     assert "corrupt build" in result["message"] and "crashed a test process" in result["message"]
 
 
+def system_library():
+    """A whole library of the system (not ours): the C library itself, which every Linux has."""
+    for p in ("/lib/x86_64-linux-gnu/libc.so.6", "/usr/lib/x86_64-linux-gnu/libz.so.1", "/lib64/libc.so.6"):
+        if os.path.exists(p):
+            return os.path.realpath(p)
+    pytest.skip("no system library found")
+
+
 @needs_core
-@needs_torch
-def test_present_but_broken_module_keeps_the_loaders_message(tmp_path):
-    """A whole library that is not the module (here the decoder under the core's name): the import's own
-    error, not "corrupt" and not "not built"."""
-    result = load_in_child(damaged_build(tmp_path, CORE_SO, TORCH_SO.read_bytes()))
-    assert "failed to import" in result["message"] and "PyInit__headroom_core" in result["message"]
-    assert "corrupt" not in result["message"] and "not built" not in result["message"]
+def test_present_but_foreign_library_keeps_the_loaders_message(tmp_path):
+    """A whole library that is not the core (the system's C library under the core's name): what ctypes
+    said about it (no headroom_* functions), not "corrupt" and not "not installed"."""
+    result = load_in_child(damaged_build(tmp_path, CORE_SO, open(system_library(), "rb").read()))
+    assert "failed to load" in result["message"] and "undefined symbol: headroom_" in result["message"]
+    assert "corrupt build" not in result["message"] and "is not installed" not in result["message"]
 
 
 @needs_core
@@ -148,7 +162,8 @@ def test_truncated_decoder_is_a_corrupt_build_and_the_process_survives(tmp_path)
 def test_recorded_build_is_not_loaded_in_a_child_but_a_changed_one_is(tmp_path, monkeypatch):
     """install.py records size and SHA-256 of what it built; a file that matches loads directly."""
     build = damaged_build(tmp_path, CORE_SO, CORE_SO.read_bytes())
-    so = build / "python" / CORE_SO.name
+    so = build / "capi" / CORE_SO.name
+    (build / "python").mkdir()
     record = {"modules": {so.name: {"size": so.stat().st_size, "sha256": hashlib.sha256(so.read_bytes()).hexdigest()}}}
     (build / "python" / native_loader.BUILD_INFO_FILE).write_text(json.dumps(record))
     monkeypatch.setenv("HEADROOM_BUILD_DIR", str(build))
@@ -187,8 +202,14 @@ def test_install_records_what_it_built(tmp_path):
     spec = importlib.util.spec_from_file_location("headroom_install", REPO / "install.py")
     install = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(install)
-    (tmp_path / "_headroom_core.cpython-311-x86_64-linux-gnu.so").write_bytes(b"abc")
+    (tmp_path / "_headroom_torch.cpython-311-x86_64-linux-gnu.so").write_bytes(b"abc")
+    (tmp_path / "libheadroom_core.so").write_bytes(b"abcd")
+    (tmp_path / "headroom_core.dll").write_bytes(b"ab")
     (tmp_path / "notes.txt").write_text("x")
+    (tmp_path / "libother.so").write_bytes(b"x")
     records = install.module_records(tmp_path)
-    assert records == {"_headroom_core.cpython-311-x86_64-linux-gnu.so":
-                       {"size": 3, "sha256": hashlib.sha256(b"abc").hexdigest()}}
+    assert records == {"_headroom_torch.cpython-311-x86_64-linux-gnu.so":
+                       {"size": 3, "sha256": hashlib.sha256(b"abc").hexdigest()},
+                       "libheadroom_core.so": {"size": 4, "sha256": hashlib.sha256(b"abcd").hexdigest()},
+                       "headroom_core.dll": {"size": 2, "sha256": hashlib.sha256(b"ab").hexdigest()}}
+    assert install.module_records(tmp_path / "absent") == {}

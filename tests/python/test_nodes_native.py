@@ -9,7 +9,7 @@ import torch
 
 import fakes
 import reference_kl_vae as ref
-from conftest import load_pack, run_with_client
+from conftest import load_pack, run_with_client, real_core_or_skip
 
 ht = pytest.importorskip("_headroom_torch", reason="native torch module not built (HEADROOM_BUILD_DIR)")
 PACK = load_pack()
@@ -100,7 +100,7 @@ def test_interrupt_between_tiles_raises_comfys_exception(monkeypatch):
 
 
 def test_explain_node_and_route_on_real_core(oom_examples):
-    pytest.importorskip("_headroom_core")
+    real_core_or_skip()
     text = oom_examples[0]["text"]
     out = PACK.NODE_CLASS_MAPPINGS["HeadroomExplainOOM"]().explain(text)
     # oom-001 asks for "100.00 MiB"; the diagnosis states it at one decimal, as it states every size.
@@ -122,7 +122,7 @@ def test_explain_node_and_route_on_real_core(oom_examples):
 def test_loaded_model_maps_to_the_real_catalog(config, dim, in_dim, expected):
     """ComfyUI's model-config class names (comfy/supported_models.py) -> the catalog's entries."""
     import json
-    core = pytest.importorskip("_headroom_core")
+    core = real_core_or_skip()
     try:
         catalog = json.loads(core.catalog())
     except Exception as e:
@@ -137,7 +137,7 @@ def test_loaded_model_maps_to_the_real_catalog(config, dim, in_dim, expected):
 def test_preflight_on_model_and_latent_with_the_real_estimator():
     """Without the prompt (outside ComfyUI) the node estimates MODEL + latent as one job."""
     import json
-    core = pytest.importorskip("_headroom_core")
+    core = real_core_or_skip()
     request = {"model": "flux1-dev", "width": 1024, "height": 1024, "frames": 1, "batch": 1, "vram_bytes": 12 * 2**30}
     try:
         expected = json.loads(core.estimate(json.dumps(request)))

@@ -17,7 +17,7 @@ GIB = 2 ** 30
 
 @pytest.fixture
 def no_native():
-    with natives_installed(core_cause="_headroom_core is not built (test)",
+    with natives_installed(core_cause="headroom_core is not installed (test)",
                            torch_cause="_headroom_torch is not built (test)"):
         yield
 
@@ -68,7 +68,7 @@ def test_preflight_without_native_reports_cause_and_passes(no_native):
     latent = fakes.latent_image()
     out = node("HeadroomPreflight").run(latent, budget="12", action="stop", prompt=API_PROMPT)
     assert out["result"][0] is latent
-    assert "not built" in out["result"][1] and "install.py" in out["result"][1]
+    assert "not installed" in out["result"][1] and "install.py" in out["result"][1]
 
 
 def test_preflight_rejects_non_latent(fake_core):

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, core_built, load_pack
+from conftest import REPO, core_built, load_pack, native_core_or_none
 
 PACK = load_pack()
 WORKFLOWS = sorted((REPO / "workflows").glob("*.json"))
@@ -52,11 +52,11 @@ def test_workflow_is_loadable(path, real_workflows):
     assert any(n["type"] == "HeadroomVAEDecode" for n in active)
 
 
-@pytest.mark.skipif(not core_built(), reason="_headroom_core is not built")
+@pytest.mark.skipif(not core_built(), reason="the core library is not built")
 @pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
 def test_real_core_plans_each_workflow(path):
-    import _headroom_core
-    result = json.loads(_headroom_core.plan(json.dumps({"workflow": json.loads(path.read_text()),
+    core = native_core_or_none()
+    result = json.loads(core.plan(json.dumps({"workflow": json.loads(path.read_text()),
                                                         "vram_bytes": 24 * 2**30})))
     assert result["peak_bytes"] > 0 and result["stages"]
     assert "HeadroomPreflight" not in (result.get("unknown_nodes") or [])

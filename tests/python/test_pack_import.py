@@ -30,15 +30,17 @@ def run(code, build_dir, extra_path=None):
 def test_import_pulls_in_no_torch_comfy_or_native(tmp_path):
     result = run("""
         heavy = [m for m in sys.modules if m.split('.')[0] in ('torch', 'comfy', 'server', 'folder_paths',
-                                                                 'nodes', '_headroom_core', '_headroom_torch', 'aiohttp')]
-        print(json.dumps({"heavy": heavy, "nodes": sorted(pack.NODE_CLASS_MAPPINGS), "web": pack.WEB_DIRECTORY}))
+                                                                 'nodes', 'headroom_core', '_headroom_torch', 'aiohttp')]
+        from headroom_pack.nodes import native_loader
+        print(json.dumps({"heavy": heavy, "nodes": sorted(pack.NODE_CLASS_MAPPINGS), "web": pack.WEB_DIRECTORY,
+                          "loaded": sorted(native_loader._cache)}))
     """, tmp_path)
-    assert result["heavy"] == []
+    assert result["heavy"] == [] and result["loaded"] == []
     assert "HeadroomPreflight" in result["nodes"] and result["web"] == "./web"
 
 
 NODE_REPORT = """
-    sys.modules["_headroom_core"] = None  # also hide any copy installed elsewhere
+    sys.modules["headroom_core"] = None  # also hide a headroom_core wheel installed in this Python
     import torch
     latent = {"samples": torch.zeros(1, 16, 4, 4)}
     pre = pack.NODE_CLASS_MAPPINGS["HeadroomPreflight"]().run(latent, budget="12", action="stop",
@@ -53,17 +55,26 @@ def test_native_missing_pack_loads_and_nodes_explain(tmp_path):
     result = run(NODE_REPORT, tmp_path / "no-build")
     assert result["passthrough"]
     report = result["report"]
-    assert "is not built" in report and "install.py" in report and "torch" in report and "Python" in report
+    assert "is not installed" in report and "install.py" in report and "torch" in report and "Python" in report
     assert result["status"]["core"]["available"] is False
 
 
 def test_native_failing_to_import_is_explained(tmp_path):
+    """A decoder module that raises at import keeps the import's own words."""
     python = tmp_path / "build" / "python"
     python.mkdir(parents=True)
-    (python / "_headroom_core.py").write_text(
+    (python / "_headroom_torch.py").write_text(
         "raise ImportError('undefined symbol: _ZN3c104cuda9SetDeviceEi')\n")
-    result = run(NODE_REPORT.replace('sys.modules["_headroom_core"] = None', ""), tmp_path / "build")
-    assert "failed to import" in result["report"] and "undefined symbol" in result["report"]
+    result = run("""
+        from headroom_pack.nodes import native_loader
+        try:
+            native_loader.torch_ops(); message = None
+        except native_loader.NativeUnavailable as e:
+            message = str(e)
+        print(json.dumps({"message": message, "status": native_loader.status()}))
+    """, tmp_path / "build")
+    assert "failed to import" in result["message"] and "undefined symbol" in result["message"]
+    assert result["status"]["torch"]["available"] is False
 
 
 def test_native_built_against_other_torch_is_refused(tmp_path):

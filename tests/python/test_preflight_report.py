@@ -58,7 +58,7 @@ def test_queue_time_payload_says_not_estimated(unknown_core, monkeypatch):
     assert payload["over_budget"] is False and "NOT ESTIMATED" in payload["report"]
 
 
-@pytest.mark.skipif(not core_built(), reason="_headroom_core is not built")
+@pytest.mark.skipif(not core_built(), reason="the core library is not built")
 def test_real_core_says_it_could_not_estimate():
     native_loader.reset()
     try:

@@ -42,14 +42,14 @@ def test_fit_this_card_without_a_gpu_says_set_a_budget(no_gpu):
     assert other == 200  # presets with their own target still preview
 
 
-@pytest.mark.skipif(not core_built(), reason="_headroom_core is not built")
+@pytest.mark.skipif(not core_built(), reason="the core library is not built")
 def test_real_fit_this_card_without_a_gpu(no_gpu):
     native_loader.reset()
     status, body = post("/headroom/apply-preset", {"workflow": FLUX, "preset": "fit this card", "budget": "auto"})
     assert status == 400 and "no GPU here" in body["error"] and "give gpu" not in body["error"]
 
 
-@pytest.mark.skipif(not core_built(), reason="_headroom_core is not built")
+@pytest.mark.skipif(not core_built(), reason="the core library is not built")
 def test_preset_answer_has_verdict_and_speed_before_and_after(no_gpu):
     """fit 8 GB on Flux dev at 8 GiB: the resident peak barely moves (both stream weights), but fp8 halves
     what streams per step, so the slowdown drops: that is what the row must show."""

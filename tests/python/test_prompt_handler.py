@@ -113,11 +113,11 @@ def test_auto_fix_never_cuts_a_link(env):
 
 def test_native_missing_never_blocks(env):
     _, sent = env
-    native_loader._cache[native_loader.CORE_MODULE] = (None, "_headroom_core is not built (test)")
+    native_loader._cache[native_loader.CORE_MODULE] = (None, "headroom_core is not installed (test)")
     settings.update({"queue_action": "block", "budget": "12"})
     data = request()
     assert prompt_handler.on_prompt(data) is data
-    assert "not built" in sent[-1][1]["error"]
+    assert "not installed" in sent[-1][1]["error"]
 
 
 def test_auto_fix_uses_the_fit_this_card_preset_for_planner_changes(env):
@@ -152,7 +152,7 @@ def test_real_core_blocks_and_auto_fixes_a_real_workflow(monkeypatch):
     from conftest import REPO, core_built
     workflow = _json.loads((REPO / "workflows" / "wan2.2_ti2v_5b.json").read_text())
     if not core_built():
-        pytest.skip("_headroom_core is not built")
+        pytest.skip("the core library is not built")
     native_loader.reset()
     settings.reset()
     sent = []

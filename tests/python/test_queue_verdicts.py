@@ -149,7 +149,7 @@ REAL_PROMPT = {
 }
 
 
-@pytest.mark.skipif(not core_built(), reason="_headroom_core is not built")
+@pytest.mark.skipif(not core_built(), reason="the core library is not built")
 @pytest.mark.parametrize("ram_gib, blocked", [(256, False), (16, True)])
 def test_with_the_real_core_under_dynamic_vram_streaming_runs_and_a_host_ram_shortage_is_blocked(
         monkeypatch, ram_gib, blocked):

@@ -60,7 +60,7 @@ def test_core_input_error_becomes_400(fake_core):
 
 def test_missing_native_is_503_with_fix():
     native_loader.reset()
-    native_loader._cache[native_loader.CORE_MODULE] = (None, "_headroom_core is not built (test)")
+    native_loader._cache[native_loader.CORE_MODULE] = (None, "headroom_core is not installed (test)")
     try:
         async def check(client):
             r = await client.get("/headroom/presets")
@@ -68,7 +68,7 @@ def test_missing_native_is_503_with_fix():
         status, body = run_with_client(check)
     finally:
         native_loader.reset()
-    assert status == 503 and "not built" in body["error"] and "install.py" in body["fix"]
+    assert status == 503 and "not installed" in body["error"] and "install.py" in body["fix"]
 
 
 def test_presets_apply_preset_explain_vram(fake_core):

@@ -106,7 +106,7 @@ def test_the_nodes_own_budget_caps_what_is_freed(comfy):
 
 
 def test_without_the_core_every_model_is_unloaded_as_before(comfy):
-    with natives_installed(core_cause="_headroom_core is not built (test)"):
+    with natives_installed(core_cause="headroom_core is not installed (test)"):
         text, _vae = decode()
     assert ("unload_all_models",) in comfy.calls and loaded_names(comfy) == []
     assert "unloaded every model" in text and "not loaded" in text

@@ -42,7 +42,7 @@ def real_tiled_peak(core, tile_latent, width, height):
     return max(s["peak_bytes"] for s in r["stages"])
 
 
-@pytest.mark.skipif(not core_built(), reason="_headroom_core is not built")
+@pytest.mark.skipif(not core_built(), reason="the core library is not built")
 @pytest.mark.parametrize("budget_gib", [1.0, 1.6, 3.0])
 def test_tiles_come_from_the_estimate_and_fit_the_budget(no_native_decoder, budget_gib):
     core = native_loader.core()
@@ -66,7 +66,7 @@ def test_tiles_come_from_the_estimate_and_fit_the_budget(no_native_decoder, budg
     assert out["result"][0].shape == (1, 2048, 2048, 3)
 
 
-@pytest.mark.skipif(not core_built(), reason="_headroom_core is not built")
+@pytest.mark.skipif(not core_built(), reason="the core library is not built")
 def test_a_smaller_budget_gets_a_smaller_tile(no_native_decoder):
     tiles = []
     for budget in ("0.9", "4"):
@@ -78,7 +78,7 @@ def test_a_smaller_budget_gets_a_smaller_tile(no_native_decoder):
 
 def test_unknown_vae_or_no_core_uses_comfyuis_default_tiles_and_says_so(no_native_decoder, monkeypatch):
     def no_core():
-        raise native_loader.NativeUnavailable("_headroom_core is not built (test)")
+        raise native_loader.NativeUnavailable("headroom_core is not installed (test)")
     monkeypatch.setattr(native_loader, "core", no_core)
     vae = FakeVAE({"decoder.conv_in.weight": torch.zeros(4, 16, 3, 3)}, video=True)
     out = vae_decode.HeadroomVAEDecode().decode({"samples": torch.randn(1, 16, 3, 6, 6)}, vae, budget="8")

@@ -32,7 +32,7 @@ def test_the_pattern_catches_what_it_is_for():
     assert not LITERAL.search('el("div", "headroom-verdict tight")')
 
 
-@pytest.mark.skipif(not core_built(), reason="_headroom_core is not built")
+@pytest.mark.skipif(not core_built(), reason="the core library is not built")
 def test_catalog_spellings_are_what_the_estimator_emits_and_the_fakes_copy():
     core = native_core_or_none()
     catalog = json.loads(core.catalog())
