@@ -82,7 +82,7 @@ json plan(const json& body) {
   if (!info.job.diffusion || info.job.diffusion->model.empty()) {
     // Not fatal for a workflow we cannot size (SDXL, a custom model): say why, list what was found.
     std::string why = info.job.diffusion ? "diffusion model '" + info.job.diffusion->file +
-                                               "' is not in the catalog (Flux.1 and Wan 2.x models are)"
+                                               "' is not in the catalog (`headroom models` lists the models it knows)"
                                          : "no diffusion model loader runs in this workflow";
     return {{"verdict", spelling(Verdict::Unknown)},   {"reason", why},  {"peak_bytes", nullptr}, {"stages", json::array()},
             {"changes", json::array()}, {"unknown_nodes", unknown}, {"smallest_gpu", nullptr},

@@ -290,7 +290,7 @@ class Analyser {
       }
       notes().push_back("checkpoint '" + c.file + "' bundles " + parts);
     } else if (c.model.empty()) {
-      notes().push_back("checkpoint '" + c.file + "' is not a catalog model (Flux or Wan); it cannot be estimated");
+      notes().push_back("checkpoint '" + c.file + "' is not a catalog model; it cannot be estimated");
     }
   }
 
