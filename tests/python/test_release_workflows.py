@@ -434,8 +434,12 @@ def decoder_combos():
 
 
 def test_decoder_toolkit_and_index_match_each_cuda():
+    from packaging.specifiers import SpecifierSet
     job, combos = decoder_combos()
+    wheel_pythons = SpecifierSet(tomllib.loads((REPO / "native/python/pyproject.toml").read_text(encoding="utf-8"))
+                                 ["project"]["requires-python"])
     for c in combos:
+        assert c["python"] in wheel_pythons, f"decoders: Python {c['python']} is outside {wheel_pythons}"
         assert c["os"] in DECODER_RUNNERS, f"decoders: runner {c['os']} has no platform in DECODER_RUNNERS"
         assert c["toolkit"].startswith(c["cuda"] + "."), c            # nvcc of the CUDA torch was built with
         assert c["index"] == "https://download.pytorch.org/whl/cu" + c["cuda"].replace(".", ""), c
