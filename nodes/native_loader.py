@@ -85,16 +85,22 @@ def environment() -> dict:
 
 
 def fix_command() -> str:
-    """The command that rebuilds the native modules for the Python and torch that run ComfyUI."""
-    return f'"{sys.executable}" "{PACK_DIR / "install.py"}"'
+    """The command that rebuilds the native parts for the Python and torch that run ComfyUI. On Windows
+    install.py builds only when asked (the portable build has no compiler), so the command asks."""
+    command = f'"{sys.executable}" "{PACK_DIR / "install.py"}"'
+    if platform.system() == "Windows":
+        return f"set HEADROOM_BUILD_FROM_SOURCE=1 && {command}"
+    return command
 
 
 def describe_fix() -> str:
     env = environment()
+    needs = ("Visual Studio Build Tools (C++), CMake and nlohmann_json" if platform.system() == "Windows"
+             else "cmake, ninja and a C++17 compiler")
     return (
         f"Fix: run {fix_command()}  (it builds with this Python {env['python_version']}, "
         f"torch {env['torch_version'] or 'not installed'}, CUDA {env['cuda_version'] or 'none'}; "
-        f"needs cmake, ninja and a C++17 compiler), then restart ComfyUI."
+        f"needs {needs}), then restart ComfyUI."
     )
 
 

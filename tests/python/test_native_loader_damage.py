@@ -213,3 +213,22 @@ def test_install_records_what_it_built(tmp_path):
                        "libheadroom_core.so": {"size": 4, "sha256": hashlib.sha256(b"abcd").hexdigest()},
                        "headroom_core.dll": {"size": 2, "sha256": hashlib.sha256(b"ab").hexdigest()}}
     assert install.module_records(tmp_path / "absent") == {}
+
+
+@pytest.mark.parametrize("system,asks,needs", [("Windows", True, "Visual Studio Build Tools"),
+                                               ("Linux", False, "C++17 compiler"), ("Darwin", False, "C++17 compiler")])
+def test_the_fix_asks_for_a_build_where_install_py_would_not_build_by_default(monkeypatch, system, asks, needs):
+    """install.py builds on Windows only with HEADROOM_BUILD_FROM_SOURCE=1 (source_build_wanted): a fix that
+    just said "run install.py" would do nothing there."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("headroom_install_fix", REPO / "install.py")
+    install = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(install)
+    monkeypatch.setattr(native_loader.platform, "system", lambda: system)
+    monkeypatch.setattr(install.platform, "system", lambda: system)
+    monkeypatch.delenv("HEADROOM_BUILD_FROM_SOURCE", raising=False)
+    monkeypatch.setattr(install.shutil, "which", lambda tool: "/usr/bin/" + tool)
+    command = native_loader.fix_command()
+    assert ("HEADROOM_BUILD_FROM_SOURCE=1" in command) == asks
+    assert install.source_build_wanted() == (not asks)  # the fix names the switch exactly where it is needed
+    assert needs in native_loader.describe_fix() and "install.py" in command
