@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds Headroom and runs every test: Catch2 (ctest), the MinGW build of the core with its tests under
-# Wine, then pytest over the Python tests, the browser tests (Python playwright driving Debian's chromium),
-# the core wheel and the GPU script's CPU dry run.
+# Wine, the macOS builds of the core (cross-compiled with zig; their Mach-O files checked, not run), then
+# pytest over the Python tests, the browser tests (Python playwright driving Debian's chromium), the core
+# wheel and the GPU script's CPU dry run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
@@ -21,5 +22,7 @@ echo "== native tests (ctest)"
 ctest --test-dir "$BUILD" --output-on-failure
 echo "== Windows build of the core (MinGW), its tests under Wine"
 bash scripts/test_windows.sh
+echo "== macOS build of the core (zig, cross-compiled; checked, not run)"
+bash scripts/test_macos.sh
 echo "== python and browser tests (pytest)"
 HEADROOM_BUILD_DIR="$BUILD" "$PY" -m pytest tests/python tests/web -q -p no:cacheprovider

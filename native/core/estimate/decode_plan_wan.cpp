@@ -296,7 +296,10 @@ DecodePlan plan_decode_wan(const DecodeRequest& r) {
   const double weights = weight_elems(a);
   std::vector<Step> steps;
   walk_tail(a, [&](const Step& s) { steps.push_back(s); });
-  const auto [head_work, head_cache] = head_elems(a, h, w, d);
+  // Plain variables, not a structured binding: the lambdas below capture them, which C++17 allows only
+  // for variables (clang before 16, so Xcode 14's, refuses to capture a binding).
+  const std::pair<double, double> head = head_elems(a, h, w, d);
+  const double head_work = head.first, head_cache = head.second;
   const double stored_heads = T * a.dims[0] * h * w;  // tiled modes keep the head's output per latent frame
 
   DecodePlan p;
