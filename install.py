@@ -163,7 +163,8 @@ def main():
     info_file = BUILD / "python" / "headroom_build.json"
     if info_file.exists():
         info_file.unlink()  # a build that stops half-way must not leave the record of the previous one
-    steps = [configure_args(facts), ["cmake", "--build", str(BUILD), "-j", jobs]]
+    # --config: Visual Studio's generator (Windows without Ninja) ignores CMAKE_BUILD_TYPE and builds Debug.
+    steps = [configure_args(facts), ["cmake", "--build", str(BUILD), "--config", "Release", "-j", jobs]]
     for step in steps:
         print("Headroom:", " ".join(step))
         result = subprocess.run(step, cwd=PACK)
