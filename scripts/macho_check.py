@@ -2,7 +2,7 @@
 macOS in LC_BUILD_VERSION, the libraries it loads and, for a library, the symbols dyld exports from it
 (the export trie, what dlsym and ctypes see). Prints one summary per file; exits 1 naming what is wrong.
 
-usage: macho_check.py --cpu arm64|x86_64 --min-macos 11.0 [--allow-dylib PATH ...] [--exports a,b,c] FILE...
+usage: macho_check.py --cpu arm64|x86_64 --min-macos 11.0 [--allow-dylib PATH ...] [--exports a,b,c | --capi-exports] FILE...
 """
 
 import argparse
@@ -174,11 +174,16 @@ def main(argv):
     parser.add_argument("--cpu", required=True, choices=sorted(CPU_TYPES))
     parser.add_argument("--min-macos", required=True)
     parser.add_argument("--allow-dylib", action="append", default=None)
+    parser.add_argument("--capi-exports", action="store_true",
+                        help="the file must export what native/capi/headroom_capi.h declares (scripts/capi_exports.py)")
     parser.add_argument("--exports", help="comma-separated C names the file must export, and nothing else")
     parser.add_argument("files", nargs="+")
     args = parser.parse_args(argv)
     allowed = args.allow_dylib or ["/usr/lib/libSystem.B.dylib"]
     exports = None if args.exports is None else {n for n in args.exports.split(",") if n}
+    if args.capi_exports:
+        import capi_exports
+        exports = set(capi_exports.declared())
     failed = False
     for path in args.files:
         name = os.path.basename(path)
