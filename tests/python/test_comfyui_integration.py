@@ -90,8 +90,12 @@ def comfy(tmp_path_factory):
 
 def test_pack_loads_without_import_failed(comfy):
     _, log_path = comfy
-    lines = [l for l in log_path.read_text().splitlines() if "IMPORT FAILED" in l or "Cannot import" in l]
+    log = log_path.read_text().splitlines()
+    lines = [l for l in log if "IMPORT FAILED" in l or "Cannot import" in l]
     assert not [l for l in lines if "headroom" in l.lower()], lines
+    if (BUILD_DIR / "capi" / "libheadroom_core.so").is_file():  # the C library answers inside ComfyUI
+        core = [l for l in log if "Headroom: native core" in l]
+        assert core and "loaded from" in core[0] and "libheadroom_core" in core[0], core
 
 
 def test_object_info_lists_nodes_and_web_folder_is_served(comfy):
@@ -102,6 +106,8 @@ def test_object_info_lists_nodes_and_web_folder_is_served(comfy):
     assert "/extensions/headroom/headroom.js" in get(url + "/extensions")
     vram = get(url + "/headroom/vram")
     assert "snapshot" in vram and "native" in vram
+    if (BUILD_DIR / "capi" / "libheadroom_core.so").is_file():
+        assert vram["native"]["core"]["available"] is True, vram["native"]
 
 
 def test_cpu_prompt_with_preflight_executes(comfy):
