@@ -1,6 +1,8 @@
 #include "core/catalog/file_names.hpp"
 
+#include <algorithm>
 #include <cctype>
+#include <vector>
 
 #include "core/catalog/catalog.hpp"
 
@@ -58,21 +60,77 @@ std::optional<std::string> model_from_file_name(const std::string& file_name) {
   return best->name;
 }
 
+namespace {
+
+bool has(const std::string& hay, const char* needle) { return hay.find(needle) != std::string::npos; }
+
+// A precision spelt as a whole token of the name, from the catalog's names and aliases (the longest wins:
+// "fp8_e4m3fn_scaled" is scaled fp8, "fp8mixed" is not plain fp8). Only spellings with a digit count, so
+// words like "full" or "half" in a name are not read as precisions. GGUF types
+// only where a GGUF file can be meant, the safetensors-only kinds (int8, nvfp4, mxfp8) never in a .gguf
+// file, float spellings anywhere.
+std::string precision_token(const std::string& stem, bool gguf_allowed, bool gguf_file) {
+  // (spelling, precision, kind) once: a workflow with thousands of loaders asks for every file name.
+  struct Spelling { std::string text, precision; bool gguf, any; };
+  static const std::vector<Spelling> spellings = [] {
+    std::vector<Spelling> out;
+    for (const auto& p : catalog_data().precisions) {
+      std::vector<std::string> all = p.aliases;
+      all.push_back(p.name);
+      for (std::string sp : all) {
+        for (auto& c : sp) c = c == '-' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        if (sp.rfind("gguf_", 0) == 0) sp = sp.substr(5);
+        if (std::none_of(sp.begin(), sp.end(), [](unsigned char c) { return std::isdigit(c); })) continue;
+        out.push_back({"_" + sp + "_", p.name, p.kind == "gguf", p.kind == "float"});
+      }
+    }
+    return out;
+  }();
+  std::string tokens = "_";
+  for (char c : stem) tokens.push_back(c == '-' || c == '.' || c == ' ' ? '_' : c);
+  tokens.push_back('_');
+  const Spelling* best = nullptr;
+  for (const auto& sp : spellings) {
+    if (sp.gguf ? !gguf_allowed : !sp.any && gguf_file) continue;
+    if ((!best || sp.text.size() > best->text.size()) && tokens.find(sp.text) != std::string::npos) best = &sp;
+  }
+  return best ? best->precision : std::string();
+}
+
+}  // namespace
+
 std::optional<std::string> precision_from_file_name(const std::string& file_name) {
-  std::string stem = model_file_stem(file_name);
-  // Most specific first: "fp8_e4m3fn_scaled" is scaled fp8, not plain e4m3fn.
-  struct Rule { const char* needle; const char* precision; };
-  static const Rule rules[] = {
-      {"fp8_scaled", "fp8_scaled"}, {"e4m3fn_scaled", "fp8_scaled"}, {"fp8_e4m3fn", "fp8_e4m3fn"},
-      {"fp8_e5m2", "fp8_e5m2"},     {"e5m2", "fp8_e5m2"},            {"q8_0", "gguf-q8_0"},
-      {"q6_k", "gguf-q6_k"},        {"q5_k", "gguf-q5_k"},           {"q5_0", "gguf-q5_0"},
-      {"q5_1", "gguf-q5_1"},        {"q4_k", "gguf-q4_k"},           {"q4_0", "gguf-q4_0"},
-      {"q4_1", "gguf-q4_1"},        {"q3_k", "gguf-q3_k"},           {"q2_k", "gguf-q2_k"},
-      {"fp8", "fp8_e4m3fn"},        {"bf16", "bf16"},                {"fp16", "fp16"},
-      {"fp32", "fp32"},
-  };
-  for (const auto& r : rules)
-    if (stem.find(r.needle) != std::string::npos) return std::string(r.precision);
+  std::string base = file_name;
+  if (auto slash = base.find_last_of("/\\"); slash != std::string::npos) base = base.substr(slash + 1);
+  for (auto& c : base) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string stem = model_file_stem(file_name);
+  const bool gguf_file = base.size() > 5 && base.compare(base.size() - 5, 5, ".gguf") == 0;
+  // GGUF block types exist only in GGUF files; a bare name (a model typed in a request, no extension)
+  // may still name one.
+  const bool gguf_allowed = gguf_file || stem == base;
+  if (std::string p = precision_token(stem, gguf_allowed, gguf_file); !p.empty()) return p;
+  if (gguf_allowed) {
+    // Mixed K-quants (Q4_K_M = Q4_K with some Q6_K tensors) are named after their main block type,
+    // spelt as the catalog's ggml-type alias ("q4_k", "q8_0"); the first in catalog order wins.
+    for (const auto& p : catalog_data().precisions) {
+      if (p.kind != "gguf") continue;
+      for (const auto& a : p.aliases)
+        if (a.size() == 4 && a[0] == 'q' && a[2] == '_' && has(stem, a.c_str())) return p.name;
+    }
+  }
+  if (gguf_file) {
+    if (has(stem, "bf16")) return std::string("bf16");
+    if (has(stem, "f16")) return std::string("fp16");
+    return std::nullopt;
+  }
+  if (has(stem, "fp8_scaled") || has(stem, "fp8scaled") || (has(stem, "fp8") && has(stem, "scaled")))
+    return std::string("fp8_scaled");
+  if (has(stem, "e4m3fn") || has(stem, "e4m3")) return std::string("fp8_e4m3fn");
+  if (has(stem, "e5m2")) return std::string("fp8_e5m2");
+  if (has(stem, "fp8")) return std::string("fp8_e4m3fn");  // Comfy-Org's plain "-fp8" files are e4m3fn
+  if (has(stem, "bf16")) return std::string("bf16");
+  if (has(stem, "fp16") || has(stem, "f16")) return std::string("fp16");
+  if (has(stem, "fp32") || has(stem, "f32")) return std::string("fp32");
   return std::nullopt;
 }
 

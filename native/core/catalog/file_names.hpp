@@ -7,8 +7,11 @@
 
 namespace headroom {
 
-// Guesses from a file name such as "wan2.2_i2v_high_noise_14B_fp8_scaled.safetensors"
-// (models.json file_patterns; the longest matching pattern wins). Empty when nothing matches.
+// Guesses from a file name such as "wan2.2_i2v_high_noise_14B_fp8_scaled.safetensors": the model from
+// models.json file_patterns (the longest matching pattern wins); the precision from the catalog's
+// spellings as whole tokens (the longest wins), then the usual loose spellings ("fp8" alone is e4m3fn).
+// GGUF block types count in .gguf files and in bare names (a model typed in a request). Empty when
+// nothing matches.
 std::optional<std::string> model_from_file_name(const std::string& file_name);
 std::optional<std::string> precision_from_file_name(const std::string& file_name);
 

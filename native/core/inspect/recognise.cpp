@@ -17,11 +17,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
-
 // Lower case without separators, so "wan2.1_t2v_1.3B", "Wan2_1-T2V-1_3B" and "wan21t2v13b" compare equal.
 std::string squash(const std::string& s) {
   std::string out;
@@ -36,10 +31,6 @@ std::string base_name(const std::string& path) {
 }
 
 bool has(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
-
-bool ends_with(const std::string& s, const std::string& tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
 
 // --- comfy_nodes.json: typed, every field checked --------------------------------------------------
 
@@ -140,67 +131,7 @@ const NameRules& name_rules() {
 
 Inspection recognise_tensors(const ModelFile& file) { return summarise(file, data_file("models.json")); }
 
-// A precision spelt as a whole token of the file name, from the catalog's names and aliases (the longest
-// wins: "fp8_e4m3fn_scaled" is scaled fp8, "fp8mixed" is not plain fp8). Only spellings with a digit
-// count, so words like "full" or "half" in a name are not read as precisions; GGUF types only in .gguf
-// files.
-std::string precision_token_in_name(const std::string& file) {
-  // (spelling, precision, gguf) once: a workflow with thousands of loaders asks for every file name.
-  struct Spelling { std::string text, precision; bool gguf, any; };
-  static const std::vector<Spelling> spellings = [] {
-    std::vector<Spelling> out;
-    for (const auto& p : catalog_data().precisions) {
-      std::vector<std::string> all = p.aliases;
-      all.push_back(p.name);
-      for (std::string sp : all) {
-        sp = lower(sp);
-        for (auto& c : sp)
-          if (c == '-') c = '_';
-        if (sp.rfind("gguf_", 0) == 0) sp = sp.substr(5);
-        if (std::none_of(sp.begin(), sp.end(), [](unsigned char c) { return std::isdigit(c); })) continue;
-        out.push_back({"_" + sp + "_", p.name, p.kind == "gguf", p.kind == "float"});
-      }
-    }
-    return out;
-  }();
-  std::string n = lower(base_name(file));
-  const bool gguf = ends_with(n, ".gguf");
-  if (auto dot = n.rfind('.'); dot != std::string::npos) n.resize(dot);
-  std::string tokens = "_";
-  for (char c : n) tokens.push_back(c == '-' || c == '.' || c == ' ' ? '_' : c);
-  tokens.push_back('_');
-  const Spelling* best = nullptr;
-  for (const auto& sp : spellings) {
-    if (sp.gguf != gguf && !sp.any) continue;
-    if ((!best || sp.text.size() > best->text.size()) && has(tokens, sp.text)) best = &sp;
-  }
-  return best ? best->precision : std::string();
-}
-
-std::string precision_in_file_name(const std::string& file) {
-  if (std::string p = precision_token_in_name(file); !p.empty()) return p;
-  std::string n = lower(base_name(file));
-  if (ends_with(n, ".gguf")) {
-    // Mixed K-quants (Q4_K_M = Q4_K with some Q6_K tensors) are named after their main block type,
-    // spelt as the catalog's ggml-type alias ("q4_k", "q8_0"); the first in catalog order wins.
-    for (const auto& p : catalog_data().precisions) {
-      if (p.kind != "gguf") continue;
-      for (const auto& a : p.aliases)
-        if (a.size() == 4 && a[0] == 'q' && a[2] == '_' && has(n, a)) return p.name;
-    }
-    if (has(n, "bf16")) return "bf16";
-    if (has(n, "f16")) return "fp16";
-    return "";
-  }
-  if (has(n, "fp8_scaled") || has(n, "fp8scaled") || (has(n, "fp8") && has(n, "scaled"))) return "fp8_scaled";
-  if (has(n, "e4m3fn") || has(n, "e4m3")) return "fp8_e4m3fn";
-  if (has(n, "e5m2")) return "fp8_e5m2";
-  if (has(n, "fp8")) return "fp8_e4m3fn";  // Comfy-Org's plain "-fp8" files are e4m3fn
-  if (has(n, "bf16")) return "bf16";
-  if (has(n, "fp16") || has(n, "f16")) return "fp16";
-  if (has(n, "fp32") || has(n, "f32")) return "fp32";
-  return "";
-}
+std::string precision_in_file_name(const std::string& file) { return precision_from_file_name(file).value_or(""); }
 
 static bool named_by_rules(const std::string& role, const std::string& model) {
   auto it = name_rules().file_names.find(role);
@@ -238,8 +169,6 @@ NameRecognition recognise_file_name(const std::string& file, const std::string& 
     g.notes.push_back("'" + file + "' taken for " + g.model + " from its file name (catalog file patterns)");
   }
   g.precision = precision_in_file_name(file);
-  if (g.precision.empty())
-    if (auto p = precision_from_file_name(base_name(file))) g.precision = *p;
   if (!g.precision.empty())
     g.notes.push_back("precision " + g.precision + " of '" + file + "' taken from its file name");
   return g;

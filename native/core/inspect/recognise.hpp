@@ -33,7 +33,7 @@ struct NameRecognition {
 NameRecognition recognise_file_name(const std::string& file, const std::string& loader_role);
 
 // Precision written in a file name ("fp8_e4m3fn", "fp8_scaled", "fp16", "Q4_K_M" in a .gguf...); ""
-// when none. recognise_file_name falls back to the catalog's precision_from_file_name after it.
+// when none. The catalog's precision_from_file_name, the one rule set every reader uses.
 std::string precision_in_file_name(const std::string& file);
 
 // A ComfyUI model config as a loaded MODEL carries it (comfy/supported_models.py class name, the

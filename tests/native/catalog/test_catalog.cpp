@@ -96,6 +96,23 @@ TEST_CASE("aliases and ComfyUI file names resolve to canonical models", "[catalo
   CHECK(*precision_from_file_name("wan2.2_ti2v_5B_fp16.safetensors") == "fp16");
 }
 
+TEST_CASE("one precision rule set for file names and typed model names", "[catalog]") {
+  // The longest catalog spelling that is a whole token wins.
+  CHECK(*precision_from_file_name("flux1-dev-fp8mixed.safetensors") == "fp8mixed");
+  CHECK(*precision_from_file_name("flux2_dev_nvfp4.safetensors") == "nvfp4");
+  // GGUF block types: in a .gguf file, or in a bare name typed as a model; never in a .safetensors file.
+  CHECK(*precision_from_file_name("flux1-dev-Q8_0") == "gguf-q8_0");
+  CHECK(*precision_from_file_name("flux1-dev-Q4_K_M.gguf") == "gguf-q4_k");
+  CHECK_FALSE(precision_from_file_name("flux1-dev-q8_0.safetensors"));
+  // Safetensors-only kinds never in a GGUF file; GGUF's F16 is fp16.
+  CHECK_FALSE(precision_from_file_name("flux2-dev-nvfp4.gguf"));
+  CHECK(*precision_from_file_name("flux1-dev-F16.gguf") == "fp16");
+  // A bare name keeps its dots ("wan2.2"), and loose spellings still count.
+  CHECK(*precision_from_file_name("wan2.2_t2v_low_noise_14B_fp8_scaled") == "fp8_scaled");
+  CHECK(*precision_from_file_name("models/unet/flux1-dev-fp8.safetensors") == "fp8_e4m3fn");
+  CHECK_FALSE(precision_from_file_name("flux1-dev.safetensors"));
+}
+
 TEST_CASE("unknown or ambiguous names give an InputError naming the field and candidates", "[catalog]") {
   CHECK(field_of([] { resolve_model("hunyuan-video", "--model"); }) == "--model");
   std::string msg = message_of([] { resolve_model("flux1-deb"); });
