@@ -38,12 +38,14 @@ std::optional<long long> integer(const std::optional<json>& v) {
   return std::nullopt;
 }
 
-// A literal from the end of a chain of value nodes: a link to a node that passes a widget on
-// (PrimitiveInt, Int, WanCameraEmbedding's width/height/length) is followed to that widget, so the value
-// that really runs is read, not the stale copy the receiving node keeps. A number sent as text ("960",
-// as a custom Int node stores it) counts as the number.
+// A literal from the end of a chain of value nodes (comfy_nodes.json value_outputs): a link to a node that
+// passes a widget on (the frontend's PrimitiveNode, PrimitiveInt, Int, WanCameraEmbedding's width/height/
+// length) is followed to that widget, so the value that really runs is read, not the stale copy the
+// receiving node keeps. `where` lists the source first, then that copy, so a rewrite changes both and the
+// workflow stays consistent in the editor. A number sent as text ("960", as a custom Int node stores it)
+// counts as the number.
 std::optional<json> resolved_value(const Graph& g, const Node& n, const std::string& name,
-                                   std::vector<Pointer>* where, int depth = 0) {
+                                   std::vector<Pointer>* where = nullptr, int depth = 0) {
   const Input* in = n.input(name);
   if (in && in->from_node && depth < 16) {
     const Node* src = g.node(*in->from_node);
@@ -51,6 +53,7 @@ std::optional<json> resolved_value(const Graph& g, const Node& n, const std::str
     if (info && in->from_slot >= 0 && static_cast<std::size_t>(in->from_slot) < info->value_outputs.size() &&
         !info->value_outputs[in->from_slot].empty()) {
       if (auto v = resolved_value(g, *src, info->value_outputs[in->from_slot], where, depth + 1)) {
+        if (where) where->insert(where->end(), in->where.begin(), in->where.end());
         if (v->is_string()) {
           const std::string t = v->get<std::string>();
           if (!t.empty() && t.size() < 10 && std::all_of(t.begin(), t.end(), [](unsigned char c) { return std::isdigit(c); }))
@@ -202,7 +205,7 @@ class Analyser {
       }
     const std::vector<std::string>& file_widgets = *chosen;
     for (const auto& w : file_widgets) {
-      std::string file = text(g_.value(n, w));
+      std::string file = text(resolved_value(g_, n, w));
       if (file.empty()) {
         if (n.input(w)) notes().push_back(n.type + " #" + n.id + ": " + w + " is not a literal file name; not counted");
         continue;
@@ -230,7 +233,7 @@ class Analyser {
       }
       Component c = component(n, file, role, rec);
       if (role == "diffusion") {
-        std::string dtype = text(g_.value(n, "weight_dtype"));
+        std::string dtype = text(resolved_value(g_, n, "weight_dtype"));
         std::string forced = precision_from_weight_dtype(dtype);
         if (!forced.empty()) {
           if (c.precision == "fp8_scaled")
@@ -255,7 +258,7 @@ class Analyser {
       } else if (role == "text_encoder") {
         if (c.model.empty()) notes().push_back("text encoder '" + file + "' not recognised; not counted");
         else info_.job.text_encoders.push_back(c);
-        if (text(g_.value(n, "device")) == "cpu") info_.job.text_encoder_on_cpu = true;
+        if (text(resolved_value(g_, n, "device")) == "cpu") info_.job.text_encoder_on_cpu = true;
         if (auto r = ref(n, "device")) info_.text_encoder_device.push_back(*r);
       } else if (role == "vae") {
         if (c.model.empty()) notes().push_back("VAE '" + file + "' not recognised; the catalog VAE of the model is used");
@@ -313,7 +316,9 @@ class Analyser {
       if (from && node_info(from->type) && node_info(from->type)->size_from_image && value && *value > 0)
         notes().push_back(n.type + " #" + n.id + ": " + *name + " comes from an input image (" + from->type + " #" +
                           from->id + "); the workflow's stored " + std::to_string(*value) + " px is assumed");
-      if ((value && *value > 0) || (from && from->type != "PrimitiveNode")) continue;
+      // Linked to a node that computes it (not one that passes a widget on): reported below.
+      const ComfyNode* from_info = from ? node_info(from->type) : nullptr;
+      if ((value && *value > 0) || (from && !(from_info && !from_info->value_outputs.empty()))) continue;
       notes().push_back(n.type + " #" + n.id + ": " + *name + " is " + json_preview((*r)->value, 40) +
                         ", expected a whole number of pixels from 16 to 16384; size unknown");
       return;
@@ -348,7 +353,7 @@ class Analyser {
   }
 
   void sampler_cfg(const Node& n, const std::string& widget) {
-    auto v = g_.value(n, widget);
+    auto v = resolved_value(g_, n, widget);
     if (!v || !v->is_number()) return;
     cfg_ = std::max(cfg_, v->get<double>());
   }

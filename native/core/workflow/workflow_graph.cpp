@@ -22,23 +22,9 @@ const Node* Graph::node(const std::string& id) const {
 
 std::optional<json> Graph::value(const Node& n, const std::string& name, std::vector<Pointer>* where) const {
   const Input* in = n.input(name);
-  if (!in) return std::nullopt;
-  if (in->from_node) {
-    const Node* src = node(*in->from_node);
-    // A PrimitiveNode (UI only) owns the value; the target keeps a copy that we rewrite too.
-    if (src && src->type == "PrimitiveNode") {
-      const Input* v = src->input("value");
-      if (v && v->value) {
-        if (where) {
-          *where = v->where;
-          where->insert(where->end(), in->where.begin(), in->where.end());
-        }
-        return v->value;
-      }
-    }
-    // Computed by another node: the widget copy (UI format) is the best we know.
-  }
-  if (!in->value) return std::nullopt;
+  // Linked inputs keep the widget copy (UI format): the best this node knows; workflow.cpp follows
+  // links to nodes that pass a value on.
+  if (!in || !in->value) return std::nullopt;
   if (where) *where = in->where;
   return in->value;
 }

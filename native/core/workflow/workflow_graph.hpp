@@ -58,7 +58,7 @@ struct Graph {
   std::map<std::string, Node> nodes;
 
   const Node* node(const std::string& id) const;
-  // The literal of an input, following a link to a PrimitiveNode; nullopt when unset or computed.
+  // The node's own literal of an input (for a linked input, the widget copy it keeps); nullopt when unset.
   // `where` receives the source locations of the value (primitive and the node's own copy).
   std::optional<json> value(const Node& node, const std::string& name,
                             std::vector<Pointer>* where = nullptr) const;

@@ -118,3 +118,21 @@ TEST_CASE("plan: every 2026 template plans with the right family, a peak per sta
   }
   CHECK(files == expected().size());
 }
+
+TEST_CASE("plan: a sampler's cfg linked to a PrimitiveFloat is the primitive's value, not the stale copy",
+          "[plan][templates][2026]") {
+  // video_wan2_2_14B_s2v.json: the running KSampler (#3) takes cfg from PrimitiveFloat #105 (1, the
+  // 4-step LoRA's setting) while its own widget copy still says 6; cfg 6 would batch cond and uncond.
+  const fs::path path = fs::path(support::templates_dir()) / "2026" / "video_wan2_2_14B_s2v.json";
+  if (!fs::is_regular_file(path)) {
+    WARN("skipped: " << path << " is absent");
+    return;
+  }
+  std::ifstream in(path, std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const json r = api::plan({{"workflow", workflow::parse_workflow_text(text, path.filename().string())},
+                            {"gpu", "4090"}, {"runtime", "legacy"}});
+  CHECK(r["job"]["cfg"] == 1.0);
+  for (const auto& s : r["stages"])
+    for (const auto& note : s["notes"]) CHECK(note.get<std::string>().find("cond and uncond") == std::string::npos);
+}
