@@ -74,13 +74,14 @@ std::uint64_t host_ram_needed(const ResolvedJob& rj, const Job& job) {
 }
 
 // ComfyUI keeps fp8 diffusion weights in fp8 only on cards that compute in fp8, or when 16 bit
-// would not fit in maximum_vram_for_weights = total * 0.88 - minimum_inference_memory
+// would not fit in maximum_vram_for_weights = total * max_weights_share - minimum_inference_memory
 // (comfy/model_management.py unet_dtype, facts comfyui-internals §4.2); otherwise it upcasts.
 void upcast_fp8_like_comfyui(ResolvedJob& rj, const Runtime& rt) {
   if (!rj.diffusion || rj.diffusion->precision->kind != "fp8" || rt.fp8_compute != 0 || !rt.has_card()) return;
   const ModelInfo& m = *rj.diffusion->model;
   const PrecisionInfo& wide = resolve_precision(m.compute_dtype);
-  const double max_for_weights = runtime_total_bytes(rt) * 0.88 - runtime_constant("minimum_inference_bytes") -
+  const double max_for_weights = runtime_total_bytes(rt) * runtime_constant("max_weights_share") -
+                                 runtime_constant("minimum_inference_bytes") -
                                  runtime_constant(rt.windows ? "comfy_reserve_bytes_windows" : "comfy_reserve_bytes_linux");
   const std::uint64_t wide_bytes = weight_bytes(m, wide);
   if (static_cast<double>(wide_bytes) > max_for_weights) return;

@@ -327,8 +327,7 @@ std::optional<StageDemand> vae_encode_demand(const ResolvedJob& rj) {
     StageDemand fb = d;
     fb.fallback.clear();
     for (auto& t : fb.transient) t.second = static_cast<std::uint64_t>(t.second * share);
-    // Video: one pass with tile/4 overlap on each side; images: three averaged passes.
-    fb.slowdown = wan_i2v ? 1.5 : 3.0;
+    fb.slowdown = runtime_constant(wan_i2v ? "tiled_retry_slowdown_video" : "tiled_retry_slowdown_image");
     fb.notes.push_back("ComfyUI's automatic retry after an OOM in the full encode: " + std::to_string(static_cast<int>(tile)) +
                        " px tiles");
     d.fallback.push_back(fb);
