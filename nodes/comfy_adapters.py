@@ -129,6 +129,26 @@ def comfy_models_dir():
     return getattr(folder_paths, "models_dir", None)
 
 
+def comfy_model_folders():
+    """ComfyUI's folder lists (folder_paths.folder_names_and_paths: "loras" -> every directory it searches,
+    extra_model_paths.yaml's included), so files kept outside the models folder are read too; or None."""
+    try:
+        import folder_paths
+    except ImportError:
+        return None
+    table = getattr(folder_paths, "folder_names_and_paths", None)
+    if not isinstance(table, dict):
+        return None
+    out = {}
+    for name, entry in table.items():
+        paths = entry[0] if isinstance(entry, (tuple, list)) and entry else None
+        if isinstance(name, str) and isinstance(paths, (list, tuple)):
+            dirs = [p for p in paths if isinstance(p, str) and p]
+            if dirs:
+                out[name] = dirs
+    return out or None
+
+
 RUNTIMES = ("dynamic", "legacy")
 
 
@@ -150,4 +170,7 @@ def plan_request(workflow: dict, budget_fields: dict, runtime=None) -> dict:
     models_dir = comfy_models_dir()
     if models_dir:
         request["models_dir"] = models_dir
+    folders = comfy_model_folders()
+    if folders:
+        request["model_folders"] = folders
     return request

@@ -9,6 +9,7 @@
 #include "core/catalog/catalog.hpp"
 #include "core/catalog/verdict.hpp"
 #include "core/base/error.hpp"
+#include "core/base/json_reader.hpp"
 #include "core/plan/planner.hpp"
 #include "core/catalog/presets.hpp"
 #include "core/plan/presets_apply.hpp"
@@ -30,9 +31,28 @@ json budget_json(const Runtime& rt) {
   return rt.vram_bytes ? json(rt.vram_bytes) : json(nullptr);
 }
 
+// {"loras": ["/a/models/loras", "/b/Lora"], ...}: every name a string, every list of non-empty strings.
+std::map<std::string, std::vector<std::string>> model_folders_of(const json& folders) {
+  std::map<std::string, std::vector<std::string>> out;
+  for (auto it = folders.begin(); it != folders.end(); ++it) {
+    const std::string field = "model_folders." + it.key();
+    if (!it.value().is_array())
+      throw InputError(field, "expected a list of directories, got " + json_preview(it.value(), 40));
+    auto& dirs = out[it.key()];
+    for (std::size_t i = 0; i < it.value().size(); ++i) {
+      const json& d = it.value()[i];
+      if (!d.is_string() || d.get<std::string>().empty())
+        throw InputError(field + "[" + std::to_string(i) + "]", "expected a directory path, got " + json_preview(d, 40));
+      dirs.push_back(d.get<std::string>());
+    }
+  }
+  return out;
+}
+
 workflow::ParseOptions options_of(const request::Request& request) {
   workflow::ParseOptions o;
   if (request.has("models_dir")) o.models_dir = request.text("models_dir");
+  if (request.has("model_folders")) o.model_folders = model_folders_of(request.raw("model_folders"));
   return o;
 }
 
@@ -50,6 +70,8 @@ request::Fields workflow_fields() {
   return with_runtime_fields(with_card_budget({
       {"workflow", Kind::Any, "the workflow JSON (UI or API format) or its text", 0, 0, {}, true},
       {"models_dir", Kind::String, "ComfyUI's models folder, to read the headers of the files the loaders name"},
+      {"model_folders", Kind::Object, "ComfyUI's folder lists (folder name -> directories, extra_model_paths.yaml "
+                                      "included), searched before models_dir"},
       {"source", Kind::String, "where the workflow came from, for notes (default \"workflow\")"},
   }));
 }

@@ -164,17 +164,29 @@ class Analyser {
     c.model = guess.model;
     c.precision = guess.precision;
     for (auto& s : guess.notes) notes().push_back(s);
-    if (!opt_.models_dir.empty()) read_header(c, role);
+    if (opt_.reads_files()) read_header(c, role);
     rec.model = c.model;
     rec.precision = c.precision;
     (void)n;
     return c;
   }
 
+  // ComfyUI's own folder lists first (they hold extra_model_paths.yaml's folders), then the models folder.
+  std::optional<std::string> find_file(const std::string& file, const std::string& role) {
+    if (auto path = find_in_model_folders(opt_.model_folders, file, role)) return path;
+    if (opt_.models_dir.empty()) return std::nullopt;
+    return find_model_file(opt_.models_dir, file, role, &models_index_);
+  }
+
+  std::string searched() const {
+    if (opt_.model_folders.empty()) return opt_.models_dir;
+    return "ComfyUI's model folders" + (opt_.models_dir.empty() ? std::string() : " or " + opt_.models_dir);
+  }
+
   void read_header(Component& c, const std::string& role) {
-    auto path = find_model_file(opt_.models_dir, c.file, role, &models_index_);
+    auto path = find_file(c.file, role);
     if (!path) {
-      notes().push_back("'" + c.file + "' not found under " + opt_.models_dir + "; estimated from its name");
+      notes().push_back("'" + c.file + "' not found under " + searched() + "; estimated from its name");
       return;
     }
     const HeaderFacts& facts = header_facts(*path, role);
@@ -214,8 +226,8 @@ class Analyser {
       if (role == "lora") {
         notes().push_back("LoRA '" + file + "' (#" + n.id + ") is patched into the weights; its size is unknown "
                           "without --models and not counted");
-        if (!opt_.models_dir.empty()) {
-          auto path = find_model_file(opt_.models_dir, file, role, &models_index_);
+        if (opt_.reads_files()) {
+          auto path = find_file(file, role);
           HeaderFacts f = path ? header_facts(*path, role) : HeaderFacts{};
           if (f.gpu_bytes) {
             info_.job.lora_bytes += *f.gpu_bytes;

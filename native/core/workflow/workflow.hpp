@@ -3,6 +3,7 @@
 // workflow so a preset can rewrite it. Only nodes that will execute count: bypassed (mode 4) and
 // muted (mode 2) nodes and nodes that feed no output are ignored.
 #include <optional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -62,7 +63,11 @@ struct WorkflowInfo {
 };
 
 struct ParseOptions {
+  // ComfyUI's folder lists (folder_paths, extra_model_paths.yaml included), asked first: folder name ->
+  // its directories. Then models_dir. Either one makes the files' headers count (api::inspect).
+  std::map<std::string, std::vector<std::string>> model_folders;
   std::string models_dir;  // look the named files up here and read their headers (api::inspect)
+  bool reads_files() const { return !model_folders.empty() || !models_dir.empty(); }
 };
 
 // Throws FileFormatError(source) on a document that is not a workflow; never on unknown nodes.

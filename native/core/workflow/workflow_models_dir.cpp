@@ -21,20 +21,43 @@ bool is_regular(const fs::path& p) {
   return fs::is_regular_file(p, ec);
 }
 
-}  // namespace
-
-std::optional<std::string> find_model_file(const std::string& dir, const std::string& file, const std::string& role,
-                                           ModelsFolderIndex* index) {
-  // ComfyUI on Windows names files in subfolders "flux\\x.safetensors" (os.path.relpath); read the
-  // separator as one here too, so those names are found and "..\\x" is caught as the escape it is.
-  // Paths are UTF-8 throughout (u8path/u8string): a narrow fs::path is the ANSI code page on Windows.
+// The name as a path below a folder, or nullopt when it would leave the folder. ComfyUI on Windows names
+// files in subfolders "flux\\x.safetensors" (os.path.relpath); the separator is read as one here too, so
+// those names are found and "..\\x" is caught as the escape it is. Paths are UTF-8 throughout
+// (u8path/u8string): a narrow fs::path is the ANSI code page on Windows.
+std::optional<fs::path> relative_name(const std::string& file) {
   std::string name = file;
   for (auto& ch : name)
     if (ch == '\\') ch = '/';
   const fs::path rel = fs::u8path(name);
-  if (name.empty() || rel.is_absolute()) return std::nullopt;
+  if (name.empty() || rel.is_absolute() || rel.has_root_name()) return std::nullopt;
   for (const auto& part : rel)
     if (part == "..") return std::nullopt;
+  return rel;
+}
+
+}  // namespace
+
+std::optional<std::string> find_in_model_folders(const std::map<std::string, std::vector<std::string>>& folders,
+                                                 const std::string& file, const std::string& role) {
+  const auto rel = relative_name(file);
+  const auto& roles = comfy_nodes().loader_roles;
+  auto it = roles.find(role);
+  if (!rel || it == roles.end()) return std::nullopt;
+  for (const auto& folder : it->second.folders) {
+    auto dirs = folders.find(folder);
+    if (dirs == folders.end()) continue;
+    for (const auto& dir : dirs->second)
+      if (is_regular(fs::u8path(dir) / *rel)) return (fs::u8path(dir) / *rel).u8string();
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> find_model_file(const std::string& dir, const std::string& file, const std::string& role,
+                                           ModelsFolderIndex* index) {
+  const auto named = relative_name(file);
+  if (!named) return std::nullopt;
+  const fs::path& rel = *named;
   const fs::path root = fs::u8path(dir);
   if (is_regular(root / rel)) return (root / rel).u8string();
   // ComfyUI's folder_paths names (and their legacy aliases) for the loader's role.

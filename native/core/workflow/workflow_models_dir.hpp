@@ -2,9 +2,11 @@
 // `plan --models DIR`: find the files a workflow names under a ComfyUI models folder and read
 // what their headers say (through api::inspect), so the estimate uses real sizes, not names.
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 namespace headroom::workflow {
 
@@ -18,6 +20,12 @@ namespace headroom::workflow {
 class ModelsFolderIndex;
 std::optional<std::string> find_model_file(const std::string& dir, const std::string& file, const std::string& role,
                                            ModelsFolderIndex* index = nullptr);
+
+// ComfyUI's own folder lists (folder_paths: "loras" -> every directory it searches, extra_model_paths.yaml
+// included), asked the way ComfyUI resolves a name: <dir>/<file> for each folder the loader's role reads
+// (comfy_nodes.json loader_roles), in order. The same refusals as find_model_file; no walk.
+std::optional<std::string> find_in_model_folders(const std::map<std::string, std::vector<std::string>>& folders,
+                                                 const std::string& file, const std::string& role);
 
 // File names below one models folder, walked once on first use; first match in walk order wins,
 // as in find_model_file's own walk.

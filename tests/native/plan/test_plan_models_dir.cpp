@@ -17,6 +17,7 @@
 #include "catch.hpp"
 #include "cli_runner.hpp"
 #include "core/api/api.hpp"
+#include "core/base/error.hpp"
 #include "core/workflow/workflow_models_dir.hpp"
 #include "model_file_builders.hpp"
 
@@ -525,4 +526,54 @@ TEST_CASE("plan --models: a VAE file in a UNETLoader falls back to the name inst
   CHECK_FALSE(d.contains("weight_bytes"));
   CHECK(any_contains(notes_about(p, "flux1-dev.safetensors"), "cannot load"));
   CHECK(p["peak_bytes"].get<std::uint64_t>() > 0);
+}
+
+TEST_CASE("plan model_folders: ComfyUI's folder lists (extra_model_paths.yaml) are read before models_dir",
+          "[plan][models_dir]") {
+  // The files live in two other trees, as a shared A1111-style folder gives them: the diffusion model
+  // under a folder registered for "diffusion_models", the text encoders under "clip" and
+  // "text_encoders" entries, the VAE under "vae". models_dir is an empty ComfyUI folder. Hard links: the
+  // files are sparse and tens of GB long, so a copy would write them out.
+  ModelsTree t;
+  testfiles::TempDir other;
+  const std::string a = other.file("a"), b = other.file("b"), empty = other.file("models");
+  for (const char* d : {"unet_here", "te", "clips", "vaes"}) fs::create_directories(fs::path(a) / d);
+  fs::create_directories(fs::path(b) / "more_te");
+  fs::create_directories(empty);
+  fs::create_hard_link(fs::path(t.root) / "diffusion_models" / "my_model.safetensors", fs::path(a) / "unet_here" / "my_model.safetensors");
+  fs::create_hard_link(fs::path(t.root) / "text_encoders" / "encoder_a.safetensors", fs::path(b) / "more_te" / "encoder_a.safetensors");
+  fs::create_hard_link(fs::path(t.root) / "clip" / "encoder_b.safetensors", fs::path(a) / "clips" / "encoder_b.safetensors");
+  fs::create_hard_link(fs::path(t.root) / "vae" / "decoder.safetensors", fs::path(a) / "vaes" / "decoder.safetensors");
+  const json folders = {{"diffusion_models", {a + "/nothing_here", a + "/unet_here"}},
+                        {"text_encoders", {a + "/te", b + "/more_te"}},
+                        {"clip", {a + "/clips"}},
+                        {"vae", {a + "/vaes"}}};
+  const json wf = api_workflow("UNETLoader", "my_model.safetensors", "encoder_b.safetensors",
+                               "encoder_a.safetensors", "decoder.safetensors");
+  json p = headroom::api::plan({{"workflow", wf}, {"gpu", "4090"}, {"models_dir", empty}, {"model_folders", folders}});
+  REQUIRE(p["verdict"] != "unknown");
+  CHECK(p["job"]["diffusion"]["model"] == "flux1-dev");
+  CHECK(p["job"]["diffusion"]["weight_bytes"].get<std::uint64_t>() == t.flux_fp8);
+  CHECK(text_encoder(p, "t5-xxl")["weight_bytes"].get<std::uint64_t>() == t.t5_fp8);
+  CHECK(text_encoder(p, "clip-l")["weight_bytes"].get<std::uint64_t>() == t.clip_fp16);
+  CHECK(p["job"]["vae"]["weight_bytes"].get<std::uint64_t>() == t.vae_bf16);
+
+  SECTION("the folder lists refuse names that leave them, as models_dir does") {
+    fs::create_hard_link(fs::path(t.root) / "diffusion_models" / "my_model.safetensors", fs::path(other.file("escaped.safetensors")));
+    for (const std::string& name : {std::string("../escaped.safetensors"), std::string("..\\escaped.safetensors"),
+                                    other.file("escaped.safetensors")})
+      CHECK_FALSE(headroom::workflow::find_in_model_folders({{"diffusion_models", {a + "/unet_here"}}}, name,
+                                                            "diffusion"));
+  }
+  SECTION("a folder list of the wrong shape is refused, naming the entry") {
+    for (const json& bad : {json{{"loras", "/x"}}, json{{"loras", {1}}}, json{{"loras", {""}}}}) {
+      INFO(bad.dump());
+      try {
+        headroom::api::plan({{"workflow", wf}, {"model_folders", bad}});
+        FAIL("accepted");
+      } catch (const headroom::InputError& e) {
+        CHECK(e.field().rfind("model_folders.loras", 0) == 0);
+      }
+    }
+  }
 }
