@@ -7,9 +7,9 @@ never a near match) and proves it in a child process. Then, where a source build
 source_build_wanted: by default on Linux and macOS with CMake, never by default on Windows), it
 configures CMake with that interpreter, so the estimator (the C library headroom_core, no torch, any
 Python) lands in <pack>/build/capi and the decoders (_headroom_torch, against the running torch) in
-<pack>/build/python, where the nodes look for them. Exit status 0 on success; on failure it says what is
-missing and the nodes keep working."""
-import hashlib
+<pack>/build/python, where the nodes look for them. Each built library is then loaded once in a child
+Python (prove_loads): Headroom starts processes only here, at install time, never inside ComfyUI. Exit status 0
+on success; on failure it says what is missing and the nodes keep working."""
 import json
 import os
 import platform
@@ -47,8 +47,11 @@ def configure_args(facts):
     return args
 
 
-MODULE_PREFIXES = ("_headroom_torch", "libheadroom_core", "headroom_core")
-MODULE_SUFFIXES = (".so", ".pyd", ".dylib", ".dll")
+LIBRARY_PATTERNS = ("capi/libheadroom_core.so", "capi/libheadroom_core.dylib", "capi/headroom_core.dll",
+                    "python/_headroom_torch*.so", "python/_headroom_torch*.pyd")
+RECORD_SUFFIX = ".record"  # written beside each library by the build (native/cmake/record_library.cmake)
+CHILD_TIMEOUT_S = 300  # a torch import on a slow disk with a virus scanner can take minutes
+CHILD_RAISED = 17  # the child's exit status for "raised an exception" (anything else is a crash)
 GIB = 1024 ** 3
 GIB_PER_COMPILE_JOB = 2  # a LibTorch translation unit takes 1.5-2 GiB of RAM in g++
 
@@ -82,20 +85,50 @@ def build_jobs(cpus=None, ram=None) -> int:
     return jobs
 
 
-def module_records(folder: Path) -> dict:
-    """{file name: {size, sha256}} of the built libraries: the loader checks one against this
-    before loading it into ComfyUI, so a file cut short or changed after the build is caught."""
-    records = {}
-    if not Path(folder).is_dir():
-        return records
-    for path in sorted(Path(folder).iterdir()):
-        if path.is_file() and path.name.startswith(MODULE_PREFIXES) and path.name.endswith(MODULE_SUFFIXES):
-            digest = hashlib.sha256()
-            with open(path, "rb") as f:
-                for block in iter(lambda: f.read(1 << 20), b""):
-                    digest.update(block)
-            records[path.name] = {"size": path.stat().st_size, "sha256": digest.hexdigest()}
-    return records
+def crash_text(returncode: int) -> str:
+    if returncode < 0:
+        import signal
+        try:
+            return f"killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"killed by signal {-returncode}"
+    return f"exit status {returncode:#x}" if returncode > 0xFFFF else f"exit status {returncode}"
+
+
+def load_in_child(path: Path) -> str:
+    """Loads one built library in a separate Python, as the nodes will: the core through ctypes (asking its
+    interface version), the decoder module after torch. None when it loads or raises a Python exception
+    (the nodes then report the loader's own words); else what happened to the child."""
+    if path.parent.name == "capi":
+        load = f"    import ctypes\n    ctypes.CDLL({str(path)!r}).headroom_abi_version()\n"
+    else:
+        load = ("    import importlib.util, torch\n"
+                f"    spec = importlib.util.spec_from_file_location('_headroom_torch', {str(path)!r})\n"
+                "    spec.loader.exec_module(importlib.util.module_from_spec(spec))\n")
+    code = f"import sys\ntry:\n{load}except BaseException as e:\n    sys.exit({CHILD_RAISED})\n"
+    try:
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=CHILD_TIMEOUT_S,
+                             stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        return f"did not finish loading within {CHILD_TIMEOUT_S} s"
+    return None if out.returncode in (0, CHILD_RAISED) else f"crashed the Python that loaded it ({crash_text(out.returncode)})"
+
+
+def prove_loads(build: Path) -> list:
+    """Loads every library the build recorded in a child Python, so one that crashes whoever loads it takes
+    down that child now and not ComfyUI later. A library that crashed loses its record, which makes the
+    nodes refuse it. Returns [(library, what happened)] for those."""
+    failures = []
+    for pattern in LIBRARY_PATTERNS:
+        for path in sorted(Path(build).glob(pattern)):
+            record = Path(str(path) + RECORD_SUFFIX)
+            if not record.is_file():
+                continue
+            why = load_in_child(path)
+            if why:
+                record.unlink()
+                failures.append((path, why))
+    return failures
 
 
 def decoder_wheels():
@@ -172,13 +205,18 @@ def main():
             print(f"Headroom: build step failed (exit {result.returncode}); the nodes will load and say so. "
                   f"Fix the error above and rerun: \"{sys.executable}\" \"{PACK / 'install.py'}\"")
             return result.returncode
+    failures = prove_loads(BUILD)
+    for path, why in failures:
+        print(f"Headroom: the build's {path.name} {why}; the nodes will refuse it. Report this with the "
+              f"compiler and CMake versions, then rerun: \"{sys.executable}\" \"{PACK / 'install.py'}\"")
     (BUILD / "python").mkdir(parents=True, exist_ok=True)
     info = {"python": sys.executable, "python_version": platform.python_version(), **facts,
-            "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "modules": {**module_records(BUILD / "python"), **module_records(BUILD / "capi")}}
+            "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     tmp = info_file.with_suffix(".tmp")
     tmp.write_text(json.dumps(info, indent=1) + "\n")
     os.replace(tmp, info_file)  # all or nothing, like the modules it describes
+    if failures:
+        return 1
     print(f"Headroom: built into {BUILD / 'capi'} and {BUILD / 'python'}; restart ComfyUI.")
     return 0
 

@@ -5,7 +5,14 @@ LibTorch decoders (the pybind11 module _headroom_torch, which must match the run
 The pack must keep loading when the native build is absent, broken or built against another torch:
 ComfyUI would otherwise list the whole pack as IMPORT FAILED and the user would see no hint. So every
 failure here becomes a `NativeUnavailable` that names the cause and the exact command that fixes it.
+
+A library is loaded only when it is the very file a finished build or an installed wheel recorded: the
+build writes `<library>.record` (size and SHA-256, native/cmake/record_library.cmake), pip keeps each
+wheel file's hash in its RECORD. A file cut short (which would kill ComfyUI with SIGBUS once mapped) or
+changed afterwards is refused without being loaded, and without starting any process: whether a build
+crashes when loaded is install.py's to prove, at install time.
 """
+import base64
 import hashlib
 import importlib
 import importlib.machinery
@@ -13,7 +20,6 @@ import importlib.util
 import json
 import os
 import platform
-import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -33,8 +39,8 @@ class NativeUnavailable(RuntimeError):
 _lock = threading.Lock()
 _cache = {}  # module name -> (module or None, cause or None)
 _vetted = {}  # (path, size, mtime) -> cause or None; survives reset(): a file is judged once per process
-CHILD_IMPORT_TIMEOUT_S = 300  # a torch import on a slow disk with a virus scanner can take a minute
-CHILD_IMPORT_ERROR = 17  # the child's exit status for "raised an exception" (anything else is a crash)
+RECORD_SUFFIX = ".record"  # beside each built library: {"size": bytes, "sha256": hex}
+WHEELS = ("headroom_core", "headroom_torch")  # the distributions whose RECORD may list a library
 
 
 def build_dir() -> Path:
@@ -136,66 +142,38 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _recorded_intact(path: Path, size: int) -> bool:
-    """True when install.py recorded this very file (same size and SHA-256) after a finished build."""
-    if path.parent not in (python_dir(), capi_dir()):
-        return False
-    record = (build_info().get("modules") or {}).get(path.name)
-    if not isinstance(record, dict) or record.get("size") != size:
-        return False
+def _build_record(path: Path):
+    """What the build recorded beside the library ({"size", "sha256"}), or None."""
     try:
-        return record.get("sha256") == _sha256(path)
+        record = json.loads(Path(str(path) + RECORD_SUFFIX).read_text())
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def _wheel_record(path: Path):
+    """What pip recorded for this file when it installed one of our wheels ({"size", "sha256"}), or None."""
+    from importlib import metadata
+    try:
+        target = path.resolve()
     except OSError:
-        return False
-
-
-def _crash_text(returncode: int) -> str:
-    if returncode < 0:
-        import signal
+        return None
+    for dist in WHEELS:
         try:
-            return f"killed by {signal.Signals(-returncode).name}"
-        except ValueError:
-            return f"killed by signal {-returncode}"
-    return f"exit status {returncode:#x}" if returncode > 0xFFFF else f"exit status {returncode}"
-
-
-def _child_load_code(name: str, path: Path) -> str:
-    """What the test process runs: the decoder is imported as the module it is (after torch, whose
-    libraries it needs), the core is opened as the C library it is and asked its interface version."""
-    if name == TORCH_MODULE:
-        load = ("    import importlib.util, torch\n"
-                f"    spec = importlib.util.spec_from_file_location({name!r}, {str(path)!r})\n"
-                "    spec.loader.exec_module(importlib.util.module_from_spec(spec))\n")
-    else:
-        load = ("    import ctypes\n"
-                f"    ctypes.CDLL({str(path)!r}).headroom_abi_version()\n")
-    return ("import sys\n"
-            "try:\n"
-            + load +
-            "except BaseException as e:\n"
-            "    sys.stderr.write(f'{type(e).__name__}: {e}')\n"
-            f"    sys.exit({CHILD_IMPORT_ERROR})\n")
-
-
-def _import_in_child(name: str, path: Path):
-    """Loads the library in a separate Python first, so a library that crashes whoever loads it takes
-    down that child and not ComfyUI. None when it loads (or fails with a Python exception, which the
-    load in this process then reports with the loader's own words); else the cause."""
-    if not sys.executable:
-        return None
-    code = _child_load_code(name, path)
-    try:
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                             timeout=CHILD_IMPORT_TIMEOUT_S, stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired:
-        return (f"{name} did not finish loading within {CHILD_IMPORT_TIMEOUT_S} s in a test process ({path}); "
-                f"it may be a corrupt build: run install.py again")
-    except OSError:
-        return None  # cannot start a child here; the structural check already passed
-    if out.returncode in (0, CHILD_IMPORT_ERROR):
-        return None
-    return (f"{name} is a corrupt build: loading {path} crashed a test process ({_crash_text(out.returncode)}); "
-            f"run install.py again")
+            files = metadata.files(dist) or []
+        except metadata.PackageNotFoundError:
+            continue
+        for f in files:
+            if f.hash is None or f.hash.mode != "sha256" or Path(str(f)).name != path.name:
+                continue
+            try:
+                if Path(f.locate()).resolve() != target:
+                    continue
+            except OSError:
+                continue
+            value = f.hash.value
+            return {"size": f.size, "sha256": base64.urlsafe_b64decode(value + "=" * (-len(value) % 4)).hex()}
+    return None
 
 
 def _vet(name: str, path: Path):
@@ -209,7 +187,17 @@ def _vet(name: str, path: Path):
         return _vetted[key]
     try:
         binary_check.check_library(path)
-        cause = None if _recorded_intact(path, stat.st_size) else _import_in_child(name, path)
+        record = _build_record(path) or _wheel_record(path)
+        if record is None:
+            cause = (f"{name} at {path} is not from a finished build (no {path.name}{RECORD_SUFFIX} beside it, "
+                     f"and no installed Headroom wheel lists it): run install.py again")
+        elif record.get("size") != stat.st_size:
+            cause = (f"{name} is a corrupt build ({path}: {stat.st_size} bytes where its build wrote "
+                     f"{record.get('size')}): run install.py again")
+        elif record.get("sha256") != _sha256(path):
+            cause = f"{name} is a corrupt build ({path}: changed since its build wrote it): run install.py again"
+        else:
+            cause = None
     except binary_check.Damaged as e:
         cause = f"{name} is a corrupt build ({path}: {e}): run install.py again"
     except OSError as e:

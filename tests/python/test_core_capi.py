@@ -28,12 +28,14 @@ def run_with_build(build, code):
 
 
 def only_the_c_library(tmp_path, data=None):
+    """A build folder with the C library and the record its build wrote (of the whole file)."""
     (tmp_path / "capi").mkdir()
     target = tmp_path / "capi" / LIBRARY.name
     if data is None:
         shutil.copy(LIBRARY, target)
     else:
         target.write_bytes(data)
+    shutil.copy(str(LIBRARY) + ".record", str(target) + ".record")
     return tmp_path
 
 

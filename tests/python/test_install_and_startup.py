@@ -112,7 +112,8 @@ def test_startup_log_says_where_the_native_parts_loaded_from(tmp_path):
     capi.mkdir()
     for module in BUILD_PYTHON.glob("_headroom_*"):
         shutil.copy(module, build / module.name)
-    shutil.copy(BUILD_DIR / "capi" / "libheadroom_core.so", capi)
+    for name in ("libheadroom_core.so", "libheadroom_core.so.record"):
+        shutil.copy(BUILD_DIR / "capi" / name, capi)
     lines = start_comfy_like(tmp_path, tmp_path / "build")
     core = [line for line in lines if "native core" in line]
     assert core and core[0].startswith("INFO") and "loaded from" in core[0] and str(capi) in core[0]

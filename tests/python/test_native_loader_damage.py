@@ -1,9 +1,11 @@
 """Damaged native builds (issue 13, item 3; issue 12, item 6): a truncated, empty, random or crash-on-load
 library must never take down the Python that loads the pack (ComfyUI). Each case copies the real built
 library (the core's C library in build/capi, the decoder module in build/python) into a temporary build
-folder, damages the copy, and loads the pack in a fresh Python with limits on time (60 s) and address
-space (2 GiB): that process must survive and report "corrupt build: run install.py again"; a library
-that is whole but not ours keeps the loader's own message."""
+folder with the record its build wrote (size and SHA-256), damages the copy, and loads the pack in a
+fresh Python with limits on time (60 s) and address space (2 GiB): that process must survive and report
+"corrupt build: run install.py again" without having loaded the file; a whole library that is not ours
+keeps the loader's own message. Loading never starts a process: crashes on load are install.py's to
+find, at install time (prove_loads, tested here too)."""
 import hashlib
 import json
 import os
@@ -13,6 +15,7 @@ import struct
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -76,10 +79,19 @@ def folder_of(source):
     return "capi" if source == CORE_SO else "python"
 
 
-def damaged_build(tmp_path, source, data):
+def record_of(data):
+    return json.dumps({"size": len(data), "sha256": hashlib.sha256(data).hexdigest()})
+
+
+def damaged_build(tmp_path, source, data, record="original"):
+    """A build folder holding `data` under the library's name, with the record of the original file (what
+    the build wrote before the damage), of `data` itself ("own"), or none (None)."""
     folder = tmp_path / "build" / folder_of(source)
     folder.mkdir(parents=True)
     (folder / source.name).write_bytes(data)
+    if record is not None:
+        text = (Path(str(source) + ".record").read_text() if record == "original" else record_of(data))
+        (folder / (source.name + ".record")).write_text(text)
     return tmp_path / "build"
 
 
@@ -115,16 +127,29 @@ def test_empty_or_random_core_is_a_corrupt_build(tmp_path, content):
     assert "corrupt build" in result["message"] and "run install.py again" in result["message"]
 
 
-@needs_core
-def test_whole_file_with_garbage_code_crashes_only_a_test_process(tmp_path):
-    """Headers intact, machine code replaced: only loading can tell, so the pack loads it in a child first."""
-    data = bytearray(CORE_SO.read_bytes())
+def garbage_code(data):
+    """The library with its machine code replaced and its headers intact: only loading it could tell."""
+    data = bytearray(data)
     offset, size = executable_segment(data)
     rng = random.Random(3)
     data[offset + 64:offset + size] = bytes(rng.getrandbits(8) for _ in range(size - 64))
-    binary_check.check_library(damaged_build(tmp_path, CORE_SO, bytes(data)) / "capi" / CORE_SO.name)
+    return bytes(data)
+
+
+@needs_core
+def test_whole_file_with_garbage_code_is_refused_before_it_is_loaded(tmp_path):
+    data = garbage_code(CORE_SO.read_bytes())
+    binary_check.check_library(damaged_build(tmp_path, CORE_SO, data) / "capi" / CORE_SO.name)
     result = load_in_child(tmp_path / "build")
-    assert "corrupt build" in result["message"] and "crashed a test process" in result["message"]
+    assert "corrupt build" in result["message"] and "changed since its build wrote it" in result["message"]
+
+
+@needs_core
+def test_a_library_without_a_record_is_refused(tmp_path):
+    """A file no build and no wheel recorded (copied in by hand, or a link that never finished)."""
+    result = load_in_child(damaged_build(tmp_path, CORE_SO, CORE_SO.read_bytes(), record=None))
+    assert "not from a finished build" in result["message"] and "install.py" in result["message"]
+    assert not result["works"]
 
 
 def system_library():
@@ -139,7 +164,8 @@ def system_library():
 def test_present_but_foreign_library_keeps_the_loaders_message(tmp_path):
     """A whole library that is not the core (the system's C library under the core's name): what ctypes
     said about it (no headroom_* functions), not "corrupt" and not "not installed"."""
-    result = load_in_child(damaged_build(tmp_path, CORE_SO, open(system_library(), "rb").read()))
+    data = open(system_library(), "rb").read()
+    result = load_in_child(damaged_build(tmp_path, CORE_SO, data, record=record_of(data)))
     assert "failed to load" in result["message"] and "undefined symbol: headroom_" in result["message"]
     assert "corrupt build" not in result["message"] and "is not installed" not in result["message"]
 
@@ -159,25 +185,48 @@ def test_truncated_decoder_is_a_corrupt_build_and_the_process_survives(tmp_path)
 
 
 @needs_core
-def test_recorded_build_is_not_loaded_in_a_child_but_a_changed_one_is(tmp_path, monkeypatch):
-    """install.py records size and SHA-256 of what it built; a file that matches loads directly."""
+def test_loading_starts_no_process_and_a_changed_byte_is_refused(tmp_path, monkeypatch):
+    """The registry's scanner flags any process start outside install time, and a process per library
+    would slow ComfyUI's start: the check is the record alone. One byte changed (same size) is refused."""
+    import subprocess as sp
     build = damaged_build(tmp_path, CORE_SO, CORE_SO.read_bytes())
     so = build / "capi" / CORE_SO.name
-    (build / "python").mkdir()
-    record = {"modules": {so.name: {"size": so.stat().st_size, "sha256": hashlib.sha256(so.read_bytes()).hexdigest()}}}
-    (build / "python" / native_loader.BUILD_INFO_FILE).write_text(json.dumps(record))
-    monkeypatch.setenv("HEADROOM_BUILD_DIR", str(build))
-    children = []
-    monkeypatch.setattr(native_loader, "_import_in_child", lambda name, path: children.append(path))
-    assert native_loader._vet(native_loader.CORE_MODULE, so) is None and children == []
-    with open(so, "r+b") as f:  # same size, one byte changed: no longer what install.py built
+    def no_process(*args, **kwargs):
+        raise AssertionError(f"a process was started: {args}")
+    monkeypatch.setattr(sp, "Popen", no_process)
+    assert "subprocess" not in native_loader.__dict__
+    assert native_loader._vet(native_loader.CORE_MODULE, so) is None
+    with open(so, "r+b") as f:
         f.seek(so.stat().st_size // 2)
         byte = f.read(1)
         f.seek(-1, 1)
         f.write(bytes([byte[0] ^ 0xFF]))
     os.utime(so, ns=(so.stat().st_atime_ns, so.stat().st_mtime_ns + 10 ** 9))
-    native_loader._vet(native_loader.CORE_MODULE, so)
-    assert children == [so]
+    assert "changed since its build wrote it" in native_loader._vet(native_loader.CORE_MODULE, so)
+
+
+def install_module():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("headroom_install", REPO / "install.py")
+    install = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(install)
+    return install
+
+
+@needs_core
+def test_install_proves_each_build_loads_and_unrecords_one_that_crashes(tmp_path):
+    """install.py loads what it built in a child Python; a library that crashes it loses its record, so the
+    nodes refuse it instead of crashing ComfyUI; a whole one keeps it."""
+    install = install_module()
+    good = damaged_build(tmp_path / "good", CORE_SO, CORE_SO.read_bytes())
+    assert install.prove_loads(good) == []
+    assert (good / "capi" / (CORE_SO.name + ".record")).is_file()
+    data = garbage_code(CORE_SO.read_bytes())
+    bad = damaged_build(tmp_path / "bad", CORE_SO, data, record=record_of(data))
+    ((path, why),) = install.prove_loads(bad)
+    assert path.name == CORE_SO.name and "crashed the Python that loaded it" in why
+    assert not (bad / "capi" / (CORE_SO.name + ".record")).exists()
+    assert "not from a finished build" in load_in_child(bad)["message"]
 
 
 def test_binary_check_knows_system_libraries_and_refuses_cut_ones(tmp_path):
@@ -196,34 +245,12 @@ def test_binary_check_knows_system_libraries_and_refuses_cut_ones(tmp_path):
             binary_check.check_library(target)
 
 
-def test_install_records_what_it_built(tmp_path):
-    """install.py writes size and SHA-256 of each module it built (what the loader compares)."""
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("headroom_install", REPO / "install.py")
-    install = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(install)
-    (tmp_path / "_headroom_torch.cpython-311-x86_64-linux-gnu.so").write_bytes(b"abc")
-    (tmp_path / "libheadroom_core.so").write_bytes(b"abcd")
-    (tmp_path / "headroom_core.dll").write_bytes(b"ab")
-    (tmp_path / "notes.txt").write_text("x")
-    (tmp_path / "libother.so").write_bytes(b"x")
-    records = install.module_records(tmp_path)
-    assert records == {"_headroom_torch.cpython-311-x86_64-linux-gnu.so":
-                       {"size": 3, "sha256": hashlib.sha256(b"abc").hexdigest()},
-                       "libheadroom_core.so": {"size": 4, "sha256": hashlib.sha256(b"abcd").hexdigest()},
-                       "headroom_core.dll": {"size": 2, "sha256": hashlib.sha256(b"ab").hexdigest()}}
-    assert install.module_records(tmp_path / "absent") == {}
-
-
 @pytest.mark.parametrize("system,asks,needs", [("Windows", True, "Visual Studio Build Tools"),
                                                ("Linux", False, "C++17 compiler"), ("Darwin", False, "C++17 compiler")])
 def test_the_fix_asks_for_a_build_where_install_py_would_not_build_by_default(monkeypatch, system, asks, needs):
     """install.py builds on Windows only with HEADROOM_BUILD_FROM_SOURCE=1 (source_build_wanted): a fix that
     just said "run install.py" would do nothing there."""
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("headroom_install_fix", REPO / "install.py")
-    install = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(install)
+    install = install_module()
     monkeypatch.setattr(native_loader.platform, "system", lambda: system)
     monkeypatch.setattr(install.platform, "system", lambda: system)
     monkeypatch.delenv("HEADROOM_BUILD_FROM_SOURCE", raising=False)
