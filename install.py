@@ -175,6 +175,28 @@ def toolchain_advice():
             "and, for the decoders, pip install pybind11 into ComfyUI's Python")
 
 
+def core_report() -> str:
+    """One line on the estimator core: where the nodes will take it from, or what gets it there. The
+    package is located, not imported (install.py runs inside ComfyUI-Manager's process too)."""
+    import importlib.util
+    library = {"Windows": "headroom_core.dll", "Darwin": "libheadroom_core.dylib"}.get(platform.system(),
+                                                                                       "libheadroom_core.so")
+    built = BUILD / "capi" / library
+    if built.is_file() and Path(str(built) + RECORD_SUFFIX).is_file():
+        return f"Headroom: estimator core: this pack's build ({built})."
+    try:
+        spec = importlib.util.find_spec("headroom_core")
+    except (ImportError, ValueError):
+        spec = None
+    if spec is not None and spec.origin and (Path(spec.origin).parent / library).is_file():
+        return f"Headroom: estimator core: the headroom_core wheel ({Path(spec.origin).parent})."
+    how = ("set HEADROOM_BUILD_FROM_SOURCE=1 and run install.py again with Visual Studio Build Tools, CMake and "
+           "nlohmann_json" if platform.system() == "Windows" else
+           "run install.py again where CMake and a C++17 compiler are installed")
+    return (f"Headroom: estimator core: not installed (no headroom_core wheel in this Python, no build): {how}. "
+            f"Until then Preflight, the estimates and the OOM explainer say the core is missing.")
+
+
 def main():
     facts = torch_facts()
     dw = decoder_wheels()
@@ -184,6 +206,7 @@ def main():
     if not source_build_wanted():
         if reason is not None:
             print(dw.advice(reason))
+        print(core_report())
         return 0
     print(f"Headroom: building for Python {platform.python_version()} ({sys.executable}), "
           f"torch {facts['torch_version'] or 'absent'}, CUDA {facts['cuda_version'] or 'none'}")
@@ -218,6 +241,7 @@ def main():
     if failures:
         return 1
     print(f"Headroom: built into {BUILD / 'capi'} and {BUILD / 'python'}; restart ComfyUI.")
+    print(core_report())
     return 0
 
 

@@ -259,3 +259,18 @@ def test_the_fix_asks_for_a_build_where_install_py_would_not_build_by_default(mo
     assert ("HEADROOM_BUILD_FROM_SOURCE=1" in command) == asks
     assert install.source_build_wanted() == (not asks)  # the fix names the switch exactly where it is needed
     assert needs in native_loader.describe_fix() and "install.py" in command
+
+
+def test_install_says_where_the_core_comes_from(tmp_path, monkeypatch):
+    """install.py's line on the core: a recorded build is named; a library without its record is not
+    counted (the nodes would refuse it), so the line says what gets the core instead."""
+    install = install_module()
+    monkeypatch.setattr(install.platform, "system", lambda: "Linux")
+    monkeypatch.setattr(install, "BUILD", tmp_path / "build")
+    monkeypatch.setitem(sys.modules, "headroom_core", None)  # no wheel in this Python
+    (tmp_path / "build" / "capi").mkdir(parents=True)
+    library = tmp_path / "build" / "capi" / "libheadroom_core.so"
+    library.write_bytes(b"x")
+    assert "not installed" in install.core_report() and "CMake" in install.core_report()
+    (tmp_path / "build" / "capi" / "libheadroom_core.so.record").write_text(record_of(b"x"))
+    assert install.core_report() == f"Headroom: estimator core: this pack's build ({library})."
