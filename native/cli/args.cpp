@@ -35,6 +35,7 @@ Args::Args(const std::vector<std::string>& argv, const std::set<std::string>& fl
         if (i + 1 >= argv.size()) throw InputError("--" + name, "expects a value after it");
         values_[name] = argv[++i];
       }
+      all_values_[name].push_back(values_[name]);
     } else {
       std::string known;
       for (const auto& f : flags) known += " --" + f;
@@ -48,6 +49,11 @@ std::optional<std::string> Args::get(const std::string& name) const {
   auto it = values_.find(name);
   if (it == values_.end()) return std::nullopt;
   return it->second;
+}
+
+std::vector<std::string> Args::get_all(const std::string& name) const {
+  auto it = all_values_.find(name);
+  return it == all_values_.end() ? std::vector<std::string>{} : it->second;
 }
 
 std::string Args::get_or(const std::string& name, const std::string& fallback) const {

@@ -15,7 +15,8 @@ class Args {
   Args(const std::vector<std::string>& argv, const std::set<std::string>& flags,
        const std::set<std::string>& switches);
 
-  std::optional<std::string> get(const std::string& name) const;
+  std::optional<std::string> get(const std::string& name) const;  // the last value given
+  std::vector<std::string> get_all(const std::string& name) const;  // every value, in order (repeatable flags)
   std::string get_or(const std::string& name, const std::string& fallback) const;
   int get_int(const std::string& name, int fallback, int min_value, int max_value) const;
   double get_double(const std::string& name, double fallback) const;  // decimal and finite only
@@ -26,6 +27,7 @@ class Args {
 
  private:
   std::map<std::string, std::string> values_;
+  std::map<std::string, std::vector<std::string>> all_values_;
   std::set<std::string> switches_on_;
   std::vector<std::string> positionals_;
 };

@@ -1,4 +1,4 @@
-// `headroom plan WORKFLOW.json [--gpu NAME | --vram GIB] [--models DIR] [--json]`
+// `headroom plan WORKFLOW.json [--gpu NAME | --vram GIB] [--models DIR] [--model-folder NAME=DIR] [--json]`
 // Exit status: 0 fits (or tight, or no card given), 1 does not fit, 2 bad input or a workflow we cannot size.
 #include <cstdio>
 #include <iostream>
@@ -18,7 +18,8 @@ namespace headroom::cli {
 namespace {
 
 const char* kHelp =
-    "usage: headroom plan WORKFLOW.json [--gpu NAME | --vram GIB] [--free GIB] [--models DIR] [--json]\n"
+    "usage: headroom plan WORKFLOW.json [--gpu NAME | --vram GIB] [--free GIB] [--models DIR]\n"
+    "         [--model-folder NAME=DIR ...] [--json]\n"
     "         [--runtime dynamic|legacy] [--reserve-vram GB] [--vram-headroom GB] [--ram GIB]\n"
     "\n"
     "Reads a ComfyUI workflow (UI format as saved by Workflow > Save, or API format), predicts the\n"
@@ -29,6 +30,8 @@ const char* kHelp =
     "  --free GIB     memory free for the run as ComfyUI counts it (CUDA context and other processes\n"
     "                 already outside it): verdicts and changes are then sized to it\n"
     "  --models DIR   ComfyUI models folder: read the named files' headers instead of guessing from names\n"
+    "  --model-folder NAME=DIR  one more folder ComfyUI searches for NAME (\"loras=/data/sd/Lora\", as in\n"
+    "                 extra_model_paths.yaml); repeatable, searched before --models\n"
     "  --json         one JSON object: estimate's fields plus verdict, changes, cumulative, unknown_nodes,\n"
     "                 smallest_gpu, job\n"
     "\n"
@@ -118,7 +121,8 @@ int cmd_plan(const Argv& argv) {
       std::cout << help_text();
       return 0;
     }
-  Args args(argv, {"gpu", "vram", "free", "models", "runtime", "reserve-vram", "vram-headroom", "ram"}, {"json"});
+  Args args(argv, {"gpu", "vram", "free", "models", "model-folder", "runtime", "reserve-vram", "vram-headroom", "ram"},
+            {"json"});
   if (args.positionals().size() != 1)
     throw InputError("WORKFLOW.json", "give exactly one workflow file (got " +
                                           std::to_string(args.positionals().size()) + ")\n\n" + help_text());
@@ -131,6 +135,13 @@ int cmd_plan(const Argv& argv) {
   if (auto v = args.get_size("vram", GiB, false)) request["vram_bytes"] = *v;
   if (auto f = args.get_size("free", GiB, false)) request["free_bytes"] = *f;
   if (auto m = args.get("models")) request["models_dir"] = *m;
+  for (const std::string& entry : args.get_all("model-folder")) {
+    const auto eq = entry.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == entry.size())
+      throw InputError("--model-folder", "expected NAME=DIR (a ComfyUI folder name such as loras, and a directory), "
+                                         "got '" + entry + "'");
+    request["model_folders"][entry.substr(0, eq)].push_back(entry.substr(eq + 1));
+  }
   add_runtime_flags(args, request);
   api::json r;
   try {
@@ -139,6 +150,8 @@ int cmd_plan(const Argv& argv) {
     // Name the flag the user typed, not the request field it became.
     static const std::map<std::string, std::string> flags = {
         {"gpu", "--gpu"}, {"vram_bytes", "--vram"}, {"free_bytes", "--free"}, {"models_dir", "--models"}};
+    if (e.field().rfind("model_folders", 0) == 0)
+      throw InputError("--model-folder", std::string(e.what()).substr(e.field().size() + 2));
     auto it = flags.find(e.field());
     if (auto rt = runtime_flag_of_field().find(e.field()); rt != runtime_flag_of_field().end())
       throw InputError(rt->second, std::string(e.what()).substr(e.field().size() + 2));

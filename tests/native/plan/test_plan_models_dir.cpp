@@ -577,3 +577,29 @@ TEST_CASE("plan model_folders: ComfyUI's folder lists (extra_model_paths.yaml) a
     }
   }
 }
+
+TEST_CASE("headroom plan --model-folder NAME=DIR, repeatable, as extra_model_paths.yaml lists folders",
+          "[plan][models_dir][cli]") {
+  ModelsTree t;
+  const std::string wf_path = t.tmp.file("workflow_api.json");
+  testfiles::write_file(wf_path, api_workflow("UNETLoader", "my_model.safetensors", "encoder_b.safetensors",
+                                              "encoder_a.safetensors", "decoder.safetensors")
+                                     .dump(2));
+  // Every file from a folder flag of its own; no --models at all.
+  Run r = cli("plan '" + wf_path + "' --gpu 4090 --json --model-folder diffusion_models='" + t.root +
+              "/diffusion_models' --model-folder text_encoders='" + t.root + "/text_encoders' --model-folder clip='" +
+              t.root + "/clip' --model-folder=vae='" + t.root + "/vae'");
+  REQUIRE(r.code == 0);
+  json j = json::parse(r.out);
+  CHECK(j["job"]["diffusion"]["weight_bytes"].get<std::uint64_t>() == t.flux_fp8);
+  CHECK(text_encoder(j, "t5-xxl")["weight_bytes"].get<std::uint64_t>() == t.t5_fp8);
+  CHECK(text_encoder(j, "clip-l")["weight_bytes"].get<std::uint64_t>() == t.clip_fp16);
+  CHECK(j["job"]["vae"]["weight_bytes"].get<std::uint64_t>() == t.vae_bf16);
+  for (const std::string& bad : {std::string("loras"), std::string("=dir"), std::string("loras=")}) {
+    INFO(bad);
+    Run e = run_cli("plan '" + wf_path + "' --model-folder '" + bad + "'", /*with_stderr=*/true);
+    CHECK(e.code == 2);
+    CHECK(e.out.find("--model-folder") != std::string::npos);
+    CHECK(e.out.find("NAME=DIR") != std::string::npos);
+  }
+}
