@@ -12,6 +12,7 @@
 #   HEADROOM_MACOS_TESTS=0 leaves out the arm64 Catch2 tests)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/header_only_deps.sh
 PY="${HEADROOM_PYTHON:-$PWD/.venv/bin/python}"
 if ! ZIG_VERSION=$("$PY" -m ziglang version 2>/dev/null); then
   echo "test_macos: zig missing for $PY (pip install -r requirements-dev.txt installs ziglang)" >&2
@@ -37,22 +38,7 @@ build_one() {  # arch (arm64 | x86_64), build folder
       chmod +x "$build/deps/zig-$tool"
     fi
   done
-  # Debian's nlohmann_json and Catch2 configs add /usr/include, whose glibc headers must not meet the
-  # macOS ones: configs of our own point at the two header-only libraries alone.
-  ln -sfn /usr/include/nlohmann "$build/deps/include/nlohmann"
-  ln -sfn /usr/include/catch2 "$build/deps/include/catch2"
-  local pkg target_name version
-  for pkg in nlohmann_json Catch2; do
-    target_name=$([ "$pkg" = Catch2 ] && echo Catch2::Catch2 || echo nlohmann_json::nlohmann_json)
-    mkdir -p "$build/deps/$pkg"
-    cat > "$build/deps/$pkg/${pkg}Config.cmake" <<CM
-add_library($target_name INTERFACE IMPORTED)
-set_target_properties($target_name PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "$build/deps/include")
-CM
-    # Debian 12 ships nlohmann_json 3.11.2 and Catch2 2.13 (scripts/deps.sh installs both).
-    version=$([ "$pkg" = Catch2 ] && echo 2.13.10 || echo 3.11.2)
-    printf 'set(PACKAGE_VERSION "%s")\nset(PACKAGE_VERSION_COMPATIBLE TRUE)\n' "$version" > "$build/deps/$pkg/${pkg}ConfigVersion.cmake"
-  done
+  header_only_deps "$build/deps"
   # CMAKE_OSX_* stay empty: zig's -target already names the CPU and the minimum macOS, and there is no SDK
   # to point -isysroot at (zig brings its own headers and libSystem stubs).
   cat > "$build/deps/toolchain.cmake" <<CM

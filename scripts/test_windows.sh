@@ -11,22 +11,8 @@ if ! command -v "$CXX" >/dev/null || ! command -v wine >/dev/null; then
   echo "test_windows: $CXX or wine missing (apt-get install mingw-w64 wine wine64)" >&2
   exit 2
 fi
-mkdir -p "$BUILD/deps/include"
-# Debian's nlohmann_json and Catch2 configs add /usr/include, whose glibc headers must not meet MinGW's:
-# configs of our own point at the two header-only libraries alone.
-ln -sfn /usr/include/nlohmann "$BUILD/deps/include/nlohmann"
-ln -sfn /usr/include/catch2 "$BUILD/deps/include/catch2"
-for pkg in nlohmann_json Catch2; do
-  target=$([ "$pkg" = Catch2 ] && echo Catch2::Catch2 || echo nlohmann_json::nlohmann_json)
-  mkdir -p "$BUILD/deps/$pkg"
-  cat > "$BUILD/deps/$pkg/${pkg}Config.cmake" <<CM
-add_library($target INTERFACE IMPORTED)
-set_target_properties($target PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "$BUILD/deps/include")
-CM
-  # Debian 12 ships nlohmann_json 3.11.2 and Catch2 2.13 (scripts/deps.sh installs both).
-  version=$([ "$pkg" = Catch2 ] && echo 2.13.10 || echo 3.11.2)
-  printf 'set(PACKAGE_VERSION "%s")\nset(PACKAGE_VERSION_COMPATIBLE TRUE)\n' "$version" > "$BUILD/deps/$pkg/${pkg}ConfigVersion.cmake"
-done
+source scripts/header_only_deps.sh
+header_only_deps "$BUILD/deps"
 cat > "$BUILD/deps/toolchain.cmake" <<CM
 set(CMAKE_SYSTEM_NAME Windows)
 set(CMAKE_C_COMPILER x86_64-w64-mingw32-gcc-posix)
