@@ -131,13 +131,20 @@ def prove_loads(build: Path) -> list:
     return failures
 
 
-def decoder_wheels():
-    """nodes/decoder_wheels.py, loaded by path: importing the nodes package would pull in the whole pack."""
+def nodes_module(name):
+    """nodes/<name>.py with nodes/ mounted as a package whose __init__ is not run: importing the nodes
+    package itself would pull in the whole pack."""
+    import importlib
     import importlib.util
-    spec = importlib.util.spec_from_file_location("headroom_decoder_wheels", PACK / "nodes" / "decoder_wheels.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    if "headroom_install_nodes" not in sys.modules:
+        spec = importlib.util.spec_from_file_location("headroom_install_nodes", PACK / "nodes" / "__init__.py",
+                                                      submodule_search_locations=[str(PACK / "nodes")])
+        sys.modules["headroom_install_nodes"] = importlib.util.module_from_spec(spec)
+    return importlib.import_module("headroom_install_nodes." + name)
+
+
+def decoder_wheels():
+    return nodes_module("decoder_wheels")
 
 
 def install_decoder_wheel(facts, dw):
@@ -176,20 +183,16 @@ def toolchain_advice():
 
 
 def core_report() -> str:
-    """One line on the estimator core: where the nodes will take it from, or what gets it there. The
-    package is located, not imported (install.py runs inside ComfyUI-Manager's process too)."""
-    import importlib.util
-    library = {"Windows": "headroom_core.dll", "Darwin": "libheadroom_core.dylib"}.get(platform.system(),
-                                                                                       "libheadroom_core.so")
-    built = BUILD / "capi" / library
-    if built.is_file() and Path(str(built) + RECORD_SUFFIX).is_file():
-        return f"Headroom: estimator core: this pack's build ({built})."
-    try:
-        spec = importlib.util.find_spec("headroom_core")
-    except (ImportError, ValueError):
-        spec = None
-    if spec is not None and spec.origin and (Path(spec.origin).parent / library).is_file():
-        return f"Headroom: estimator core: the headroom_core wheel ({Path(spec.origin).parent})."
+    """One line on the estimator core: where the nodes will take it from (the same places, in the same
+    order: nodes/core_capi.candidates), or what gets it there. A build counts only with its record, as
+    for the nodes; the wheel's package is located, not imported."""
+    core_capi = nodes_module("core_capi")
+    for path in core_capi.candidates(BUILD):
+        if path.parent == BUILD / "capi":
+            if path.is_file() and Path(str(path) + RECORD_SUFFIX).is_file():
+                return f"Headroom: estimator core: this pack's build ({path})."
+        elif path.is_file():
+            return f"Headroom: estimator core: the headroom_core wheel ({path.parent})."
     how = ("set HEADROOM_BUILD_FROM_SOURCE=1 and run install.py again with Visual Studio Build Tools, CMake and "
            "nlohmann_json" if platform.system() == "Windows" else
            "run install.py again where CMake and a C++17 compiler are installed")

@@ -38,6 +38,14 @@ def load_pack(name=PACK_NAME):
 load_pack()
 
 
+def install_module():
+    """install.py as a module (it is a script at the pack's top, not part of the package)."""
+    spec = importlib.util.spec_from_file_location("headroom_install", REPO / "install.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 _core = []
 
 

@@ -1,6 +1,5 @@
 """install.py and ComfyUI's start-up (issue 13, item 18): the build uses every CPU the RAM allows, the
 sources it compiles print no warnings, and the start-up log says whether the native parts loaded."""
-import importlib.util
 import os
 import shutil
 import subprocess
@@ -9,16 +8,9 @@ import textwrap
 
 import pytest
 
-from conftest import BUILD_DIR, BUILD_PYTHON, REPO
+from conftest import BUILD_DIR, BUILD_PYTHON, REPO, install_module
 
 GIB = 1024 ** 3
-
-
-def install_module():
-    spec = importlib.util.spec_from_file_location("headroom_install", REPO / "install.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.mark.parametrize("cpus,ram,jobs", [(2, 8 * GIB, 2), (1, 8 * GIB, 1), (16, 8 * GIB, 4), (16, 64 * GIB, 16),

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BUILD_DIR, BUILD_PYTHON, REPO, load_pack
+from conftest import BUILD_DIR, BUILD_PYTHON, REPO, install_module, load_pack
 
 load_pack()
 from headroom_pack.nodes import binary_check, native_loader  # noqa: E402
@@ -203,14 +203,6 @@ def test_loading_starts_no_process_and_a_changed_byte_is_refused(tmp_path, monke
         f.write(bytes([byte[0] ^ 0xFF]))
     os.utime(so, ns=(so.stat().st_atime_ns, so.stat().st_mtime_ns + 10 ** 9))
     assert "changed since its build wrote it" in native_loader._vet(native_loader.CORE_MODULE, so)
-
-
-def install_module():
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("headroom_install", REPO / "install.py")
-    install = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(install)
-    return install
 
 
 @needs_core
