@@ -72,9 +72,9 @@ def comfy_config_request(descriptor: dict) -> dict:
                              "in_channels": descriptor.get("in_dim")}}
 
 
-def catalog_model_name(descriptor: dict, catalog=None, core=None):
+def catalog_model_name(descriptor: dict, core=None):
     """The catalog entry name for a loaded model, or None when it cannot be told apart. The core decides
-    (native/data/comfy_nodes.json model_configs); `catalog` is no longer read and stays for old callers."""
+    (native/data/comfy_nodes.json model_configs)."""
     if core is None:
         from . import native_loader
         core = native_loader.core()

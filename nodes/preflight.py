@@ -1,7 +1,5 @@
 """HeadroomPreflight: sits on the LATENT before the sampler, predicts the run's peak VRAM per stage and
 shows the verdict in the node body; passes the latent through unchanged."""
-import json
-
 from . import budget as budget_mod
 from . import comfy_adapters, native_loader, report_format
 
@@ -15,18 +13,13 @@ def estimate_for(prompt, model, samples, fields) -> dict:
     if model is None:
         raise ValueError("model: connect the MODEL (or run inside ComfyUI, which passes the whole prompt)")
     descriptor = comfy_adapters.model_descriptor(model)
-    catalog = _catalog()
-    name = comfy_adapters.catalog_model_name(descriptor, catalog)
+    name = comfy_adapters.catalog_model_name(descriptor)
     if name is None:
         raise ValueError(f"model: not in Headroom's catalog ({descriptor.get('config')}, dim {descriptor.get('dim')})")
     request = comfy_adapters.with_runtime({"model": name, **comfy_adapters.latent_geometry(samples), **fields})
     if descriptor.get("precision"):
         request["precision"] = descriptor["precision"]
     return native_loader.call_json("estimate", request)
-
-
-def _catalog() -> dict:
-    return json.loads(native_loader.core().catalog())
 
 
 class HeadroomPreflight:

@@ -5,26 +5,17 @@ import json
 import shutil
 import subprocess
 import sys
-import textwrap
 
 import pytest
 
-from conftest import BUILD_DIR, REPO
-from test_pack_import import LOAD
+from conftest import BUILD_DIR
+from test_pack_import import run
 
 LIBRARY = BUILD_DIR / "capi" / "libheadroom_core.so"
 pytestmark = pytest.mark.skipif(not LIBRARY.is_file() or not sys.platform.startswith("linux"),
                                 reason="build/capi/libheadroom_core.so is not built")
 
 REQUEST = {"model": "flux1-dev", "width": 1024, "height": 1024, "gpu": "4090"}
-
-
-def run_with_build(build, code):
-    env = {"HEADROOM_BUILD_DIR": str(build), "PATH": "/usr/bin:/bin"}
-    out = subprocess.run([sys.executable, "-c", LOAD + textwrap.dedent(code)], env=env, capture_output=True,
-                         text=True, timeout=120, cwd="/")
-    assert out.returncode == 0, out.stderr
-    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def only_the_c_library(tmp_path, data=None):
@@ -41,7 +32,7 @@ def only_the_c_library(tmp_path, data=None):
 
 def test_the_nodes_answer_through_the_c_library(tmp_path):
     build = only_the_c_library(tmp_path)
-    got = run_with_build(build, f"""
+    got = run(build_dir=build, timeout=120, code=f"""
         from headroom_pack.nodes import native_loader
         core = native_loader.core()
         est = json.loads(core.estimate(json.dumps({REQUEST!r})))
@@ -67,7 +58,7 @@ def test_the_nodes_answer_through_the_c_library(tmp_path):
 def test_a_truncated_c_library_is_refused_not_loaded(tmp_path):
     data = LIBRARY.read_bytes()
     build = only_the_c_library(tmp_path, data[: len(data) // 2])
-    got = run_with_build(build, """
+    got = run(build_dir=build, timeout=120, code="""
         from headroom_pack.nodes import native_loader
         try:
             native_loader.core(); cause = None

@@ -138,20 +138,16 @@ def test_explain_and_inspect_reach_the_core(venv, tmp_path):
 def test_the_nodes_load_the_wheel_checked_against_pips_record(venv, tmp_path):
     """The pack in that other Python, with no build folder, takes the core from the installed wheel after
     checking the file against the hash pip recorded; a library cut short there is refused, not loaded."""
-    from test_pack_import import LOAD
-    code = LOAD + (
-        "from headroom_pack.nodes import native_loader\n"
-        "try:\n"
-        "    core = native_loader.core(); got = {'where': core.__file__, 'n': len(json.loads(core.catalog())['models'])}\n"
-        "except native_loader.NativeUnavailable as e:\n"
-        "    got = {'cause': str(e)}\n"
-        "print(json.dumps(got))\n")
-    env = {"HEADROOM_BUILD_DIR": str(tmp_path / "no-build"), "PATH": "/usr/bin:/bin"}
+    from test_pack_import import run as run_pack
+    code = ("from headroom_pack.nodes import native_loader\n"
+            "try:\n"
+            "    core = native_loader.core(); got = {'where': core.__file__, 'n': len(json.loads(core.catalog())['models'])}\n"
+            "except native_loader.NativeUnavailable as e:\n"
+            "    got = {'cause': str(e)}\n"
+            "print(json.dumps(got))\n")
 
     def run():
-        r = subprocess.run([str(venv), "-c", code], capture_output=True, text=True, timeout=120, cwd="/", env=env)
-        assert r.returncode == 0, r.stderr
-        return json.loads(r.stdout.strip().splitlines()[-1])
+        return run_pack(code, tmp_path / "no-build", timeout=120, python=venv)
 
     got = run()
     assert "site-packages" in got.get("where", "") and got["n"] > 0, got

@@ -17,12 +17,14 @@ LOAD = textwrap.dedent(f"""
 """)
 
 
-def run(code, build_dir, extra_path=None):
+def run(code, build_dir, extra_path=None, timeout=60, python=sys.executable):
+    """Loads the pack in a fresh `python` with HEADROOM_BUILD_DIR=build_dir, runs `code`, returns the JSON
+    of its last printed line."""
     env = {"HEADROOM_BUILD_DIR": str(build_dir), "PATH": "/usr/bin:/bin"}
     if extra_path:
         env["PYTHONPATH"] = str(extra_path)
-    out = subprocess.run([sys.executable, "-c", LOAD + textwrap.dedent(code)], env=env, capture_output=True,
-                         text=True, timeout=60, cwd="/")
+    out = subprocess.run([str(python), "-c", LOAD + textwrap.dedent(code)], env=env, capture_output=True,
+                         text=True, timeout=timeout, cwd="/")
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout.strip().splitlines()[-1])
 

@@ -122,7 +122,7 @@ def test_outside_comfyui_the_runtime_is_left_to_the_core(no_comfy, core):
 def test_the_single_model_estimate_carries_the_runtime(comfy, core, monkeypatch):
     expected = comfy("dynamic")
     monkeypatch.setattr(preflight.comfy_adapters, "model_descriptor", lambda m: {"config": "flux", "dim": 3072})
-    monkeypatch.setattr(preflight.comfy_adapters, "catalog_model_name", lambda d, c: "flux1-dev")
+    monkeypatch.setattr(preflight.comfy_adapters, "catalog_model_name", lambda d: "flux1-dev")
     preflight.HeadroomPreflight().run(fakes.latent_image(), budget="12", model=object())
     name, req = core.calls[-1]
     assert name == "estimate" and req["model"] == "flux1-dev"
