@@ -121,17 +121,6 @@ def _workflow(body) -> dict:
     return workflow
 
 
-def _runtime(body):
-    """The loader the browser asks the verdict for ("dynamic" | "legacy"), or None: the live ComfyUI's
-    (comfy_runtime), else the core's default."""
-    value = body.get("runtime")
-    if value is None:
-        return None
-    if value not in comfy_adapters.RUNTIMES:
-        raise BadRequest(f"runtime: expected one of {', '.join(comfy_adapters.RUNTIMES)}, got {value!r}")
-    return value
-
-
 def _budget_fields(body) -> dict:
     if "vram_bytes" in body:
         value = body["vram_bytes"]
@@ -228,7 +217,7 @@ async def get_vram(request):
 @_guard
 async def post_estimate(request):
     body = await _body(request)
-    req = comfy_adapters.plan_request(_workflow(body), _budget_fields(body), _runtime(body))
+    req = comfy_adapters.plan_request(_workflow(body), _budget_fields(body), body.get("runtime"))
     if "models_dir" in body:
         req["models_dir"] = checked_model_path(body["models_dir"])
     return web.json_response(await _core("plan", req))
@@ -262,7 +251,7 @@ async def post_apply_preset(request):
     fields = _budget_fields(body)
     if not fields and _preset_needs_card(preset):
         raise BadRequest(NO_CARD)
-    runtime = _runtime(body)
+    runtime = body.get("runtime")  # checked by comfy_adapters.with_runtime (a ValueError: 400)
     result = await _core("apply_preset", comfy_adapters.with_runtime(
         {"workflow": workflow, "preset": preset, **fields}, runtime))
     if fields:
