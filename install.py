@@ -97,10 +97,15 @@ def crash_text(returncode: int) -> str:
 
 def load_in_child(path: Path) -> str:
     """Loads one built library in a separate Python, as the nodes will: the core through ctypes (asking its
-    interface version), the decoder module after torch. None when it loads or raises a Python exception
-    (the nodes then report the loader's own words); else what happened to the child."""
+    interface version, then the catalog, whose first call reads every data file and, under a broken
+    HEADROOM_DATA_DIR, throws and catches through the C boundary as a prompt would), the decoder module
+    after torch. None when it loads or raises a Python exception (the nodes then report the loader's own
+    words); else what happened to the child."""
     if path.parent.name == "capi":
-        load = f"    import ctypes\n    ctypes.CDLL({str(path)!r}).headroom_abi_version()\n"
+        load = (f"    import ctypes\n    lib = ctypes.CDLL({str(path)!r})\n    lib.headroom_abi_version()\n"
+                "    lib.headroom_call.restype = ctypes.c_void_p\n"
+                "    lib.headroom_free.argtypes = [ctypes.c_void_p]\n"
+                "    lib.headroom_free(lib.headroom_call(b'catalog', b'{}'))\n")
     else:
         load = ("    import importlib.util, torch\n"
                 f"    spec = importlib.util.spec_from_file_location('_headroom_torch', {str(path)!r})\n"

@@ -74,6 +74,10 @@ extern "C" char* headroom_call(const char* function, const char* request_json) {
       result = error_document("input", e.field(), e.what());
     } catch (const headroom::FileFormatError& e) {
       result = error_document("file", e.path(), e.what());
+    } catch (const headroom::Error& e) {
+      // Thrown on purpose with its own words: a data file (HEADROOM_DATA_DIR's or the built-in one) that
+      // names its file and key. Not an internal error, and not the caller's request either.
+      result = error_document("data", nullptr, e.what());
     } catch (const std::bad_alloc&) {
       result = error_document("internal", nullptr, "out of host memory");
     } catch (const std::exception& e) {

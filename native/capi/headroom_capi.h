@@ -17,7 +17,8 @@ extern "C" {
 /* Runs `function` on `request_json` (an object; inspect takes {"paths": [...]}, explain {"text": ...},
  * catalog {}). Returns a NUL-terminated JSON document that the caller frees with headroom_free:
  *   {"ok": <the function's result>}
- *   {"error": {"kind": "input" | "file" | "internal", "field": <name or null>, "message": <text>}}
+ *   {"error": {"kind": "input" | "file" | "data" | "internal", "field": <name or null>, "message": <text>}}
+ * "data": one of Headroom's data files (HEADROOM_DATA_DIR or built in) is broken; the message names it and the key.
  * Never returns NULL except when even that document cannot be allocated; never throws or aborts. */
 HEADROOM_CAPI_EXPORT char* headroom_call(const char* function, const char* request_json);
 

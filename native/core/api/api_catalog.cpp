@@ -5,6 +5,7 @@
 #include "core/base/data_files.hpp"
 #include "core/base/error.hpp"
 #include "core/catalog/verdict.hpp"
+#include "core/plan/changes.hpp"
 
 namespace headroom::api {
 
@@ -52,13 +53,10 @@ json catalog() {
                            {"price_eur_per_hour", g.price_eur_per_hour ? json(*g.price_eur_per_hour) : json(nullptr)},
                            {"fp8_compute", g.fp8_compute ? json(*g.fp8_compute) : json(nullptr)}});
   }
-  out["presets"] = json::array();
-  try {
-    const json& presets = data_file("presets.json");
-    if (presets.contains("presets")) out["presets"] = presets["presets"];
-  } catch (const Error&) {
-    // presets.json is optional for the catalog listing
-  }
+  // Listed as the file has them, once the planner has checked every field (a broken presets.json is an
+  // error here too, not an empty list).
+  planner_preset_data();
+  out["presets"] = data_file("presets.json").at("presets");
   out["verdicts"] = verdicts_json();
   return out;
 }

@@ -156,10 +156,15 @@ json recognise(const json& body) {
       if (!d.is_number_unsigned() || d.get<std::uint64_t>() > (1ull << 40))
         throw InputError(field + ".shape", "expected sizes from 0 to 2^40, got " + json_preview(d));
       r.shape.push_back(d.get<std::uint64_t>());
+      // Checked before the product: [2^40, 2^40] would wrap to 0 elements after it.
+      if (r.shape.back() != 0 && r.elements > (1ull << 40) / r.shape.back())
+        throw InputError(field + ".shape", "expected at most 2^40 elements, got the product of " + json_preview(t["shape"]));
       r.elements *= r.shape.back();
-      if (r.elements > (1ull << 40)) throw InputError(field + ".shape", "expected at most 2^40 elements");
     }
     r.bytes = r.elements * eb->second;
+    // 2^40 elements of 8 bytes each, so a sum past 2^60 takes over a million such tensors: refused, not wrapped.
+    if (file.file_bytes > (1ull << 60) - r.bytes)
+      throw InputError("tensors", "add up to more than 2^60 bytes (1 EiB); expected a real state dict");
     file.file_bytes += r.bytes;
     file.tensors.push_back(std::move(r));
   }

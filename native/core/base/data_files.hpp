@@ -10,4 +10,8 @@ namespace headroom {
 // so users can add a GPU or a model without rebuilding. Throws Error when missing or invalid.
 const nlohmann::json& data_file(const std::string& name);
 
+// Where data_file(name) comes from, for messages: the override's path, or the bare name for the
+// embedded copy.
+std::string data_file_label(const std::string& name);
+
 }  // namespace headroom

@@ -126,6 +126,13 @@ json read_json(const std::string& text, const std::string& source, const JsonLim
   return root;
 }
 
+std::string text_preview(const std::string& text, std::size_t max_chars) {
+  if (text.size() <= max_chars) return text;
+  std::size_t cut = max_chars;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;  // keep UTF-8 whole
+  return text.substr(0, cut) + "... (" + std::to_string(text.size()) + " bytes)";
+}
+
 std::string json_preview(const json& v, std::size_t max_chars) {
   if (max_chars < 4) max_chars = 4;
   std::string out;

@@ -31,4 +31,8 @@ nlohmann::json read_json(const std::string& text, const std::string& source, con
 // Stops walking once the budget is spent, so a huge value costs no more than a small one.
 std::string json_preview(const nlohmann::json& v, std::size_t max_chars = 80);
 
+// `text` as it is when short, else its start and its length ("abc... (15728640 bytes)"): messages echo
+// what came without sending a megabyte back.
+std::string text_preview(const std::string& text, std::size_t max_chars = 80);
+
 }  // namespace headroom

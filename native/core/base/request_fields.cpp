@@ -51,6 +51,18 @@ std::string spoken_list(const std::vector<std::string>& items) {
   throw InputError(std::string(f.key), expectation(f) + ", got " + json_preview(v));
 }
 
+// A name, a mode or a path: the longest a file system takes (Windows' long paths, 32,767 UTF-16 units,
+// are at most this many UTF-8 bytes of real names) is far below it. A longer text is refused at once,
+// before any lookup, suggestion or echo spends time on it.
+constexpr std::size_t kMaxTextBytes = 32 * 1024;
+
+void too_long(const Field& f, const json& v) {
+  const std::size_t n = v.get_ref<const std::string&>().size();
+  if (n > kMaxTextBytes)
+    throw InputError(std::string(f.key), "is " + std::to_string(n) + " bytes long; expected a name or a path of at most " +
+                                             std::to_string(kMaxTextBytes) + " bytes");
+}
+
 bool whole(const json& v) {
   if (v.is_number_integer()) return true;
   if (!v.is_number_float()) return false;
@@ -88,6 +100,7 @@ void check(const Field& f, const json& v) {
     case Kind::String:
       if (!v.is_string()) wrong(f, v);
       if (v.get_ref<const std::string&>().empty()) throw InputError(std::string(f.key), "must not be empty");
+      too_long(f, v);
       return;
     case Kind::Size: {
       if (!v.is_string() && !v.is_number()) wrong(f, v);
@@ -98,6 +111,7 @@ void check(const Field& f, const json& v) {
     }
     case Kind::Enum: {
       if (!v.is_string()) wrong(f, v);
+      too_long(f, v);
       for (const auto& c : choices_of(f))
         if (c == v.get_ref<const std::string&>()) return;
       wrong(f, v);
@@ -168,18 +182,18 @@ json value_from_text(const Field& f, const std::string& text) {
       for (char c : text) s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
       if (s == "true" || s == "1" || s == "yes" || s == "on") return true;
       if (s == "false" || s == "0" || s == "no" || s == "off") return false;
-      throw InputError(key, "expected true or false, got '" + text + "'");
+      throw InputError(key, "expected true or false, got '" + text_preview(text) + "'");
     }
     case Kind::Int:
     case Kind::Bytes:
     case Kind::Number: {
-      if (!is_decimal_number(text)) throw InputError(key, "expected a decimal number, got '" + text + "'");
+      if (!is_decimal_number(text)) throw InputError(key, "expected a decimal number, got '" + text_preview(text) + "'");
       char* end = nullptr;
       double d = std::strtod(text.c_str(), &end);
-      if (*end != '\0' || !std::isfinite(d)) throw InputError(key, "expected a decimal number, got '" + text + "'");
+      if (*end != '\0' || !std::isfinite(d)) throw InputError(key, "expected a decimal number, got '" + text_preview(text) + "'");
       json v = d;
       if (f.kind != Kind::Number) {
-        if (d != std::floor(d)) throw InputError(key, "expected a whole number, got '" + text + "'");
+        if (d != std::floor(d)) throw InputError(key, "expected a whole number, got '" + text_preview(text) + "'");
         if (d >= 0 && d <= 9.2e18) v = static_cast<std::uint64_t>(d);
         else if (d < 0 && d >= -9.2e18) v = static_cast<std::int64_t>(d);
       }
@@ -199,7 +213,7 @@ Request::Request(const json& body, std::string what, const Fields& fields)
       if (candidate.key == kv.key()) f = &candidate;
     if (!f) {
       const Field* near = closest(fields_, kv.key());
-      throw InputError(kv.key(), "unknown field in the " + what_ + " request" +
+      throw InputError(text_preview(kv.key()), "unknown field in the " + what_ + " request" +
                                      (near ? "; did you mean " + std::string(near->key) + "?" : std::string()) +
                                      " It takes: " + accepted_keys(fields_));
     }

@@ -5,7 +5,7 @@
 
 namespace headroom {
 
-// Levenshtein distance (insertions, deletions and substitutions each cost 1).
+// Levenshtein distance (insertions, deletions and substitutions each cost 1) of the first 64 bytes of each.
 std::size_t edit_distance(const std::string& a, const std::string& b);
 
 }  // namespace headroom

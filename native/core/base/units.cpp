@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "core/base/error.hpp"
+#include "core/base/json_reader.hpp"
 
 namespace headroom {
 namespace {
@@ -18,7 +19,7 @@ std::string lower(std::string s) {
 }  // namespace
 
 std::uint64_t parse_size(const std::string& text, const std::string& field, std::uint64_t bare_unit) {
-  const std::string expected = "expected a size such as 6GiB, 6000MB or 24 (GiB), got '" + text + "'";
+  const std::string expected = "expected a size such as 6GiB, 6000MB or 24 (GiB), got '" + text_preview(text) + "'";
   std::size_t i = 0;
   while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
   std::size_t start = i;
@@ -47,7 +48,7 @@ std::uint64_t parse_size(const std::string& text, const std::string& field, std:
   double bytes = std::round(value * scale);
   // Checked in double before converting: a value past 2^63 would not survive llround.
   if (!(bytes <= static_cast<double>(kMaxMemoryBytes)))
-    throw InputError(field, "size '" + text + "' is more than 1 PiB; give the memory in bytes, MB or GiB (e.g. 24GiB)");
+    throw InputError(field, "size '" + text_preview(text) + "' is more than 1 PiB; give the memory in bytes, MB or GiB (e.g. 24GiB)");
   return static_cast<std::uint64_t>(bytes);
 }
 

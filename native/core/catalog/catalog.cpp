@@ -2,12 +2,13 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdlib>
-#include <filesystem>
-#include <mutex>
 
 #include "core/base/data_files.hpp"
 #include "core/base/error.hpp"
+#include "core/base/json_reader.hpp"
+#include "core/base/load_once.hpp"
 #include "core/base/text_distance.hpp"
 #include "core/catalog/model_reader.hpp"
 
@@ -41,14 +42,22 @@ Role parse_role(const JsonFields& entry, const std::string& role) {
   entry.fail("role", "expected diffusion_model, text_encoder, clip_vision or vae, got '" + role + "'");
 }
 
-// Every spelling of every item -> the first item it names, with the same first-wins order as a
-// linear scan over names and aliases. Raw spellings point where their normalised form points.
+// Every spelling of every item -> the item it names. Raw spellings point where their normalised form
+// points. A spelling two items share is refused: with first-wins, a copy of an entry added to a data file
+// (say with other figures) would silently decide every estimate of that name.
 template <typename T>
-std::unordered_map<std::string, std::size_t> build_keys(const std::vector<T>& items) {
+std::unordered_map<std::string, std::size_t> build_keys(const std::vector<T>& items, const std::string& file,
+                                                        const char* what) {
   std::unordered_map<std::string, std::size_t> keys;
+  auto add = [&](const std::string& spelling, std::size_t i) {
+    auto [at, added] = keys.emplace(normalise(spelling), i);
+    if (!added && at->second != i)
+      throw Error(file + ": " + what + " '" + items[i].name + "': the spelling '" + spelling + "' already names " + what +
+                  " '" + items[at->second].name + "' (names and aliases must each name one " + what + ")");
+  };
   for (std::size_t i = 0; i < items.size(); ++i) {
-    keys.emplace(normalise(items[i].name), i);
-    for (const auto& a : items[i].aliases) keys.emplace(normalise(a), i);
+    add(items[i].name, i);
+    for (const auto& a : items[i].aliases) add(a, i);
   }
   for (const auto& item : items) {
     std::size_t at = keys.at(normalise(item.name));
@@ -56,16 +65,6 @@ std::unordered_map<std::string, std::size_t> build_keys(const std::vector<T>& it
     for (const auto& a : item.aliases) keys.emplace(a, keys.at(normalise(a)));
   }
   return keys;
-}
-
-// "models.json", or the override's path when HEADROOM_DATA_DIR supplies the file (data_files.hpp).
-std::string data_file_label(const std::string& name) {
-  if (const char* dir = std::getenv("HEADROOM_DATA_DIR"); dir && *dir) {
-    std::error_code ec;
-    const std::string path = std::string(dir) + "/" + name;
-    if (std::filesystem::exists(std::filesystem::u8path(path), ec)) return path;
-  }
-  return name;
 }
 
 std::vector<FilePattern> file_patterns_of(const JsonFields& entry) {
@@ -85,6 +84,19 @@ std::vector<FilePattern> file_patterns_of(const JsonFields& entry) {
   return out;
 }
 
+// The inspector reads "recognise" as it stands (inspect/inspector.cpp): its shape is checked here, so a
+// mistyped key list or shape is an error at load instead of a model that is quietly never recognised.
+void check_recognise(const JsonFields& entry, const json& m) {
+  const auto rec = entry.optional_object("recognise");
+  if (!rec) return;
+  for (const char* key : {"prefixes", "all_keys", "absent_keys", "same_architecture_as"})
+    if (rec->has(key)) rec->texts(key);
+  rec->optional_text("source");
+  if (!rec->has("all_keys") && !rec->has("shapes")) rec->fail("all_keys", "is missing (expected all_keys or shapes)");
+  if (const auto shapes = rec->optional_object("shapes"))
+    for (const auto& kv : m.at("recognise").at("shapes").items()) shapes->integers(kv.key().c_str(), {1, 1 << 24});
+}
+
 ModelInfo read_model(const json& m, const std::string& file, std::size_t index) {
   if (!m.is_object()) throw Error(file + ": models[" + std::to_string(index) + "] is not an object");
   ModelInfo info;
@@ -94,7 +106,7 @@ ModelInfo read_model(const json& m, const std::string& file, std::size_t index) 
   info.family = f.optional_text("family").value_or("");
   info.variant = f.optional_text("variant").value_or("");
   if (f.has("aliases")) info.aliases = f.texts("aliases");
-  info.params = f.count("params");
+  info.params = f.count("params", {1, 1e13});
   info.default_precision = f.text("default_precision");
   info.compute_dtype = f.optional_text("compute_dtype").value_or("bf16");
   if (auto comp = f.optional_object("companions")) {
@@ -103,6 +115,7 @@ ModelInfo read_model(const json& m, const std::string& file, std::size_t index) 
     info.companion_clip_vision = comp->optional_text("clip_vision").value_or("");
   }
   info.file_patterns = file_patterns_of(f);
+  check_recognise(f, m);
   read_model_figures(f, info);
   info.data = &m;
   return info;
@@ -114,18 +127,78 @@ GpuInfo read_gpu(const json& g, const std::string& file, std::size_t index) {
   info.name = JsonFields(g, file + ": gpus[" + std::to_string(index) + "]").text("name");
   const JsonFields f(g, file + ": gpu " + info.name);
   if (f.has("aliases")) info.aliases = f.texts("aliases");
-  info.memory_bytes = f.count("memory_bytes");
-  info.memory_gb = f.optional_number("memory_gb").value_or(0.0);
-  info.price_eur_per_hour = f.optional_number("price_eur_per_hour");
+  info.memory_bytes = f.count("memory_bytes", {256.0 * (1 << 20), 64.0 * (1ull << 40)});
+  info.memory_gb = f.optional_number("memory_gb", {0.25, 65536}).value_or(0.0);
+  info.price_eur_per_hour = f.optional_number("price_eur_per_hour", {0, 1e4});
   info.fp8_compute = f.optional_flag("fp8_compute");
-  info.pcie_gen = f.optional_integer("pcie_gen");
-  info.pcie_lanes = f.optional_integer("pcie_lanes");
-  info.bf16_tflops = f.optional_number("bf16_tflops");
+  info.pcie_gen = f.optional_integer("pcie_gen", {1, 9});
+  info.pcie_lanes = f.optional_integer("pcie_lanes", {1, 32});
+  info.bf16_tflops = f.optional_number("bf16_tflops", {0.1, 1e6});
   info.vendor = f.optional_text("vendor");
   if (info.vendor && *info.vendor != "nvidia" && *info.vendor != "amd")
     f.fail("vendor", "expected nvidia or amd, got '" + *info.vendor + "'");
   info.compute_capability = f.optional_text("compute_capability");
   return info;
+}
+
+// The runtime constants the estimator reads, with the values each can take. The table is the schema of
+// models.json "runtime": a constant missing, unknown (a misspelt key would be ignored) or out of range
+// is refused at load, never met mid-estimate or used as given.
+struct RuntimeConstantSpec {
+  const char* key;
+  Range range;
+  bool whole;
+};
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+constexpr RuntimeConstantSpec kRuntimeConstants[] = {
+    {"pcie_lane_bytes_per_s_gen3", {1e8, 1e11}, false},
+    {"pcie_lane_bytes_per_s_gen4", {1e8, 1e11}, false},
+    {"pcie_lane_bytes_per_s_gen5", {1e8, 1e11}, false},
+    {"pcie_efficiency", {0.05, 1}, false},
+    {"gpu_flops_utilisation", {0.01, 1}, false},
+    {"aimdo_headroom_bytes", {0, 16 * kGiB}, true},
+    {"offload_streams", {1, 16}, true},
+    {"cuda_context_bytes", {0, 16 * kGiB}, true},
+    {"comfy_reserve_bytes_linux", {0, 16 * kGiB}, true},
+    {"comfy_reserve_bytes_windows", {0, 16 * kGiB}, true},
+    {"comfy_reserve_bytes_windows_16gb_extra", {0, 16 * kGiB}, true},
+    {"allocator_overhead_fraction", {0, 2}, false},
+    {"min_lowvram_weights_bytes", {0, 64 * kGiB}, true},
+    {"max_weights_share", {0.05, 1}, false},
+    {"minimum_inference_bytes", {0, 64 * kGiB}, true},
+    {"cfg_batch_free_factor", {1, 100}, false},
+    {"tight_margin_fraction", {0, 1}, false},
+    {"pcie_bytes_per_s", {1e8, 1e13}, false},
+    {"gpu_flops_per_s", {1e11, 1e18}, false},
+    {"tiled_decode_default_tile_px", {64, 8192}, true},
+    {"tiled_decode_default_overlap_px", {0, 1024}, true},
+    {"fallback_tile_px_video", {64, 8192}, true},
+    {"fallback_tile_px_image", {64, 8192}, true},
+    {"tiled_retry_slowdown_image", {1, 100}, false},
+    {"tiled_retry_slowdown_video", {1, 100}, false},
+};
+
+std::unordered_map<std::string_view, double> read_runtime_constants(const json& runtime, const std::string& file) {
+  std::string known;
+  for (const auto& spec : kRuntimeConstants) known += (known.empty() ? "" : ", ") + std::string(spec.key);
+  const JsonFields all(runtime, file, "runtime");
+  for (auto it = runtime.begin(); it != runtime.end(); ++it) {
+    const bool listed = std::any_of(std::begin(kRuntimeConstants), std::end(kRuntimeConstants),
+                                    [&](const RuntimeConstantSpec& s) { return it.key() == s.key; });
+    if (!listed) all.fail(it.key().c_str(), "is not a runtime constant Headroom reads (expected one of " + known + ")");
+  }
+  std::unordered_map<std::string_view, double> values;
+  for (const auto& spec : kRuntimeConstants) {
+    if (!all.has(spec.key)) all.fail(spec.key, "is missing (expected {\"value\": <number>, \"source\": ...})");
+    const json& entry = runtime.at(spec.key);
+    // Either a bare number or {"value": n, "source": "..."}; the source is for people, the value is checked.
+    const double v = entry.is_object() ? all.object(spec.key).number("value", spec.range) : all.number(spec.key, spec.range);
+    // The source is shown with the constant (headroom models --json, the nodes' catalog): a text or absent.
+    if (entry.is_object()) all.object(spec.key).optional_text("source");
+    if (spec.whole && v != std::floor(v)) all.fail(spec.key, "is " + json_preview(json(v)) + "; expected a whole number");
+    values.emplace(spec.key, v);
+  }
+  return values;
 }
 
 Catalog load() {
@@ -143,24 +216,22 @@ Catalog load() {
     const JsonFields f(p, models_file + ": precision " + info.name);
     if (f.has("aliases")) info.aliases = f.texts("aliases");
     info.kind = f.text("kind");
-    info.elems_per_block = f.integer("elems_per_block");
-    info.bytes_per_block = f.integer("bytes_per_block");
-    info.ggml_type = f.optional_integer("ggml_type").value_or(-1);
-    info.native_compute_from = f.optional_number("native_compute_from");
-    if (info.elems_per_block <= 0 || info.bytes_per_block <= 0) f.fail("elems_per_block", "and bytes_per_block must be positive");
+    info.elems_per_block = f.integer("elems_per_block", {1, 4096});
+    info.bytes_per_block = f.integer("bytes_per_block", {1, 1 << 16});
+    info.ggml_type = f.optional_integer("ggml_type", {0, 1023}).value_or(-1);
+    info.native_compute_from = f.optional_number("native_compute_from", {1, 100});
+    // Below 1 bit a weight (the smallest GGUF type is 1.56) or above fp64, a format is a typo that would
+    // scale every weight byte of the models stored in it.
+    if (info.bits_per_weight() < 1 || info.bits_per_weight() > 64)
+      f.fail("bytes_per_block", "gives " + std::to_string(info.bits_per_weight()) +
+                                    " bits per weight with elems_per_block; expected 1 to 64");
     c.precisions.push_back(std::move(info));
   }
   if (!gpus.contains("gpus") || !gpus["gpus"].is_array()) throw Error(gpus_file + ": no 'gpus' array");
   for (std::size_t i = 0; i < gpus["gpus"].size(); ++i) c.gpus.push_back(read_gpu(gpus["gpus"][i], gpus_file, i));
   if (!models.contains("runtime") || !models["runtime"].is_object()) throw Error(models_file + ": no 'runtime' object");
   c.runtime = &models["runtime"];
-  for (auto it = c.runtime->begin(); it != c.runtime->end(); ++it) {
-    const json& v = it.value();
-    if (v.is_number())
-      c.runtime_values.emplace(it.key(), v.get<double>());
-    else if (v.is_object() && v.contains("value") && v["value"].is_number())
-      c.runtime_values.emplace(it.key(), v["value"].get<double>());
-  }
+  c.runtime_values = read_runtime_constants(*c.runtime, models_file);
   // Companions must exist so that estimate() never meets a dangling name.
   for (const auto& m : c.models) {
     std::vector<std::string> names = m.companion_text_encoders;
@@ -172,9 +243,9 @@ Catalog load() {
     }
   }
   if (c.models.empty()) throw Error(models_file + ": 'models' is empty");
-  c.model_keys = build_keys(c.models);
-  c.precision_keys = build_keys(c.precisions);
-  c.gpu_keys = build_keys(c.gpus);
+  c.model_keys = build_keys(c.models, models_file, "model");
+  c.precision_keys = build_keys(c.precisions, models_file, "precision");
+  c.gpu_keys = build_keys(c.gpus, gpus_file, "gpu");
   return c;
 }
 
@@ -256,10 +327,8 @@ std::uint64_t PrecisionInfo::bytes_for(std::uint64_t elements) const {
 }
 
 const Catalog& catalog_data() {
-  static std::once_flag once;
-  static Catalog cat;
-  std::call_once(once, [] { cat = load(); });
-  return cat;
+  static LoadOnce<Catalog> cat;
+  return cat.get(load);
 }
 
 const ModelInfo* find_model(const std::string& text) {
@@ -278,8 +347,8 @@ const ModelInfo& resolve_model(const std::string& text, const std::string& field
   if (const auto* m = find_model(text)) return *m;
   auto subs = substring_matches(c.models, text);
   if (subs.size() > 1)
-    throw InputError(field, "'" + text + "' matches several models: " + join_names(subs) + "; give the full name");
-  throw InputError(field, "unknown model '" + text + "'; closest: " + close_names(c.models, text) +
+    throw InputError(field, "'" + text_preview(text) + "' matches several models: " + join_names(subs) + "; give the full name");
+  throw InputError(field, "unknown model '" + text_preview(text) + "'; closest: " + close_names(c.models, text) +
                               ". Known models: " + all_names(c.models));
 }
 
@@ -295,7 +364,7 @@ const PrecisionInfo* find_precision(const std::string& text) {
 const PrecisionInfo& resolve_precision(const std::string& text, const std::string& field) {
   if (const auto* p = find_precision(text)) return *p;
   const auto& c = catalog_data();
-  throw InputError(field, "unknown precision '" + text + "'; closest: " + close_names(c.precisions, text) +
+  throw InputError(field, "unknown precision '" + text_preview(text) + "'; closest: " + close_names(c.precisions, text) +
                               ". Known precisions: " + all_names(c.precisions));
 }
 
@@ -313,9 +382,9 @@ const GpuInfo& resolve_gpu(const std::string& text, const std::string& field) {
   auto subs = substring_matches(c.gpus, text);
   if (subs.size() == 1) return *subs[0];
   if (subs.size() > 1)
-    throw InputError(field, "'" + text + "' matches several GPUs: " + join_names(subs) +
+    throw InputError(field, "'" + text_preview(text) + "' matches several GPUs: " + join_names(subs) +
                                 "; give more of the name, or --vram GIB");
-  throw InputError(field, "unknown GPU '" + text + "'; closest: " + close_names(c.gpus, text) +
+  throw InputError(field, "unknown GPU '" + text_preview(text) + "'; closest: " + close_names(c.gpus, text) +
                               ". Known GPUs: " + all_names(c.gpus) + ". Or give the memory with --vram GIB");
 }
 

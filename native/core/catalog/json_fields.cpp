@@ -1,6 +1,7 @@
 #include "core/catalog/json_fields.hpp"
 
 #include <cmath>
+#include <cstdio>
 #include <limits>
 
 #include "core/base/error.hpp"
@@ -85,7 +86,9 @@ std::uint64_t JsonFields::count(const char* key) const {
 
 double JsonFields::number(const char* key) const {
   const json* v = get(key, "a number");
+  // 1e999 parses as infinity: no figure of a data file is meant to be one.
   if (!v->is_number()) wrong(key, "a number", *v);
+  if (!std::isfinite(v->get<double>())) wrong(key, "a finite number", *v);
   return v->get<double>();
 }
 
@@ -128,6 +131,16 @@ std::vector<std::string> JsonFields::texts(const char* key) const {
   return out;
 }
 
+std::vector<double> JsonFields::numbers(const char* key) const {
+  const json& a = array(key);
+  std::vector<double> out;
+  for (const auto& e : a) {
+    if (!e.is_number() || !std::isfinite(e.get<double>())) wrong(key, "an array of finite numbers", a);
+    out.push_back(e.get<double>());
+  }
+  return out;
+}
+
 std::optional<int> JsonFields::optional_integer(const char* key) const {
   if (!has(key)) return std::nullopt;
   return integer(key);
@@ -151,6 +164,63 @@ std::optional<bool> JsonFields::optional_flag(const char* key) const {
 std::optional<std::string> JsonFields::optional_text(const char* key) const {
   if (!has(key)) return std::nullopt;
   return text(key);
+}
+
+static std::string number_text(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.6g", v);
+  return text;
+}
+
+void JsonFields::within(const char* key, double value, Range range) const {
+  if (value >= range.lo && value <= range.hi) return;
+  fail(key, "is " + number_text(value) + ", outside the range " + number_text(range.lo) + " to " + number_text(range.hi) +
+                " that this figure can take");
+}
+
+int JsonFields::integer(const char* key, Range range) const {
+  const int v = integer(key);
+  within(key, v, range);
+  return v;
+}
+
+std::uint64_t JsonFields::count(const char* key, Range range) const {
+  const std::uint64_t v = count(key);
+  within(key, static_cast<double>(v), range);
+  return v;
+}
+
+double JsonFields::number(const char* key, Range range) const {
+  const double v = number(key);
+  within(key, v, range);
+  return v;
+}
+
+std::optional<int> JsonFields::optional_integer(const char* key, Range range) const {
+  if (!has(key)) return std::nullopt;
+  return integer(key, range);
+}
+
+std::optional<std::uint64_t> JsonFields::optional_count(const char* key, Range range) const {
+  if (!has(key)) return std::nullopt;
+  return count(key, range);
+}
+
+std::optional<double> JsonFields::optional_number(const char* key, Range range) const {
+  if (!has(key)) return std::nullopt;
+  return number(key, range);
+}
+
+std::vector<int> JsonFields::integers(const char* key, Range range) const {
+  std::vector<int> v = integers(key);
+  for (int x : v) within(key, x, range);
+  return v;
+}
+
+std::array<int, 3> JsonFields::triple(const char* key, Range range) const {
+  const std::array<int, 3> v = triple(key);
+  for (int x : v) within(key, x, range);
+  return v;
 }
 
 }  // namespace headroom

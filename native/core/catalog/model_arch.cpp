@@ -33,11 +33,30 @@ double Activation::elems_per_token(double hidden, double ffn) const {
 
 namespace {
 
+// What a figure of a real model can be, with room for models larger than today's (a width of 1M, a
+// trillion-parameter layer); each end is far outside any catalog entry and keeps the arithmetic finite.
+constexpr Range kWidth{1, 1 << 20};           // channels, hidden sizes, heads, layers, tokens
+constexpr Range kBlocks{0, 1 << 16};          // a block count that may be absent from one stream
+constexpr Range kLayerParams{1, 1e12};        // the largest linear or block of a model
+constexpr Range kMultiple{0, 1e3};            // live activations per token, in units of the width
+constexpr Range kElemsPerPixel{0, 1e6};       // a VAE's live elements per pixel
+constexpr Range kFactor{0, 1e5};              // ComfyUI's memory_usage_factor and decode constants
+constexpr Range kCopies{0, 64};
+constexpr Range kUpsamples{0, 8};
+constexpr Range kSide{16, 1 << 15};           // a default width or height in pixels
+constexpr Range kFrames{1, 1 << 16};
+constexpr Range kCfg{0, 100};
+constexpr Range kReferenceImages{0, 64};
+constexpr Range kExperts{1, 64};
+constexpr Range kFraction{0, 1};
+constexpr Range kDecoderParams{0, 1e12};
+constexpr Range kStride{1, 64};             // a VAE stride or a patch size, per axis
+
 ActivationPhase read_phase(const JsonFields& f) {
   ActivationPhase p;
   p.name = f.optional_text("name").value_or("");
-  p.hidden_multiple = f.number("hidden_multiple");
-  p.ffn_multiple = f.number("ffn_multiple");
+  p.hidden_multiple = f.number("hidden_multiple", kMultiple);
+  p.ffn_multiple = f.number("ffn_multiple", kMultiple);
   return p;
 }
 
@@ -55,7 +74,7 @@ Activation read_activation(const JsonFields& f) {
   } else {
     a.phases.push_back(read_phase(f));
   }
-  a.fp32_elems_per_token = f.optional_number("fp32_elems_per_token").value_or(0);
+  a.fp32_elems_per_token = f.optional_number("fp32_elems_per_token", kElemsPerPixel).value_or(0);
   a.attention = f.optional_text("attention").value_or("");
   return a;
 }
@@ -67,7 +86,7 @@ Activation activation_of(const JsonFields& entry, const JsonFields& arch) {
   entry.fail("activation", "is missing (expected {phases: [...]} here or in arch)");
 }
 
-double value_of(const JsonFields& entry, const char* key) { return entry.object(key).number("value"); }
+double value_of(const JsonFields& entry, const char* key) { return entry.object(key).number("value", kFactor); }
 
 ImageConditioning read_conditioning(const JsonFields& arch) {
   const std::string c = arch.optional_text("image_conditioning").value_or("none");
@@ -81,25 +100,25 @@ DiffusionArch read_diffusion(const JsonFields& entry) {
   const JsonFields arch = entry.object("arch");
   DiffusionArch a;
   a.kind = arch.text("kind");
-  a.hidden = arch.integer("hidden");
-  a.ffn = arch.integer("ffn");
-  a.heads = arch.integer("heads");
-  a.head_dim = arch.integer("head_dim");
-  a.blocks = arch.integer("blocks");
-  a.double_blocks = arch.optional_integer("double_blocks");
-  a.single_blocks = arch.optional_integer("single_blocks");
+  a.hidden = arch.integer("hidden", kWidth);
+  a.ffn = arch.integer("ffn", kWidth);
+  a.heads = arch.integer("heads", kWidth);
+  a.head_dim = arch.integer("head_dim", kWidth);
+  a.blocks = arch.integer("blocks", kWidth);
+  a.double_blocks = arch.optional_integer("double_blocks", kBlocks);
+  a.single_blocks = arch.optional_integer("single_blocks", kBlocks);
   if (a.double_blocks && a.single_blocks && *a.double_blocks + *a.single_blocks != a.blocks)
     arch.fail("blocks", "is " + std::to_string(a.blocks) + " but double_blocks + single_blocks is " +
                             std::to_string(*a.double_blocks + *a.single_blocks));
-  a.in_channels = arch.integer("in_channels");
-  a.out_channels = arch.optional_integer("out_channels");
-  a.latent_channels = arch.integer("latent_channels");
-  a.vae_stride = arch.triple("vae_stride");
-  a.patch = arch.triple("patch");
-  a.text_tokens = arch.integer("text_tokens");
+  a.in_channels = arch.integer("in_channels", kWidth);
+  a.out_channels = arch.optional_integer("out_channels", kWidth);
+  a.latent_channels = arch.integer("latent_channels", kWidth);
+  a.vae_stride = arch.triple("vae_stride", kStride);
+  a.patch = arch.triple("patch", kStride);
+  a.text_tokens = arch.integer("text_tokens", kWidth);
   a.text_in_sequence = arch.flag("text_in_sequence");
-  a.largest_linear_params = arch.number("largest_linear_params");
-  a.largest_block_params = arch.number("largest_block_params");
+  a.largest_linear_params = arch.number("largest_linear_params", kLayerParams);
+  a.largest_block_params = arch.number("largest_block_params", kLayerParams);
   a.image_conditioning = read_conditioning(arch);
   a.activation = activation_of(entry, arch);
   a.comfy_memory_usage_factor = value_of(entry, "comfy_memory_usage_factor");
@@ -110,13 +129,13 @@ EncoderArch read_encoder(const JsonFields& entry) {
   const JsonFields arch = entry.object("arch");
   EncoderArch a;
   a.kind = arch.text("kind");
-  a.hidden = arch.integer("hidden");
-  a.ffn = arch.integer("ffn");
-  a.heads = arch.integer("heads");
-  a.layers = arch.integer("layers");
-  a.tokens = arch.integer("tokens");
+  a.hidden = arch.integer("hidden", kWidth);
+  a.ffn = arch.integer("ffn", kWidth);
+  a.heads = arch.integer("heads", kWidth);
+  a.layers = arch.integer("layers", kWidth);
+  a.tokens = arch.integer("tokens", kWidth);
   a.attention_bias = arch.optional_flag("attention_bias").value_or(false);
-  a.largest_linear_params = arch.number("largest_linear_params");
+  a.largest_linear_params = arch.number("largest_linear_params", kLayerParams);
   a.activation = activation_of(entry, arch);
   return a;
 }
@@ -125,44 +144,44 @@ VaeArch read_vae(const JsonFields& entry) {
   const JsonFields arch = entry.object("arch");
   VaeArch a;
   a.kind = arch.text("kind");
-  a.z_channels = arch.integer("z_channels");
-  a.stride = arch.triple("stride");
+  a.z_channels = arch.integer("z_channels", kWidth);
+  a.stride = arch.triple("stride", kStride);
   a.causal = arch.optional_flag("causal").value_or(false);
   if (auto d = arch.optional_text("decoder")) {
     auto kind = decoder_kind_from_name(*d);
     if (!kind) arch.fail("decoder", "expected kl, wan2.1 or wan2.2 (a native decoder), got '" + *d + "'");
     a.decoder = *kind;
-    a.res_blocks = arch.integer("res_blocks");
+    a.res_blocks = arch.integer("res_blocks", kWidth);
     if (a.decoder == DecoderKind::Kl) {
-      a.channels = arch.integers("channels");
-      a.receptive_field_latent_px = arch.integer("receptive_field_latent_px");
+      a.channels = arch.integers("channels", kWidth);
+      a.receptive_field_latent_px = arch.integer("receptive_field_latent_px", kWidth);
     } else {
-      a.base_channels = arch.integer("base_channels");
-      a.multipliers = arch.integers("multipliers");
+      a.base_channels = arch.integer("base_channels", kWidth);
+      a.multipliers = arch.integers("multipliers", kWidth);
       if (a.multipliers.size() != 5) arch.fail("multipliers", "expected five widths (head and four stages)");
-      a.temporal_upsamples = arch.integer("temporal_upsamples");
-      a.out_channels = arch.integer("out_channels");
+      a.temporal_upsamples = arch.integer("temporal_upsamples", kUpsamples);
+      a.out_channels = arch.integer("out_channels", kWidth);
     }
   } else if (arch.has("channels")) {
-    a.channels = arch.integers("channels");
+    a.channels = arch.integers("channels", kWidth);
   }
-  a.decoder_params = entry.optional_count("decoder_params").value_or(0);
+  a.decoder_params = entry.optional_count("decoder_params", kDecoderParams).value_or(0);
 
   const JsonFields dec = entry.object("decode");
   const JsonFields enc = entry.object("encode");
   const std::string kind = dec.text("kind");
   if (kind == "causal_per_latent_frame") {
     a.decode.causal_per_latent_frame = true;
-    a.cache_frames = arch.integer("cache_frames");
-    a.decode.single_frame_elems_per_output_px = dec.number("single_frame_elems_per_output_px");
-    a.decode.chunk_elems_per_output_px = dec.number("chunk_elems_per_output_px");
-    a.decode.cache_elems_per_output_px = dec.optional_number("cache_elems_per_output_px").value_or(0);
-    a.decode.output_copies = dec.number("output_copies");
-    a.encode.single_frame_elems_per_input_px = enc.number("single_frame_elems_per_input_px");
-    a.encode.chunk_elems_per_input_px = enc.number("chunk_elems_per_input_px");
+    a.cache_frames = arch.integer("cache_frames", kWidth);
+    a.decode.single_frame_elems_per_output_px = dec.number("single_frame_elems_per_output_px", kElemsPerPixel);
+    a.decode.chunk_elems_per_output_px = dec.number("chunk_elems_per_output_px", kElemsPerPixel);
+    a.decode.cache_elems_per_output_px = dec.optional_number("cache_elems_per_output_px", kElemsPerPixel).value_or(0);
+    a.decode.output_copies = dec.number("output_copies", kCopies);
+    a.encode.single_frame_elems_per_input_px = enc.number("single_frame_elems_per_input_px", kElemsPerPixel);
+    a.encode.chunk_elems_per_input_px = enc.number("chunk_elems_per_input_px", kElemsPerPixel);
   } else if (kind == "full_frame") {
-    a.decode.elems_per_output_px = dec.number("elems_per_output_px");
-    a.encode.elems_per_input_px = enc.number("elems_per_input_px");
+    a.decode.elems_per_output_px = dec.number("elems_per_output_px", kElemsPerPixel);
+    a.encode.elems_per_input_px = enc.number("elems_per_input_px", kElemsPerPixel);
   } else {
     dec.fail("kind", "expected full_frame or causal_per_latent_frame, got '" + kind + "'");
   }
@@ -172,11 +191,14 @@ VaeArch read_vae(const JsonFields& entry) {
 
 JobDefaults read_defaults(const JsonFields& f) {
   JobDefaults d;
-  d.width = f.optional_integer("width").value_or(d.width);
-  d.height = f.optional_integer("height").value_or(d.height);
-  d.frames = f.optional_integer("frames").value_or(d.frames);
-  d.cfg = f.optional_number("cfg").value_or(d.cfg);
-  d.reference_images = f.optional_integer("reference_images").value_or(d.reference_images);
+  d.width = f.optional_integer("width", kSide).value_or(d.width);
+  d.height = f.optional_integer("height", kSide).value_or(d.height);
+  d.frames = f.optional_integer("frames", kFrames).value_or(d.frames);
+  d.cfg = f.optional_number("cfg", kCfg).value_or(d.cfg);
+  d.reference_images = f.optional_integer("reference_images", kReferenceImages).value_or(d.reference_images);
+  // Not computed with, but shown to users with the model (headroom models --json, the nodes' catalog).
+  f.optional_integer("steps", {1, 10000});
+  f.optional_text("source");
   return d;
 }
 
@@ -196,9 +218,9 @@ void read_model_figures(const JsonFields& entry, ModelInfo& m) {
       break;
   }
   if (auto e = entry.optional_object("experts")) {
-    m.experts_info.count = e->integer("count");
-    m.experts_info.active_per_step = e->optional_integer("active_per_step").value_or(1);
-    m.experts_info.boundary = e->optional_number("boundary").value_or(0);
+    m.experts_info.count = e->integer("count", kExperts);
+    m.experts_info.active_per_step = e->optional_integer("active_per_step", kExperts).value_or(1);
+    m.experts_info.boundary = e->optional_number("boundary", kFraction).value_or(0);
     if (m.experts_info.count < 1 || m.experts_info.active_per_step < 1 || m.experts_info.active_per_step > m.experts_info.count)
       e->fail("count", "expected count >= active_per_step >= 1");
   }
@@ -209,8 +231,8 @@ void read_model_figures(const JsonFields& entry, ModelInfo& m) {
   if (auto c = entry.optional_object("comfy")) {
     ComfyHints h;
     h.config_class = c->text("config_class");
-    h.dim = c->optional_integer("dim");
-    h.in_dim = c->optional_integer("in_dim");
+    h.dim = c->optional_integer("dim", kWidth);
+    h.in_dim = c->optional_integer("in_dim", kWidth);
     m.comfy = h;
   }
 }

@@ -125,7 +125,7 @@ NameRules load_name_rules(const json& data, const std::string& file) {
 }
 
 const NameRules& name_rules() {
-  static const NameRules rules = load_name_rules(data_file("comfy_nodes.json"), "comfy_nodes.json");
+  static const NameRules rules = load_name_rules(data_file("comfy_nodes.json"), data_file_label("comfy_nodes.json"));
   return rules;
 }
 
@@ -216,7 +216,7 @@ std::vector<VaeKeyRule> load_vae_key_rules(const json& data, const std::string& 
 }
 
 const std::vector<VaeKeyRule>& vae_key_rules() {
-  static const std::vector<VaeKeyRule> rules = load_vae_key_rules(data_file("comfy_nodes.json"), "comfy_nodes.json");
+  static const std::vector<VaeKeyRule> rules = load_vae_key_rules(data_file("comfy_nodes.json"), data_file_label("comfy_nodes.json"));
   return rules;
 }
 

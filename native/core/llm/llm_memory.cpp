@@ -3,14 +3,15 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <vector>
 
 #include "core/catalog/card_budget.hpp"
 #include "core/catalog/catalog.hpp"
 #include "core/catalog/verdict.hpp"
-#include "core/base/data_files.hpp"
 #include "core/base/error.hpp"
+#include "core/llm/llm_data.hpp"
 #include "core/base/json_reader.hpp"
 #include "core/base/text_distance.hpp"
 #include "core/base/units.hpp"
@@ -20,7 +21,7 @@ namespace {
 
 using nlohmann::json;
 
-const json& catalog() { return data_file("llms.json"); }
+const json& catalog() { return llm_data(); }
 
 // "Meta-Llama/Llama 3.1_8B" -> "llama-3.1-8b"
 std::string key(std::string s) {
@@ -69,7 +70,7 @@ const json* find_entry(const json& list, const std::string& wanted) {
 Architecture find_model(const std::string& name) {
   const json& models = catalog()["models"];
   const json* e = find_entry(models, name);
-  if (!e) throw InputError("model", "unknown LLM '" + name + "'; " + suggestions(models, name) +
+  if (!e) throw InputError("model", "unknown LLM '" + text_preview(name) + "'; " + suggestions(models, name) +
                                         ". Or describe it with params, layers, kv_heads and head_dim.");
   Architecture a;
   a.name = (*e)["name"];
@@ -133,15 +134,28 @@ Architecture architecture_from(const request::Request& request, bool need_kv) {
 Precision find_weight_precision(const std::string& name, const std::string& field) {
   const json& list = catalog()["weight_precisions"];
   const json* e = find_entry(list, name);
-  if (!e) throw InputError(field, "unknown weight precision '" + name + "'; " + suggestions(list, name));
+  if (!e) throw InputError(field, "unknown weight precision '" + text_preview(name) + "'; " + suggestions(list, name));
   return {(*e)["name"], (*e)["bits_per_weight"].get<double>(), (*e)["source"]};
 }
 
 Precision find_kv_precision(const std::string& name, const std::string& field) {
   const json& list = catalog()["kv_precisions"];
   const json* e = find_entry(list, name);
-  if (!e) throw InputError(field, "unknown KV cache precision '" + name + "'; " + suggestions(list, name));
+  if (!e) throw InputError(field, "unknown KV cache precision '" + text_preview(name) + "'; " + suggestions(list, name));
   return {(*e)["name"], (*e)["bytes_per_element"].get<double>(), (*e)["source"]};
+}
+
+std::string rough_bytes(double bytes) {
+  char text[40];
+  std::snprintf(text, sizeof text, "%.3g bytes", bytes);
+  return text;
+}
+
+void check_total(double total, const std::string& field, const std::string& parts) {
+  constexpr double kMaxEstimateBytes = 1152921504606846976.0;  // 2^60 = 1 EiB
+  if (std::isfinite(total) && total >= 0 && total <= kMaxEstimateBytes) return;
+  throw InputError(field, "the estimate comes to " + rough_bytes(total) + " (" + parts +
+                              "), more than the 1 EiB any machine holds; check the sizes given");
 }
 
 void add_verdict(json& out, const CardBudget& budget, double total) {
@@ -192,6 +206,8 @@ json estimate(const json& body) {
   double kv_total = per_token * static_cast<double>(context) * static_cast<double>(batch);
   double over = overhead["non_torch_bytes"].get<double>();
   double total = weights + kv_total + over;
+  check_total(total, kv_total > weights ? "context" : "params",
+              "weights " + rough_bytes(weights) + ", KV cache " + rough_bytes(kv_total));
   auto u = [](double x) { return static_cast<std::uint64_t>(std::llround(x)); };
 
   json out;

@@ -55,6 +55,13 @@ void add_verdict(nlohmann::json& out, const CardBudget& budget, double total);
 // KV cache bytes per token: 2 (K and V) x layers x kv_heads x head_dim x bytes per element.
 double kv_bytes_per_token(const Architecture& a, double bytes_per_element);
 
+// Refuses a total past 1 EiB (or not finite): each request field is in range, but their product can
+// exceed what any machine holds and what an answer's 64-bit byte counts carry; saturating would print
+// 2^63 bytes and a headroom of -2^63. `field` is the request field behind the largest part; `parts`
+// say what came to how much. Every part of a total that passes converts to bytes exactly enough.
+void check_total(double total, const std::string& field, const std::string& parts);
+std::string rough_bytes(double bytes);  // "1.2e+37 bytes", for check_total's parts
+
 // The llm request's fields (the CLI flags, '-' written '_'): the architecture fields, precision (default
 // bf16), kv_precision (default fp16), context (tokens, required), batch (default 1) and the card fields.
 const request::Fields& request_fields();

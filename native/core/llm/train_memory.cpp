@@ -1,10 +1,12 @@
 #include "core/llm/train_memory.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
-#include "core/base/data_files.hpp"
 #include "core/base/error.hpp"
+#include "core/llm/llm_data.hpp"
+#include "core/llm/llm_memory.hpp"
 #include "core/base/json_reader.hpp"
 
 namespace headroom::train {
@@ -12,7 +14,7 @@ namespace {
 
 using nlohmann::json;
 
-const json& constants() { return data_file("llms.json")["training"]; }
+const json& constants() { return llm::llm_data()["training"]; }
 
 std::string lower(std::string s) {
   for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -89,8 +91,11 @@ json estimate(const json& body) {
 
   const json& opt = c["optimizer_state_bytes"][optimizer];
   json components = json::array();
+  // Converted while the parts are added; a total too large for a byte count is refused by check_total
+  // below, so the clamp here only keeps the conversion defined until then.
+  auto to_bytes = [](double x) { return static_cast<std::uint64_t>(std::llround(std::min(std::max(x, 0.0), 4e18))); };
   auto add = [&](const std::string& name, double bytes, const std::string& source) {
-    components.push_back({{"name", name}, {"bytes", static_cast<std::uint64_t>(std::llround(bytes))}, {"source", source}});
+    components.push_back({{"name", name}, {"bytes", to_bytes(bytes)}, {"source", source}});
     return bytes;
   };
   double P = a.params;
@@ -133,7 +138,7 @@ json estimate(const json& body) {
       act = sbh * c["activation_bytes_per_token_per_layer_per_hidden"].get<double>() * a.layers;
       add("activations", act, c["activation_source"]);
     }
-    activations = static_cast<std::uint64_t>(std::llround(act));
+    activations = to_bytes(act);
   } else {
     notes.push_back("Activations are not counted: give model, or layers and hidden, to include them.");
   }
@@ -141,9 +146,11 @@ json estimate(const json& body) {
     double lg = static_cast<double>(seq) * static_cast<double>(batch) * a.vocab * c["logits_bytes_per_element"].get<double>();
     add("logits_fp32", lg, c["logits_source"]);
     act += lg;
-    logits = static_cast<std::uint64_t>(std::llround(lg));
+    logits = to_bytes(lg);
   }
   double total = states + act;
+  llm::check_total(total, states >= act ? "params" : "seq_len",
+                   "model states " + llm::rough_bytes(states) + ", activations and logits " + llm::rough_bytes(act));
 
   json out;
   out["model"] = {{"name", a.name}, {"params", a.params}, {"source", a.source}};

@@ -88,7 +88,7 @@ constexpr const char* kCardPreset = "fit this card";
 using Texts = std::map<std::string, std::string>;
 
 Texts load_section(const nlohmann::json& doc, const char* section, const char* const* keys, std::size_t n) {
-  const std::string where = std::string(kTextsFile) + ": " + section;
+  const std::string where = data_file_label(kTextsFile) + ": " + section;
   if (!doc.contains(section) || !doc[section].is_object()) throw Error(where + ": expected an object of texts by id");
   Texts t;
   for (const auto& kv : doc[section].items()) {

@@ -4,9 +4,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <mutex>
 
+#include "core/base/data_files.hpp"
 #include "core/base/error.hpp"
+#include "core/base/load_once.hpp"
 
 namespace headroom {
 namespace {
@@ -171,19 +172,22 @@ const std::map<std::string, ChangeKind, std::less<>>& change_kinds() {
 }
 
 const PresetData& planner_preset_data() {
-  static std::once_flag once;
-  std::call_once(once, [] {
+  // Checked once against the planner's kinds; a failed check is not remembered (load_once.hpp).
+  static LoadOnce<bool> checked;
+  checked.get([] {
     const auto& kinds = change_kinds();
+    const std::string file = data_file_label("presets.json");
     std::string known;
     for (const auto& k : kinds) known += (known.empty() ? "" : ", ") + k.first;
     for (const ChangeSpec& spec : preset_data().changes) {
       auto it = kinds.find(spec.kind);
       if (it == kinds.end())
-        throw Error("presets.json: change kind '" + spec.kind + "' has no planner function (known kinds: " + known + ")");
+        throw Error(file + ": change kind '" + spec.kind + "' has no planner function (known kinds: " + known + ")");
       if (it->second.needs_precision && !find_precision(spec.precision))
-        throw Error("presets.json: change '" + spec.kind + "' needs a 'precision' the catalog knows, got '" +
+        throw Error(file + ": change '" + spec.kind + "' needs a 'precision' the catalog knows, got '" +
                     spec.precision + "'");
     }
+    return true;
   });
   return preset_data();
 }

@@ -12,6 +12,7 @@
 #include "core/catalog/presets.hpp"
 #include "core/plan/changes.hpp"
 #include "core/workflow/workflow_names.hpp"
+#include "core/base/json_reader.hpp"
 
 namespace headroom {
 
@@ -201,7 +202,7 @@ Job preset_job(const PresetSpec& preset_spec, const WorkflowInfo& info, const Ru
 std::vector<std::string> preset_change_kinds(const std::string& name, const WorkflowInfo& info,
                                              const Runtime& request_runtime, const Plan* plan) {
   const PresetSpec* preset = planner_preset_data().preset(name);
-  if (!preset) throw InputError("preset", "unknown preset '" + name + "'");
+  if (!preset) throw InputError("preset", "unknown preset '" + text_preview(name) + "'");
   if (!info.job.diffusion || info.job.diffusion->model.empty()) return {};
   const Runtime rt = target_runtime_for(*preset, request_runtime);
   // `plan` is of the request's runtime: reusable only when the preset sizes for that same card.
@@ -219,7 +220,7 @@ PresetResult apply_preset(const json& wf, const std::string& name, const Runtime
   if (!preset) {
     std::string names;
     for (const auto& p : data.presets) names += (names.empty() ? "" : ", ") + ("'" + p.name + "'");
-    throw InputError("preset", "unknown preset '" + name + "'; presets: " + names);
+    throw InputError("preset", "unknown preset '" + text_preview(name) + "'; presets: " + names);
   }
   WorkflowInfo info = workflow::analyse_workflow(wf, source, options);
   if (!info.job.diffusion || info.job.diffusion->model.empty())

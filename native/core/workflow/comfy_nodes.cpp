@@ -114,7 +114,7 @@ ComfyNodes load_comfy_nodes(const json& data, const std::string& file) {
 }
 
 const ComfyNodes& comfy_nodes() {
-  static const ComfyNodes nodes = load_comfy_nodes(data_file("comfy_nodes.json"), "comfy_nodes.json");
+  static const ComfyNodes nodes = load_comfy_nodes(data_file("comfy_nodes.json"), data_file_label("comfy_nodes.json"));
   return nodes;
 }
 
