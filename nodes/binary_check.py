@@ -6,6 +6,7 @@ SIGBUS, and ComfyUI with it. No exception can catch that, so the file is read an
 format's magic, and every table and segment the headers name must lie inside the file. This reads only
 the headers (a few kB), never maps the file, and knows ELF (Linux), PE (Windows) and Mach-O (macOS).
 """
+import io
 import struct
 
 _MACHO_MAGICS = {b"\xcf\xfa\xed\xfe": ("<", 64), b"\xce\xfa\xed\xfe": ("<", 32),
@@ -128,23 +129,33 @@ def _check_fat(f, size, head):
 
 
 def check_library(path) -> None:
-    """Raises Damaged when `path` is not a whole shared library (empty, cut short, or not one at all)."""
+    """Raises Damaged when the file at `path` is not a whole shared library (empty, cut short, or not one
+    at all). Reads only its headers."""
     with open(path, "rb") as f:
         f.seek(0, 2)
-        size = f.tell()
-        _need(size > 0, "the file is empty")
-        f.seek(0)
-        head = f.read(64)
-        try:
-            if head[:4] == b"\x7fELF":
-                _check_elf(f, size, head)
-            elif head[:2] == b"MZ":
-                _check_pe(f, size, head)
-            elif head[:4] in _MACHO_MAGICS:
-                _check_macho(f, size, head)
-            elif head[:4] in _MACHO_FAT:
-                _check_fat(f, size, head)
-            else:
-                raise Damaged(f"not a shared library (starts with {head[:8].hex()}, {size} bytes)")
-        except struct.error:
-            raise Damaged(f"headers cut short ({size} bytes)")
+        _check(f, f.tell())
+
+
+def check_image(data: bytes) -> None:
+    """check_library on a library's bytes already in memory: the loader checks, hashes and loads one read
+    of the file, so what it checked is what it maps even while the file on disk is being replaced."""
+    _check(io.BytesIO(data), len(data))
+
+
+def _check(f, size):
+    _need(size > 0, "the file is empty")
+    f.seek(0)
+    head = f.read(64)
+    try:
+        if head[:4] == b"\x7fELF":
+            _check_elf(f, size, head)
+        elif head[:2] == b"MZ":
+            _check_pe(f, size, head)
+        elif head[:4] in _MACHO_MAGICS:
+            _check_macho(f, size, head)
+        elif head[:4] in _MACHO_FAT:
+            _check_fat(f, size, head)
+        else:
+            raise Damaged(f"not a shared library (starts with {head[:8].hex()}, {size} bytes)")
+    except struct.error:
+        raise Damaged(f"headers cut short ({size} bytes)")

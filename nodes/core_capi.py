@@ -2,7 +2,7 @@
 every Python (ComfyUI's embedded 3.13 on Windows included), and no compiler is needed where the wheel is
 installed. Each function takes and returns JSON text, so the nodes (and their test stand-ins) need not
 know what answers. ctypes releases the GIL for the length of each call, so ComfyUI's server keeps
-answering while a plan runs. native_loader.core() checks the file before this loads it."""
+answering while a plan runs. native_loader.core() checks the file's bytes and has this load those bytes."""
 import ctypes
 import importlib.util
 import json
@@ -32,11 +32,14 @@ class CapiCore:
 
     InputError = CoreInputError
 
-    def __init__(self, path):
+    def __init__(self, path, load_from=None):
+        """`path` is the library the user knows; `load_from`, where given, holds the very bytes the loader
+        checked of it (native_loader._loadable), and is what gets mapped."""
         self.path = Path(path)
         self.__file__ = str(self.path)  # where the start-up log says the core came from
-        binary_check.check_library(self.path)  # a truncated file must not take ComfyUI down (SIGBUS)
-        lib = ctypes.CDLL(str(self.path))
+        source = str(load_from or self.path)
+        binary_check.check_library(source)  # a truncated file must not take ComfyUI down (SIGBUS)
+        lib = ctypes.CDLL(source)
         lib.headroom_call.restype = ctypes.c_void_p
         lib.headroom_call.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
         lib.headroom_free.restype = None

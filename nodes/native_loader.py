@@ -11,17 +11,29 @@ build writes `<library>.record` (size and SHA-256, native/cmake/record_library.c
 wheel file's hash in its RECORD. A file cut short (which would kill ComfyUI with SIGBUS once mapped) or
 changed afterwards is refused without being loaded, and without starting any process: whether a build
 crashes when loaded is install.py's to prove, at install time.
+
+The file is read once, and the bytes of that read are what is checked and what is loaded: a second open
+of the path would see whatever a rebuild running meanwhile had put there. On Linux they are loaded from a
+sealed anonymous memory file, elsewhere from a copy in a folder only this user can write to.
 """
+import atexit
 import base64
+import csv
 import hashlib
 import importlib
 import importlib.machinery
 import importlib.util
+import io
 import json
 import os
 import platform
+import re
+import shutil
+import stat
 import sys
+import tempfile
 import threading
+import time
 from pathlib import Path
 
 from . import binary_check
@@ -38,7 +50,13 @@ class NativeUnavailable(RuntimeError):
 
 _lock = threading.Lock()
 _cache = {}  # module name -> (module or None, cause or None)
-_vetted = {}  # (path, size, mtime) -> cause or None; survives reset(): a file is judged once per process
+# SHA-256 of checked bytes -> the path this process loads them from. Survives reset(): loading the same
+# bytes again finds the library already loaded instead of mapping a second copy of it. Keyed by what was
+# hashed, not by the file's name, size and time, which a replacement can share.
+_images = {}
+_private = []  # this process's folder of private copies, once made
+PRIVATE_PREFIX = "headroom-native-"  # + pid + "-": tempfile.mkdtemp's folders for private copies
+STALE_AFTER_S = 600  # where a folder's owner cannot be asked whether it runs (Windows): its age instead
 RECORD_SUFFIX = ".record"  # beside each built library: {"size": bytes, "sha256": hex}
 WHEELS = ("headroom_core", "headroom_torch")  # the distributions whose RECORD may list a library
 
@@ -134,12 +152,15 @@ def _installed_module_file(name: str):
     return Path(spec.origin)
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+def _read(path: Path) -> bytes:
+    """The whole file, through one descriptor. O_NONBLOCK and the type check: a FIFO or a device under the
+    library's name would block the open or never end."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as f:
+        mode = os.fstat(f.fileno()).st_mode
+        if not stat.S_ISREG(mode):
+            raise OSError(f"expected a regular file, found file type {stat.S_IFMT(mode):#o}")
+        return f.read()
 
 
 def _build_record(path: Path):
@@ -151,64 +172,219 @@ def _build_record(path: Path):
     return record if isinstance(record, dict) else None
 
 
-def _wheel_record(path: Path):
-    """What pip recorded for this file when it installed one of our wheels ({"size", "sha256"}), or None."""
-    from importlib import metadata
+_SHA256_B64 = re.compile(r"[A-Za-z0-9_-]{43}=?")  # 32 bytes in URL-safe base64, as pip writes them
+_DECIMAL = re.compile(r"[0-9]{1,20}")  # not str.isdigit, which takes digits int() refuses ("²")
+
+
+def _record_rows(text: str):
+    """[(path, sha256 hex or None, size or None)] of a wheel's RECORD; ValueError naming the first line that
+    is not what pip writes (path, algorithm=URL-safe base64 digest or nothing, size in bytes or nothing)."""
+    rows = []
+    reader = csv.reader(io.StringIO(text))
     try:
-        target = path.resolve()
-    except OSError:
-        return None
-    for dist in WHEELS:
-        try:
-            files = metadata.files(dist) or []
-        except metadata.PackageNotFoundError:
+        for fields in reader:
+            if not fields:
+                continue
+            if len(fields) != 3:
+                raise ValueError(f"line {reader.line_num} has {len(fields)} fields where a RECORD line has 3 "
+                                 f"(path, hash, size)")
+            name, hash_field, size_field = fields
+            algorithm, _, value = hash_field.partition("=")
+            if hash_field and not (algorithm and value):
+                raise ValueError(f"line {reader.line_num}: hash {hash_field[:80]!r} is not algorithm=digest")
+            if algorithm == "sha256" and not _SHA256_B64.fullmatch(value):
+                raise ValueError(f"line {reader.line_num}: sha256 digest {value[:80]!r} is not 32 bytes in "
+                                 f"URL-safe base64")
+            if size_field and not _DECIMAL.fullmatch(size_field):
+                raise ValueError(f"line {reader.line_num}: size {size_field[:80]!r} is not a number of bytes")
+            sha256 = (base64.urlsafe_b64decode(value.rstrip("=") + "=").hex() if algorithm == "sha256"
+                      else None)
+            rows.append((name, sha256, int(size_field) if size_field else None))
+    except csv.Error as e:
+        raise ValueError(f"line {reader.line_num} is not CSV ({e})")
+    return rows
+
+
+def _record_entry(dist, path: Path, target: Path):
+    """{"size", "sha256"} of `target` in this distribution's RECORD, or None when it does not list it.
+    ValueError (and whatever a broken installation raises) when the RECORD cannot be read as pip writes it."""
+    try:
+        text = dist.read_text("RECORD")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"not UTF-8 text ({e})")
+    for name, sha256, size in _record_rows(text or ""):
+        if sha256 is None or size is None or Path(name).name != path.name:
             continue
-        for f in files:
-            if f.hash is None or f.hash.mode != "sha256" or Path(str(f)).name != path.name:
-                continue
-            try:
-                if Path(f.locate()).resolve() != target:
-                    continue
-            except OSError:
-                continue
-            value = f.hash.value
-            return {"size": f.size, "sha256": base64.urlsafe_b64decode(value + "=" * (-len(value) % 4)).hex()}
+        if Path(dist.locate_file(name)).resolve() == target:
+            return {"size": size, "sha256": sha256}
     return None
 
 
+def _wheel_record(path: Path):
+    """(what pip recorded for this file when it installed one of our wheels, {"size", "sha256"}, or None;
+    [why each of our wheels whose RECORD could not be read counts as listing nothing]). A RECORD is text
+    anyone can break, and this runs while ComfyUI starts and answers requests: nothing here may raise."""
+    from importlib import metadata
+    try:
+        target = path.resolve()
+    except (OSError, RuntimeError):
+        return None, []
+    unreadable = []
+    for wheel in WHEELS:
+        try:
+            dists = list(metadata.distributions(name=wheel))
+        except Exception as e:  # a sys.path entry importlib cannot list
+            unreadable.append(f"the installed {wheel} cannot be listed ({type(e).__name__}: {e})")
+            continue
+        for dist in dists:
+            folder = getattr(dist, "_path", None)  # the .dist-info folder, which has no public name
+            where = (f"{Path(folder).name}'s RECORD ({Path(folder) / 'RECORD'})" if folder is not None
+                     else f"the RECORD of the installed {wheel}")
+            try:
+                record = _record_entry(dist, path, target)
+            except ValueError as e:
+                unreadable.append(f"{where} is corrupt: {e}")
+                continue
+            except Exception as e:  # an installation broken some other way (a loop of links, say)
+                unreadable.append(f"{where} cannot be read: {type(e).__name__}: {e}")
+                continue
+            if record is not None:
+                return record, unreadable
+    return None, unreadable
+
+
 def _vet(name: str, path: Path):
-    """None when the library file may be loaded into this process; else why not (the cause)."""
+    """((bytes, sha256 hex), None) when these bytes of the library may be loaded into this process, else
+    (None, why not). Everything is judged on one read of the file, so that _loadable loads what was judged."""
     try:
-        stat = path.stat()
+        data = _read(path)
     except OSError as e:
-        return f"{name} cannot be read ({path}: {e})"
-    key = (str(path), stat.st_size, stat.st_mtime_ns)
-    if key in _vetted:
-        return _vetted[key]
+        return None, f"{name} cannot be read ({path}: {e})"
     try:
-        binary_check.check_library(path)
-        record = _build_record(path) or _wheel_record(path)
-        if record is None:
-            cause = (f"{name} at {path} is not from a finished build (no {path.name}{RECORD_SUFFIX} beside it, "
-                     f"and no installed Headroom wheel lists it): run install.py again")
-        elif record.get("size") != stat.st_size:
-            cause = (f"{name} is a corrupt build ({path}: {stat.st_size} bytes where its build wrote "
-                     f"{record.get('size')}): run install.py again")
-        elif record.get("sha256") != _sha256(path):
-            cause = f"{name} is a corrupt build ({path}: changed since its build wrote it): run install.py again"
-        else:
-            cause = None
+        binary_check.check_image(data)
     except binary_check.Damaged as e:
-        cause = f"{name} is a corrupt build ({path}: {e}): run install.py again"
-    except OSError as e:
-        cause = f"{name} cannot be read ({path}: {e})"
-    _vetted[key] = cause
-    return cause
+        return None, f"{name} is a corrupt build ({path}: {e}): run install.py again"
+    record, unreadable = _build_record(path), []
+    if record is None:
+        record, unreadable = _wheel_record(path)
+    if record is None:
+        if unreadable:
+            return None, (f"{name} at {path} is not from a finished build (no {path.name}{RECORD_SUFFIX} beside "
+                          f"it, and no installed Headroom wheel lists it: {'; '.join(unreadable)}): reinstall "
+                          f"that wheel or run install.py again")
+        return None, (f"{name} at {path} is not from a finished build (no {path.name}{RECORD_SUFFIX} beside it, "
+                      f"and no installed Headroom wheel lists it): run install.py again")
+    if record.get("size") != len(data):
+        return None, (f"{name} is a corrupt build ({path}: {len(data)} bytes where its build wrote "
+                      f"{record.get('size')}): run install.py again")
+    digest = hashlib.sha256(data).hexdigest()
+    if record.get("sha256") != digest:
+        return None, f"{name} is a corrupt build ({path}: changed since its build wrote it): run install.py again"
+    return (data, digest), None
+
+
+def _sealed_memory_file(name: str, data: bytes):
+    """/proc/self/fd/N of an anonymous memory file holding `data`, sealed against any change; None where
+    Linux offers none (another OS, a kernel before 3.17, a sandbox that forbids memfd_create, no /proc)."""
+    create = getattr(os, "memfd_create", None)
+    if create is None or not os.path.isdir("/proc/self/fd"):
+        return None
+    try:
+        fd = create(name, getattr(os, "MFD_CLOEXEC", 0) | getattr(os, "MFD_ALLOW_SEALING", 0))
+    except OSError:
+        return None
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    except OSError:  # no memory for it: a private copy on disk may still fit
+        os.close(fd)
+        return None
+    try:
+        import fcntl
+        seals = fcntl.F_SEAL_WRITE | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_SEAL
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, seals)
+    except (ImportError, AttributeError, OSError):
+        pass  # no seals on this kernel or Python: the file has no name, so only this process reaches it
+    # The descriptor stays open for the life of the process: dlopen hands back the library it already
+    # loaded from a path, so a closed descriptor's number, reused by the next memory file, would name the
+    # wrong library.
+    return f"/proc/self/fd/{fd}"
+
+
+def _owner_gone(pid: int, folder: os.stat_result) -> bool:
+    if os.name == "nt":
+        # os.kill would end the process there, and nothing else asks without a process or a Win32 call.
+        # Windows refuses to delete a loaded DLL, so only the moment between writing a copy and loading it
+        # needs sparing: the folder's age covers that.
+        return time.time() - folder.st_mtime > STALE_AFTER_S
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
+def _remove_stale_copies(base: str):
+    """Removes the folders of private copies that earlier processes of this user left in `base` (killed
+    before their exit handler ran, or on Windows, where a loaded DLL cannot be deleted at exit). Only
+    real folders named by PRIVATE_PREFIX and a pid, owned by this user, whose process has ended."""
+    try:
+        entries = list(os.scandir(base))
+    except OSError:
+        return
+    for entry in entries:
+        match = re.fullmatch(re.escape(PRIVATE_PREFIX) + r"(\d+)-[^/\\]+", entry.name)
+        if not match or int(match.group(1)) == os.getpid():
+            continue
+        try:
+            info = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if not stat.S_ISDIR(info.st_mode) or (hasattr(os, "getuid") and info.st_uid != os.getuid()):
+            continue
+        if _owner_gone(int(match.group(1)), info):
+            shutil.rmtree(entry.path, ignore_errors=True)  # what a running process holds stays: no harm
+
+
+def _private_copy(data: bytes, digest: str, filename: str) -> str:
+    """A copy of `data` named `filename` in this process's own folder (mode 0700), removed at exit."""
+    if not _private:
+        base = tempfile.gettempdir()
+        _remove_stale_copies(base)
+        _private.append(tempfile.mkdtemp(prefix=f"{PRIVATE_PREFIX}{os.getpid()}-", dir=base))
+        atexit.register(shutil.rmtree, _private[0], True)
+    folder = Path(_private[0]) / digest[:32]  # one per distinct bytes: two builds of one name may both load
+    folder.mkdir(mode=0o700, exist_ok=True)
+    target = folder / filename
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0), 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    return str(target)
+
+
+def _loadable(name: str, image, filename: str) -> str:
+    """A path that holds exactly the checked bytes of `image` and that nobody else changes: a sealed memory
+    file on Linux, else a private copy. One per distinct bytes in this process."""
+    data, digest = image
+    where = _images.get(digest)
+    if where is None or not os.path.exists(where):
+        where = _sealed_memory_file(name, data) or _private_copy(data, digest, filename)
+        _images[digest] = where
+    return where
+
+
+def _in_words(error: BaseException, where, path: Path) -> str:
+    """The loader's message about `where`, naming the file the user knows instead."""
+    text = str(error)
+    return text.replace(where, str(path)) if where else text
 
 
 def _import(name: str):
     """The decoder module from the build folder (loaded by its path: no sys.path edit), else from an
-    installed decoder wheel."""
+    installed decoder wheel; a binary one from the very bytes _vet checked."""
     if name in sys.modules:  # loaded already (or hidden with None)
         module = sys.modules[name]
         return (module, None) if module is not None else (None, f"{name} is not built (hidden in this process)")
@@ -216,30 +392,41 @@ def _import(name: str):
     path = built or _installed_module_file(name)
     if path is None:
         return None, f"{name} is not built (looked in {python_dir()} and on sys.path)"
-    cause = _vet(name, path) if _is_binary(path) else None
-    if cause:
-        return None, cause
+    where = None
     try:
-        if built is None:
-            return importlib.import_module(name), None
-        spec = importlib.util.spec_from_file_location(name, built)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        try:
-            spec.loader.exec_module(module)
-        except BaseException:
-            del sys.modules[name]
-            raise
+        if not _is_binary(path):  # Python source (a stand-in): nothing is mapped, so there is nothing to vet
+            return _exec_module(importlib.util.spec_from_file_location(name, path)), None
+        image, cause = _vet(name, path)
+        if cause:
+            return None, cause
+        where = _loadable(name, image, path.name)
+        # The loader is given, not guessed from the path's suffix: /proc/self/fd/N has none.
+        spec = importlib.util.spec_from_file_location(name, where,
+                                                      loader=importlib.machinery.ExtensionFileLoader(name, where))
+        module = _exec_module(spec)
+        module.__file__ = str(path)  # where the start-up log says it came from: the file the user knows
         return module, None
     except ImportError as e:
-        return None, f"{name} failed to import: {e}"
+        return None, f"{name} failed to import: {_in_words(e, where, path)}"
     except Exception as e:  # a broken binary can raise anything at import
-        return None, f"{name} failed to import: {type(e).__name__}: {e}"
+        return None, f"{name} failed to import: {type(e).__name__}: {_in_words(e, where, path)}"
+
+
+def _exec_module(spec):
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[spec.name]
+        raise
+    return module
 
 
 def _load_core():
     """The C library: this pack's own build first (made from this very source by install.py), then the
-    headroom_core wheel. Each file is checked before it is mapped into this process."""
+    headroom_core wheel. Each file is checked before it is mapped into this process, and what is mapped is
+    the bytes that were checked."""
     from . import core_capi
     found = [path for path in core_capi.candidates(build_dir()) if path.is_file()]
     if not found:
@@ -247,13 +434,15 @@ def _load_core():
                       f"headroom_core package in this Python)")
     causes = []
     for path in found:
-        cause = _vet(CORE_MODULE, path)
+        image, cause = _vet(CORE_MODULE, path)
         if cause is None:
+            where = None
             try:
-                return core_capi.CapiCore(path), None
+                where = _loadable(CORE_MODULE, image, path.name)
+                return core_capi.CapiCore(path, load_from=where), None
             except (binary_check.Damaged, OSError, ImportError, AttributeError) as e:
                 # A whole library that is not ours (or of another interface): its loader's own words.
-                cause = f"{CORE_MODULE} at {path} failed to load: {type(e).__name__}: {e}"
+                cause = f"{CORE_MODULE} at {path} failed to load: {type(e).__name__}: {_in_words(e, where, path)}"
         causes.append(cause)
     return None, "; ".join(causes)
 

@@ -195,14 +195,14 @@ def test_loading_starts_no_process_and_a_changed_byte_is_refused(tmp_path, monke
         raise AssertionError(f"a process was started: {args}")
     monkeypatch.setattr(sp, "Popen", no_process)
     assert "subprocess" not in native_loader.__dict__
-    assert native_loader._vet(native_loader.CORE_MODULE, so) is None
+    assert native_loader._vet(native_loader.CORE_MODULE, so)[1] is None
     with open(so, "r+b") as f:
         f.seek(so.stat().st_size // 2)
         byte = f.read(1)
         f.seek(-1, 1)
         f.write(bytes([byte[0] ^ 0xFF]))
     os.utime(so, ns=(so.stat().st_atime_ns, so.stat().st_mtime_ns + 10 ** 9))
-    assert "changed since its build wrote it" in native_loader._vet(native_loader.CORE_MODULE, so)
+    assert "changed since its build wrote it" in native_loader._vet(native_loader.CORE_MODULE, so)[1]
 
 
 @needs_core
