@@ -96,7 +96,9 @@ std::set<std::string> executed_nodes(const Graph& g) {
     if (!n || n->mode == kModeMuted) continue;
     if (n->mode == 0 && !is_virtual(n->type)) run.insert(id);
     const ComfyNode* info = node_info(n->type);
-    std::string skipped;  // a switch runs only the branch it selects
+    // A switch runs only the branch it selects. Optional, not "": a Reroute's one input is named "",
+    // and an empty default skipped it, so nothing behind a Reroute ran (no VAE, no text encoder).
+    std::optional<std::string> skipped;
     if (info && !info->switch_widget.empty()) {
       auto v = resolved_value(g, *n, info->switch_widget, nullptr);
       if (v && v->is_boolean()) skipped = v->get<bool>() ? info->on_false : info->on_true;

@@ -62,8 +62,6 @@ struct Graph {
   // `where` receives the source locations of the value (primitive and the node's own copy).
   std::optional<json> value(const Node& node, const std::string& name,
                             std::vector<Pointer>* where = nullptr) const;
-  // The node feeding `name`, skipping bypassed nodes and passthrough nodes (Reroute, HeadroomPreflight...).
-  const Node* source(const Node& node, const std::string& name) const;
 };
 
 // Builds the graph. `source` names the workflow in errors. Throws FileFormatError on JSON that is
