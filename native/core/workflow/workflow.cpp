@@ -263,15 +263,17 @@ class Analyser {
                             "16-bit weights do not fit; estimated at the file's precision");
         }
         if (auto r = ref(n, "weight_dtype")) info_.weight_dtype.push_back(*r);
-        diffusion_.push_back(c);
-        diffusion_files_.push_back(file);
+        if (!already_loaded(diffusion_, c, n)) {
+          diffusion_.push_back(c);
+          diffusion_files_.push_back(file);
+        }
       } else if (role == "checkpoint") {
         diffusion_.push_back(c);
         diffusion_files_.push_back(file);
         checkpoint_companions(c);
       } else if (role == "text_encoder") {
         if (c.model.empty()) notes().push_back("text encoder '" + file + "' not recognised; not counted");
-        else info_.job.text_encoders.push_back(c);
+        else if (!already_loaded(info_.job.text_encoders, c, n)) info_.job.text_encoders.push_back(c);
         if (text(resolved_value(g_, n, "device")) == "cpu") info_.job.text_encoder_on_cpu = true;
         if (auto r = ref(n, "device")) info_.text_encoder_device.push_back(*r);
       } else if (role == "vae") {
@@ -283,6 +285,29 @@ class Analyser {
       }
       info_.loaders.push_back(rec);
     }
+  }
+
+  // ComfyUI caches a node's output by its class and inputs, not by its id, so loaders of the same file
+  // with the same settings give one model: one copy on the card and in RAM, however many nodes name it
+  // (five umt5 loaders were counted as five, 53 GiB of host RAM).
+  bool already_loaded(const std::vector<Component>& loaded, const Component& c, const Node& n) {
+    for (const auto& other : loaded)
+      if (other.file == c.file && other.precision == c.precision && other.model == c.model) {
+        notes().push_back(n.type + " #" + n.id + " loads '" + c.file + "' again with the same settings: ComfyUI "
+                          "reuses the loaded copy, counted once");
+        return true;
+      }
+    return false;
+  }
+
+  // The bytes a diffusion component holds: its header's, else the catalog's figure at its precision;
+  // 0 when neither is known (an unknown model never wins over a known one).
+  static std::uint64_t component_bytes(const Component& c) {
+    if (c.weight_bytes) return *c.weight_bytes;
+    const ModelInfo* m = c.model.empty() ? nullptr : find_model(c.model);
+    if (!m) return 0;
+    const PrecisionInfo* p = find_precision(c.precision.empty() ? m->default_precision : c.precision);
+    return p ? weight_bytes(*m, *p) * static_cast<std::uint64_t>(std::max(1, m->experts)) : 0;
   }
 
   // A checkpoint bundles the companions of its diffusion model (Comfy-Org's flux1-dev-fp8 and
@@ -417,12 +442,14 @@ class Analyser {
     Job& job = info_.job;
     // Diffusion: Wan 2.2 A14B's two experts are one component (ComfyUI runs one at a time).
     if (!diffusion_.empty()) {
+      // Several models run one after another (an all-in-one edit workflow): the largest sets the peak,
+      // not the one whose loader comes first. Known models win over unknown ones.
       std::size_t pick = 0;
-      for (std::size_t i = 0; i < diffusion_.size(); ++i)
-        if (!diffusion_[i].model.empty()) {
+      for (std::size_t i = 1; i < diffusion_.size(); ++i) {
+        const bool known = !diffusion_[i].model.empty(), pick_known = !diffusion_[pick].model.empty();
+        if ((known && !pick_known) || (known == pick_known && component_bytes(diffusion_[i]) > component_bytes(diffusion_[pick])))
           pick = i;
-          break;
-        }
+      }
       job.diffusion = diffusion_[pick];
       const ModelInfo* first = diffusion_[0].model.empty() ? nullptr : find_model(diffusion_[0].model);
       bool experts = diffusion_.size() == 2 && diffusion_[0].model == diffusion_[1].model && first && first->experts == 2;
@@ -435,7 +462,7 @@ class Analyser {
                           "the other when memory is short");
       } else if (diffusion_.size() > 1) {
         notes().push_back(std::to_string(diffusion_.size()) + " diffusion models run one after another; the "
-                          "estimate uses '" + diffusion_files_[pick] + "'");
+                          "estimate uses the largest, '" + diffusion_files_[pick] + "'");
       }
       if (job.diffusion->model.empty())
         notes().push_back("diffusion model '" + job.diffusion->file + "' is not in the catalog");
