@@ -25,11 +25,15 @@ def apply_edits(prompt: dict, edits) -> list:
     """Sets prompt[node_id].inputs[widget] = to where that input is a widget value; returns the applied edits."""
     applied = []
     for edit in edits:
+        if not isinstance(edit, dict):
+            continue
         node = prompt.get(str(edit.get("node_id")))
         if not isinstance(node, dict):
             continue
         inputs = node.setdefault("inputs", {})
         name = edit.get("widget")
+        if not isinstance(inputs, dict) or not isinstance(name, str):
+            continue  # not a widget Headroom can set: the planner's edit or the prompt is malformed
         if name in inputs and _is_link(inputs[name]):
             continue  # fed by another node: changing it here would cut the link
         applied.append({"node_id": str(edit.get("node_id")), "widget": name,
@@ -44,10 +48,11 @@ FALLBACK_FIT_PRESET = "fit this card"  # presets.json: the preset whose target i
 def fit_preset_name() -> str:
     """The catalog's preset that applies the cheapest widget changes fitting the requested card."""
     try:
-        presets = json.loads(native_loader.core().catalog()).get("presets", [])
+        catalog = json.loads(native_loader.core().catalog())
     except (native_loader.NativeUnavailable, ValueError, RuntimeError):
         return FALLBACK_FIT_PRESET
-    for preset in presets:
+    presets = catalog.get("presets") if isinstance(catalog, dict) else None
+    for preset in presets if isinstance(presets, list) else []:
         if isinstance(preset, dict) and preset.get("target") == "request":
             return preset.get("name", FALLBACK_FIT_PRESET)
     return FALLBACK_FIT_PRESET
@@ -58,6 +63,12 @@ def _preset_request(prompt: dict, preset: str, budget_fields: dict) -> dict:
     return comfy_adapters.with_runtime({"workflow": prompt, "preset": preset, **budget_fields})
 
 
+def _is_rewrite(result) -> bool:
+    """The core's apply_preset answer rewrote the workflow (an object with the workflow and its changes)."""
+    return (isinstance(result, dict) and isinstance(result.get("workflow"), dict)
+            and isinstance(result.get("changes"), list) and bool(result["changes"]))
+
+
 def apply_cheapest_fix(prompt: dict, plan: dict, budget_fields: dict):
     """(new prompt, applied changes, description). The input prompt is never modified.
 
@@ -65,7 +76,8 @@ def apply_cheapest_fix(prompt: dict, plan: dict, budget_fields: dict):
     has changes a preset can make (applies_by_preset), the catalog's fit-this-card preset applies the
     cheapest of them, combined until the workflow fits."""
     fixed = copy.deepcopy(prompt)
-    changes = [c for c in plan.get("changes") or [] if isinstance(c, dict)]
+    listed = plan.get("changes")
+    changes = [c for c in listed if isinstance(c, dict)] if isinstance(listed, list) else []
     for change in changes:
         if not isinstance(change, dict):
             continue
@@ -77,11 +89,11 @@ def apply_cheapest_fix(prompt: dict, plan: dict, budget_fields: dict):
         if change.get("preset"):
             result = native_loader.call_json(
                 "apply_preset", _preset_request(prompt, change["preset"], budget_fields))
-            if isinstance(result.get("workflow"), dict) and result.get("changes"):
+            if _is_rewrite(result):
                 return result["workflow"], result["changes"], f"preset {change['preset']}"
     if any(c.get("applies_by_preset") or c.get("widget") for c in changes) and budget_fields:
         name = fit_preset_name()
         result = native_loader.call_json("apply_preset", _preset_request(prompt, name, budget_fields))
-        if isinstance(result.get("workflow"), dict) and result.get("changes"):
+        if _is_rewrite(result):
             return result["workflow"], result["changes"], f"preset {name}"
     return prompt, [], None

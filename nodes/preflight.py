@@ -53,7 +53,7 @@ class HeadroomPreflight:
     @classmethod
     def IS_CHANGED(cls, **_inputs):
         # A constant: ComfyUI then takes the fingerprint the queue-time handler put in the prompt
-        # (node["is_changed"], prompt_handler.stamp_preflight_nodes), which covers the whole prompt.
+        # (node["is_changed"], prompt_handler._stamp_in_background), which covers the whole prompt.
         return ""
 
     def run(self, samples, budget="auto", action="warn", model=None, clip=None, vae=None,

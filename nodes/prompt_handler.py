@@ -1,16 +1,39 @@
 """Preflight at queue time: estimates the whole prompt before anything loads and, per the user's
 setting, passes silently, warns (websocket toast with peak, stage and fix), blocks with the plan, or
-applies the cheapest fix. The prompt is changed only for auto-fix (or a block, which queues nothing)."""
-import copy
+applies the cheapest fix. The prompt is changed only for auto-fix (or a block, which queues nothing),
+and for the Preflight nodes' cache stamp.
+
+ComfyUI calls on_prompt synchronously on its event loop, so the handler itself only looks at the prompt
+once and hands the estimate to one background thread (preflight_worker.py): in pass and warn mode the
+answer does not change the prompt, and the toast reaches the browser when the estimate is done. Block and
+auto-fix must decide before the prompt is queued, so the handler waits for that estimate, at most
+DECIDE_TIMEOUT_S; past it the prompt goes through unchecked. Whatever the prompt, the settings or the core
+answer, on_prompt never raises: Headroom never stands between a user and a run that would run."""
 import hashlib
 import json
 import logging
+import threading
+import uuid
 
 from . import autofix, budget, comfy_adapters, native_loader, report_format, settings, verdicts
+from .preflight_worker import Job, LatestWins, one_line
 from .queue_gate import blocked_prompt
 
 EVENT = "headroom.preflight"
+PREFLIGHT_CLASS = "HeadroomPreflight"
 log = logging.getLogger("headroom")
+
+# The estimate of a real workflow takes about 1-30 ms (the planner with a budget); one a user waits for
+# must still end in bounded time, whatever a hostile header or a 20,000-node prompt costs the core.
+DECIDE_TIMEOUT_S = 1.0
+# How long pass/warn wait for the Preflight stamp's estimate (about 1 ms for a real workflow), so the stamp
+# is exact in the usual case; past it the stamp is filled in when the estimate is done. A prompt of more
+# nodes (about 15 ms for 2,000), or one behind another estimate, would not be done in time: no wait.
+STAMP_WAIT_S = 0.008
+STAMP_WAIT_MAX_NODES = 500
+# Nodes serialized per json.dumps call on the worker: one call holds the GIL throughout, and the event loop
+# would wait that long; 256 nodes take well under a millisecond.
+NODES_PER_CHUNK = 256
 
 
 def _send(event, data, sid):
@@ -21,14 +44,41 @@ def _send(event, data, sid):
     PromptServer.instance.send_sync(event, data, sid)
 
 
-# Replaced in tests; the server's send_sync in ComfyUI.
+# Replaced in tests; the server's send_sync in ComfyUI (thread-safe: it posts to the server's loop).
 send = _send
 
+worker = LatestWins()
 
-def _preflight_autofix(prompt: dict) -> bool:
-    """A Preflight node set to "apply fix" is the user choosing auto-fix for this workflow."""
-    return any(isinstance(n, dict) and n.get("class_type") == "HeadroomPreflight"
-               and (n.get("inputs") or {}).get("action") == "apply fix" for n in prompt.values())
+
+def wait_idle(timeout=10.0) -> bool:
+    """True once the background estimates are done (tests and benchmarks wait on the toasts with it)."""
+    return worker.wait_idle(timeout)
+
+
+def _notify(payload, client_id):
+    # A client id that is not a string would reach ComfyUI's sockets lookup and end its message loop; None
+    # is ComfyUI's "every client" (an API client that gave none).
+    if client_id is not None and not isinstance(client_id, str):
+        return
+    try:
+        send(EVENT, payload, client_id)
+    except Exception as e:  # a toast that cannot go out must not undo the decision it reports
+        log.warning("Headroom preflight could not send its report to the browser: %s", one_line(e))
+
+
+# ---- reading the prompt (on the event loop: one pass, nothing else) ----
+
+def _scan(prompt: dict):
+    """(the Preflight nodes, True when one is set to "apply fix": the user choosing auto-fix for this
+    workflow)."""
+    nodes, node_fix = [], False
+    for node in prompt.values():
+        if isinstance(node, dict) and node.get("class_type") == PREFLIGHT_CLASS:
+            nodes.append(node)
+            inputs = node.get("inputs")
+            if isinstance(inputs, dict) and inputs.get("action") == "apply fix":
+                node_fix = True
+    return nodes, node_fix
 
 
 def _preflight_budget(prompt: dict):
@@ -38,9 +88,11 @@ def _preflight_budget(prompt: dict):
     for node in prompt.values():
         if not isinstance(node, dict) or node.get("class_type") != PREFLIGHT_CLASS:
             continue
-        inputs = node.get("inputs") or {}
+        inputs = node.get("inputs")
+        if not isinstance(inputs, dict) or inputs.get("action") != "apply fix":
+            continue
         value = inputs.get("budget")
-        if inputs.get("action") != "apply fix" or isinstance(value, (list, dict)) or value is None:
+        if isinstance(value, (list, dict)) or value is None:
             continue
         if isinstance(value, str) and value.strip().lower() in ("", "auto"):
             continue
@@ -48,8 +100,63 @@ def _preflight_budget(prompt: dict):
     return None
 
 
+# ---- the estimate (on the worker) ----
+
+def _workflow_text(prompt: dict) -> str:
+    """The prompt as JSON, without the nodes' `is_changed`, written a chunk of nodes at a time.
+
+    The worker reads the very dict ComfyUI queues; no copy is made on the loop. After the handlers ComfyUI
+    only puts converted values back into inputs (validate_inputs: int(), str(), "__value__") and adds
+    node["is_changed"] when it runs the prompt (execution.py IsChangedCache), neither of which the estimate
+    reads: each node is copied by one C call before it is read, which no other thread can interleave."""
+    items = list(prompt.items())
+    parts = []
+    for start in range(0, len(items), NODES_PER_CHUNK):
+        chunk = {}
+        for key, node in items[start:start + NODES_PER_CHUNK]:
+            if isinstance(node, dict):
+                node = dict(node)
+                node.pop("is_changed", None)  # ComfyUI's cache key (or our stamp), not part of the workload
+            chunk[key] = node
+        text = json.dumps(chunk)
+        if len(text) > 2:
+            parts.append(text[1:-1])
+    return "{" + ",".join(parts) + "}"
+
+
+def _plan_text(prompt: dict, fields: dict) -> str:
+    """The core's plan request for `prompt` (comfy_adapters.plan_request) as JSON text."""
+    rest = comfy_adapters.plan_request({}, fields)
+    rest.pop("workflow", None)
+    tail = json.dumps(rest)[1:] if rest else "}"
+    return '{"workflow":' + _workflow_text(prompt) + ("," + tail if rest else tail)
+
+
+def _plan(prompt: dict, fields: dict) -> dict:
+    plan = json.loads(native_loader.core().plan(_plan_text(prompt, fields)))
+    if not isinstance(plan, dict):
+        raise ValueError(f"the core's plan: expected a JSON object, got {type(plan).__name__}")
+    return plan
+
+
+def workload_fingerprint(prompt: dict) -> str:
+    """A digest of what a Preflight report depends on in the whole prompt: the core's estimate without a
+    budget (models, dtypes, sizes, frames, batch, decode), so a seed or prompt-text change keeps it and a
+    change anywhere that moves the estimate does not. Free VRAM is left out on purpose: it moves between
+    runs and would re-run everything downstream of the Preflight each time. The core's answer is hashed as
+    it comes: it writes the same text for the same request."""
+    try:
+        text = native_loader.core().plan(_plan_text(prompt, {}))
+        if not isinstance(text, str):
+            text = f"no estimate: the core answered {type(text).__name__}"
+    except Exception as e:  # any failure: the stamp says the same until that changes
+        text = f"no estimate: {type(e).__name__}"
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
 def _payload(plan: dict, fields: dict, action: str) -> dict:
-    changes = plan.get("changes") or []
+    changes = plan.get("changes")
+    changes = changes if isinstance(changes, list) else []
     return {
         "action": action,
         "verdict": plan.get("verdict"),
@@ -73,49 +180,129 @@ def _payload(plan: dict, fields: dict, action: str) -> dict:
     }
 
 
-PREFLIGHT_CLASS = "HeadroomPreflight"
+def _with_fix(json_data: dict, fixed: dict, applied, description) -> dict:
+    """The queue request with the fixed prompt, the fix recorded in extra_pnginfo["headroom"] (the
+    Preflight node reports it). The caller's dicts are left as they are: only new ones are changed. An
+    extra_data or extra_pnginfo that is not an object is the client's own; it is kept, unrecorded."""
+    out = dict(json_data)
+    out["prompt"] = fixed
+    extra = out.get("extra_data")
+    extra = {} if extra is None else extra
+    if isinstance(extra, dict):
+        pnginfo = extra.get("extra_pnginfo")
+        pnginfo = {} if pnginfo is None else pnginfo
+        if isinstance(pnginfo, dict):
+            out["extra_data"] = {**extra, "extra_pnginfo": {**pnginfo, "headroom": {"applied": applied,
+                                                                                   "fix": description}}}
+    return out
 
 
-def workload_fingerprint(prompt: dict) -> str:
-    """A digest of what a Preflight report depends on in the whole prompt: the core's estimate without a
-    budget (models, dtypes, sizes, frames, batch, decode), so a seed or prompt-text change keeps it and a
-    change anywhere that moves the estimate does not. Free VRAM is left out on purpose: it moves between
-    runs and would re-run everything downstream of the Preflight each time."""
+def _judge(json_data: dict, prompt: dict, action: str, node_fix: bool, current: dict):
+    """(the queue request to queue, the payloads to send) for `action`; never raises."""
     try:
-        base = native_loader.call_json("plan", comfy_adapters.plan_request(_without_stamps(prompt), {}))
-        text = json.dumps(base, sort_keys=True, default=str)
-    except (native_loader.NativeUnavailable, ValueError, RuntimeError, TypeError) as e:
-        text = f"no estimate: {type(e).__name__}"  # stable: the report says the same until that changes
-    return hashlib.sha256(text.encode()).hexdigest()[:32]
+        own = _preflight_budget(prompt) if node_fix else None
+        fields = budget.resolve(current.get("budget", "auto") if own is None else own)
+        plan = _plan(prompt, fields)
+        payload = _payload(plan, fields, action)
+        # Only a run that will not complete is acted on (the verdict's `runs` flag is false: out of VRAM or
+        # of host RAM); one that streams weights or runs with little margin is reported and left alone.
+        if not payload["over_budget"]:
+            return json_data, [payload]
+        if action == "auto-fix":
+            fixed, applied, description = autofix.apply_cheapest_fix(prompt, plan, fields)
+            if applied:
+                return _with_fix(json_data, fixed, applied, description), [
+                    {**payload, "applied": applied, "fix": description}]
+            payload["fix_unavailable"] = "no fix Headroom can apply itself; the plan lists what to change by hand"
+        if action == "block":
+            why = (f"{payload['verdict']}: {payload['verdict_reason']}" if payload.get("verdict_reason")
+                   else "over budget")
+            out = dict(json_data)
+            out["prompt"] = blocked_prompt(f"Headroom blocked this run ({why}; change the queue action in "
+                                           "the Headroom settings to allow it):\n" + payload["report"])
+            return out, [{**payload, "blocked": True}]
+        return json_data, [payload]
+    except Exception as e:
+        # Never stand between the user and their run because Headroom cannot judge it: a missing core, a
+        # prompt or a budget the core refuses, an answer it should not have given.
+        message = one_line(e)
+        log.warning("Headroom preflight skipped: %s", message)
+        return json_data, [{"action": action, "error": message}]
 
 
-def _without_stamps(prompt: dict) -> dict:
-    return {k: ({kk: vv for kk, vv in n.items() if kk != "is_changed"} if isinstance(n, dict) else n)
-            for k, n in prompt.items()}
+class _Background(Job):
+    """Pass and warn: the stamp's fingerprint first (the handler may be waiting for it), then the toast."""
+
+    def __init__(self, prompt, stamp, action, current, client_id):
+        self.prompt, self.stamp, self.action = prompt, stamp, action
+        self.current, self.client_id = current, client_id
+        self.stamped = threading.Event()
+
+    def run(self):
+        try:
+            if self.stamp is not None:
+                self.stamp[0] = workload_fingerprint(self.prompt)
+        finally:
+            self.stamped.set()
+        if self.action != "pass":
+            _, payloads = _judge({"prompt": self.prompt}, self.prompt, self.action, False, self.current)
+            for payload in payloads:
+                _notify(payload, self.client_id)
+
+    def dropped(self):
+        self.stamped.set()
 
 
-def stamp_preflight_nodes(prompt) -> None:
-    """Marks each Preflight node with the fingerprint of the whole prompt's workload.
+class _Decision(Job):
+    """Block and auto-fix: the judgement the handler waits for; it sends nothing itself."""
+
+    def __init__(self, json_data, prompt, action, node_fix, current):
+        self.args = (json_data, prompt, action, node_fix, current)
+        self.decided = threading.Event()
+        self.result = None
+
+    def run(self):
+        try:
+            self.result = _judge(*self.args)
+        finally:
+            self.decided.set()
+
+    def dropped(self):
+        self.decided.set()
+
+
+# ---- the handler (on the event loop) ----
+
+def _stamp_in_background(prompt, nodes, action, current, client_id):
+    """Marks each Preflight node with the fingerprint of the whole prompt's workload, computed on the
+    worker, and hands it the warn toast if any.
 
     ComfyUI caches a node on its own inputs; a Preflight's report depends on the whole prompt (a decode
     node downstream, another loader), so a cached Preflight showed a report for another workflow or none.
     ComfyUI takes node["is_changed"] as the node's IS_CHANGED value when the prompt carries one
-    (execution.py IsChangedCache), so the Preflight runs again exactly when its report would change."""
-    if not isinstance(prompt, dict):
+    (execution.py IsChangedCache), and reads it only when the prompt starts running. Until the estimate is
+    done the stamp is a value no other prompt has: a Preflight read before then runs again (its report is
+    never stale) rather than being served from the cache; the worker then writes the fingerprint into the
+    same list, so the Preflight runs again exactly when its report would change."""
+    stamp = [f"pending {uuid.uuid4().hex}"] if nodes else None
+    if stamp is None and action == "pass":
         return
-    nodes = [n for n in prompt.values() if isinstance(n, dict) and n.get("class_type") == PREFLIGHT_CLASS]
-    if not nodes:
-        return
-    stamp = [workload_fingerprint(prompt)]
-    for node in nodes:
+    job = _Background(prompt, stamp, action, current, client_id)
+    quick = stamp is not None and len(prompt) <= STAMP_WAIT_MAX_NODES and worker.idle()
+    worker.submit(job)
+    for node in nodes:  # after the only step that can fail, so a failure leaves the prompt as it came
         node["is_changed"] = stamp
+    if quick:
+        job.stamped.wait(STAMP_WAIT_S)
 
 
 def on_prompt(json_data):
-    out = _on_prompt(json_data)
-    if isinstance(out, dict):
-        stamp_preflight_nodes(out.get("prompt"))
-    return out
+    try:
+        return _on_prompt(json_data)
+    except Exception as e:  # a bug of ours must not cost the user the run (nor a traceback in their log)
+        log.warning("Headroom preflight skipped (internal error; the prompt is queued unchanged): %s",
+                    one_line(e))
+        return json_data
 
 
 def _on_prompt(json_data):
@@ -123,43 +310,26 @@ def _on_prompt(json_data):
     if not isinstance(prompt, dict) or not prompt:
         return json_data
     current = settings.get()
-    node_fix = _preflight_autofix(prompt)
-    action = "auto-fix" if node_fix else current["queue_action"]
-    if action == "pass":
-        return json_data
     client_id = json_data.get("client_id")
-    try:
-        own = _preflight_budget(prompt) if node_fix else None
-        fields = budget.resolve(current["budget"] if own is None else own)
-        plan = native_loader.call_json("plan", comfy_adapters.plan_request(prompt, fields))
-    except (native_loader.NativeUnavailable, ValueError, RuntimeError) as e:
-        # Never stand between the user and their run because Headroom cannot judge it.
-        log.warning("Headroom preflight skipped: %s", e)
-        send(EVENT, {"action": action, "error": str(e)}, client_id)
+    nodes, node_fix = _scan(prompt)
+    action = "auto-fix" if node_fix else current.get("queue_action", "warn")
+    if action not in ("block", "auto-fix"):
+        _stamp_in_background(prompt, nodes, action, current, client_id)
         return json_data
-    payload = _payload(plan, fields, action)
-    # Only a run that will not complete is acted on (the verdict's `runs` flag is false: out of VRAM or of
-    # host RAM); one that streams weights or runs with little margin is reported and left alone.
-    if not payload["over_budget"]:
-        send(EVENT, payload, client_id)
-        return json_data
-    if action == "auto-fix":
-        fixed, applied, description = autofix.apply_cheapest_fix(prompt, plan, fields)
-        if applied:
-            out = dict(json_data)
-            out["prompt"] = fixed
-            extra = copy.deepcopy(out.get("extra_data") or {})
-            extra.setdefault("extra_pnginfo", {})["headroom"] = {"applied": applied, "fix": description}
-            out["extra_data"] = extra
-            send(EVENT, {**payload, "applied": applied, "fix": description}, client_id)
-            return out
-        payload["fix_unavailable"] = "no fix Headroom can apply itself; the plan lists what to change by hand"
-    if action == "block":
-        send(EVENT, {**payload, "blocked": True}, client_id)
-        out = dict(json_data)
-        why = f"{payload['verdict']}: {payload['verdict_reason']}" if payload.get("verdict_reason") else "over budget"
-        out["prompt"] = blocked_prompt(f"Headroom blocked this run ({why}; change the queue action in "
-                                       "the Headroom settings to allow it):\n" + payload["report"])
-        return out
-    send(EVENT, payload, client_id)
-    return json_data
+    job = _Decision(json_data, prompt, action, node_fix, current)
+    worker.submit(job)
+    if job.decided.wait(DECIDE_TIMEOUT_S) and job.result is not None:
+        out, payloads = job.result
+    else:
+        timed_out = (f"Headroom could not estimate this prompt within {DECIDE_TIMEOUT_S:g} s, so it was queued "
+                     "unchecked")
+        log.warning("Headroom preflight skipped: %s", timed_out)
+        out, payloads = json_data, [{"action": action, "error": timed_out}]
+    for payload in payloads:
+        _notify(payload, client_id)
+    out_prompt = out.get("prompt")
+    if out is not json_data and isinstance(out_prompt, dict):
+        nodes = _scan(out_prompt)[0]  # the fixed prompt's own nodes (a blocked one has none)
+    if isinstance(out_prompt, dict):
+        _stamp_in_background(out_prompt, nodes, "pass", current, client_id)
+    return out

@@ -14,6 +14,9 @@ from aiohttp import web
 from . import budget, comfy_adapters, explain, native_loader, settings, vram_push, vram_snapshot
 
 MAX_BODY_BYTES = 16 * 1024 * 1024  # a large subgraph workflow is ~100 kB; refuse anything absurd
+# Bodies with no workflow in them: {"open": true, "client_id": "<32 hex>"} and a few settings.
+PANEL_BODY_BYTES = 16 * 1024
+SETTINGS_BODY_BYTES = 1024 * 1024
 MAX_JSON_DEPTH = 100  # UI-format workflows with subgraphs nest about 10 deep; widget values a few more
 MAX_JSON_INT = 2 ** 64  # byte counts fit in 64 bits; the core reads integers as 64-bit
 # A 500-node workflow has ~10k objects and arrays. Each costs ~60 bytes of Python per 2-3 bytes of JSON,
@@ -110,8 +113,8 @@ def parse_json_object(data: bytes) -> dict:
     return value
 
 
-async def _body(request) -> dict:
-    return parse_json_object(await read_limited(request))
+async def _body(request, limit=MAX_BODY_BYTES) -> dict:
+    return parse_json_object(await read_limited(request, limit))
 
 
 def _workflow(body) -> dict:
@@ -306,19 +309,20 @@ async def post_inspect(request):
 
 @_guard
 async def post_settings(request):
-    body = await _body(request)
+    body = await _body(request, SETTINGS_BODY_BYTES)
     return web.json_response(settings.update(body))
 
 
 @_guard
 async def post_panel(request):
-    body = await _body(request)
+    body = await _body(request, PANEL_BODY_BYTES)
     is_open = body.get("open")
     if not isinstance(is_open, bool):
         raise BadRequest("open: expected true or false")
-    client_id = body.get("client_id")
-    if client_id is not None and not isinstance(client_id, str):
-        raise BadRequest("client_id: expected a string")
+    try:
+        client_id = vram_push.check_client_id(body.get("client_id"))
+    except ValueError as e:
+        raise BadRequest(str(e))
     (pusher.open if is_open else pusher.close)(client_id)
     return web.json_response({"open_clients": len(pusher.clients)})
 

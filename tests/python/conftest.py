@@ -176,3 +176,13 @@ def comfy_standin(monkeypatch):
             mem.aimdo_enabled = aimdo
             monkeypatch.setitem(sys.modules, "comfy.memory_management", mem)
     return install
+
+
+@pytest.fixture(autouse=True)
+def _queue_time_estimates_done():
+    """The queue-time estimates run on a worker thread (nodes/prompt_handler.py); one left running would
+    land in the next test, with that test's core and settings."""
+    yield
+    handler = sys.modules.get(f"{PACK_NAME}.nodes.prompt_handler")
+    if handler is not None:
+        assert handler.wait_idle(30), "a queue-time estimate was still running 30 s after its test"

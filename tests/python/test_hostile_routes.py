@@ -141,6 +141,7 @@ def test_bad_budget_cannot_be_stored_so_prompts_keep_working(fake_core):
     prompt_handler.send = lambda event, data, sid: sent.append(data)
     try:
         out = prompt_handler.on_prompt({"prompt": WORKFLOW, "client_id": "c"})
+        assert prompt_handler.wait_idle()  # warn's toast comes from the worker thread
     finally:
         prompt_handler.send = prompt_handler._send
     assert out["prompt"] == WORKFLOW and "error" not in sent[-1]
@@ -211,3 +212,58 @@ def test_model_path_confinement_on_posix_keeps_case():
     assert routes.path_inside("/models/flux/x.safetensors", "/models", pathmod=posixpath)
     assert not routes.path_inside("/Models/x.safetensors", "/models", pathmod=posixpath)
     assert not routes.path_inside("/models2/x.safetensors", "/models", pathmod=posixpath)
+
+
+# ---- issue 27, item 3: the panel's client set is bounded ----
+
+def test_panel_client_id_longer_than_the_limit_gets_400_naming_it(fake_core, monkeypatch):
+    monkeypatch.setattr(routes, "pusher", routes.vram_push.VramPusher(send=lambda e, d, sid: None))
+
+    async def check(client):
+        long = await post_raw(client, "/headroom/panel", json.dumps({"open": True, "client_id": "x" * 257}).encode())
+        ok = await post_raw(client, "/headroom/panel", json.dumps({"open": True, "client_id": "x" * 256}).encode())
+        routes.pusher.task.cancel()
+        return long, ok
+    (status, body), (ok_status, ok_body) = run_limited(check)
+    assert status == 400 and body["error"] == "client_id: expected at most 256 characters, got 257", body
+    assert ok_status == 200 and ok_body["open_clients"] == 1
+
+
+def test_panel_body_of_megabytes_is_refused_and_nothing_is_kept(fake_core, monkeypatch):
+    """40 opens with 15 MB ids held 615 MB for good."""
+    monkeypatch.setattr(routes, "pusher", routes.vram_push.VramPusher(send=lambda e, d, sid: None))
+    payload = b'{"open": true, "client_id": "' + b"x" * (15 * 1024 * 1024) + b'"}'
+
+    async def check(client):
+        return [await post_raw(client, "/headroom/panel", payload) for _ in range(3)]
+    for status, body in run_limited(check):
+        assert status == 413 and body["error"] == f"body: larger than {routes.PANEL_BODY_BYTES} bytes", body
+    assert len(routes.pusher.clients) == 0
+
+
+def test_many_panel_opens_keep_a_bounded_client_set(fake_core, monkeypatch):
+    """60 s of opens left 524k ids, and every refresh tick sent to each of them."""
+    sent = []
+    monkeypatch.setattr(routes, "pusher", routes.vram_push.VramPusher(send=lambda e, d, sid: sent.append(sid)))
+
+    async def check(client):
+        answers = []
+        for i in range(300):
+            r = await client.post("/headroom/panel", json={"open": True, "client_id": f"tab{i}"})
+            answers.append((await r.json())["open_clients"])
+        routes.pusher.task.cancel()
+        return answers
+    answers = run_limited(check)
+    assert max(answers) == answers[-1] == routes.vram_push.MAX_CLIENTS
+    assert list(routes.pusher.clients) == [f"tab{i}" for i in range(236, 300)]
+
+
+def test_settings_body_past_its_own_limit_is_refused(fake_core):
+    """A settings body is a few fields; it no longer may be the workflow routes' 16 MB."""
+    payload = json.dumps({"budget": "x" * (routes.SETTINGS_BODY_BYTES + 10)}).encode()
+
+    async def check(client):
+        return await post_raw(client, "/headroom/settings", payload)
+    status, body = run_limited(check)
+    assert status == 413 and body["error"] == f"body: larger than {routes.SETTINGS_BODY_BYTES} bytes", body
+    assert settings.get()["budget"] == "auto"

@@ -53,6 +53,7 @@ def test_queue_time_payload_says_not_estimated(unknown_core, monkeypatch):
     monkeypatch.setattr(prompt_handler, "send", lambda event, data, sid: sent.append(data))
     settings.update({"queue_action": "warn", "budget": "12"})
     prompt_handler.on_prompt({"prompt": NO_LOADER, "client_id": "c"})
+    assert prompt_handler.wait_idle()  # warn's toast comes from the worker thread
     payload = sent[-1]
     assert payload["estimated"] is False and "no diffusion model loader" in payload["not_estimated"]
     assert payload["over_budget"] is False and "NOT ESTIMATED" in payload["report"]

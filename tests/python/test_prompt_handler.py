@@ -1,6 +1,7 @@
 """Queue-time preflight: passes, warns, blocks (with a prompt that fails validation with the plan) and
 auto-fixes only when chosen, as set."""
 import copy
+import threading
 
 import pytest
 
@@ -31,7 +32,7 @@ def request(prompt=PROMPT):
 
 
 def unstamped(prompt):
-    """The prompt without the Preflight nodes' cache stamp (prompt_handler.stamp_preflight_nodes)."""
+    """The prompt without the Preflight nodes' cache stamp (prompt_handler._stamp_in_background)."""
     return {k: {kk: vv for kk, vv in n.items() if kk != "is_changed"} for k, n in prompt.items()}
 
 
@@ -41,10 +42,12 @@ def test_pass_does_nothing(env):
     no_preflight = {k: v for k, v in PROMPT.items() if v["class_type"] != "HeadroomPreflight"}
     data = request(no_preflight)
     assert prompt_handler.on_prompt(data) is data and data["prompt"] == no_preflight
+    assert prompt_handler.wait_idle()
     assert core.calls == [] and sent == []
     # With a Preflight node, pass only stamps it (its report depends on the whole prompt) and sends nothing.
     data = request()
     assert prompt_handler.on_prompt(data) is data and unstamped(data["prompt"]) == PROMPT
+    assert prompt_handler.wait_idle()
     assert sent == [] and "is_changed" in data["prompt"]["9"]
 
 
@@ -54,6 +57,7 @@ def test_warn_sends_peak_stage_fix_and_keeps_prompt(env):
     data = request()
     out = prompt_handler.on_prompt(data)
     assert out is data and unstamped(out["prompt"]) == PROMPT
+    assert prompt_handler.wait_idle()
     event, payload, sid = sent[-1]
     assert event == "headroom.preflight" and sid == "c1"
     assert payload["over_budget"] and payload["peak_stage"] == "sample" and payload["peak_bytes"] == 20 * 2**30
@@ -64,6 +68,7 @@ def test_warn_when_it_fits_reports_fit(env):
     core, sent = env
     settings.update({"queue_action": "warn", "budget": "24"})
     out = prompt_handler.on_prompt(request())
+    assert prompt_handler.wait_idle()
     assert unstamped(out["prompt"]) == PROMPT and sent[-1][1]["over_budget"] is False
 
 
@@ -183,6 +188,7 @@ def test_preflight_stamp_follows_the_whole_prompts_workload(env):
     def stamp_of(prompt):
         data = request(prompt)
         prompt_handler.on_prompt(data)
+        assert prompt_handler.wait_idle()  # the worker writes the fingerprint into the stamp
         return data["prompt"]["9"]["is_changed"]
 
     base = stamp_of(PROMPT)
@@ -200,3 +206,245 @@ def test_preflight_stamp_follows_the_whole_prompts_workload(env):
     plan_requests = [req for kind, req in core.calls if kind == "plan"]
     assert all("vram_bytes" not in r and "free_bytes" not in r for r in plan_requests)
 
+
+
+# ---- issue 27, item 8: the handler never raises, whatever the prompt, the settings or the core answers ----
+
+def headroom_warnings(caplog):
+    return [r for r in caplog.records if r.name == "headroom" and r.levelname == "WARNING"]
+
+
+def assert_one_line_logged(caplog):
+    records = headroom_warnings(caplog)
+    assert len(records) == 1, [r.getMessage() for r in records]
+    assert "\n" not in records[0].getMessage() and records[0].exc_info is None
+
+
+@pytest.mark.parametrize("extra_data", [["not", "an", "object"], "text", 7,
+                                        {"extra_pnginfo": "text"}, {"extra_pnginfo": [1, 2]}])
+def test_auto_fix_applies_its_fix_whatever_extra_data_holds(env, extra_data):
+    """A client's extra_data or extra_pnginfo that is not an object used to raise out of the handler; the
+    fix is now applied and the client's own value kept (there is no object to record the fix in)."""
+    settings.update({"queue_action": "auto-fix", "budget": "12"})
+    data = {**request(), "extra_data": copy.deepcopy(extra_data)}
+    out = prompt_handler.on_prompt(data)
+    assert out["prompt"]["1"]["inputs"]["weight_dtype"] == "fp8_e4m3fn"
+    assert out["extra_data"] == extra_data and data["extra_data"] == extra_data
+
+
+class Boom(Exception):
+    pass
+
+
+CORE_ERRORS = [TypeError("bad type"), KeyError("error"), MemoryError(), ZeroDivisionError("x"), Boom("a\nb")]
+
+
+@pytest.mark.parametrize("error", CORE_ERRORS, ids=lambda e: type(e).__name__)
+@pytest.mark.parametrize("action", ["pass", "warn", "block", "auto-fix"])
+def test_core_errors_of_any_kind_leave_the_prompt_and_log_one_line(env, caplog, action, error):
+    core, sent = env
+
+    def fails(_text):
+        raise error
+    core.plan = fails
+    settings.update({"queue_action": action, "budget": "12"})
+    data = request()
+    out = prompt_handler.on_prompt(data)
+    assert prompt_handler.wait_idle()
+    assert out is data and unstamped(data["prompt"]) == PROMPT
+    if action == "pass":  # pass only stamps, and an estimate that fails is a stamp like any other
+        assert headroom_warnings(caplog) == [] and sent == []
+        assert data["prompt"]["9"]["is_changed"] == [prompt_handler.workload_fingerprint(PROMPT)]
+    else:
+        assert_one_line_logged(caplog)
+        assert type(error).__name__ in sent[-1][1]["error"]
+
+
+@pytest.mark.parametrize("answer", ["[1, 2]", "null", "3", '"text"', "true"])
+@pytest.mark.parametrize("action", ["warn", "block", "auto-fix"])
+def test_a_core_answer_that_is_not_an_object_leaves_the_prompt(env, caplog, action, answer):
+    core, sent = env
+    core.plan = lambda _text: answer
+    settings.update({"queue_action": action, "budget": "12"})
+    data = request()
+    out = prompt_handler.on_prompt(data)
+    assert prompt_handler.wait_idle()
+    assert out is data and unstamped(data["prompt"]) == PROMPT
+    assert_one_line_logged(caplog)
+    assert "expected a JSON object" in sent[-1][1]["error"]
+
+
+@pytest.mark.parametrize("answer", ["[]", "null", '{"workflow": [], "changes": 5}', '{"workflow": {}, "changes": "x"}'])
+def test_an_apply_preset_answer_that_is_not_a_rewrite_applies_nothing(env, answer):
+    core, sent = env
+    core.changes = [{"preset": "fp8-weights", "description": "fp8 weights"}]
+    core.apply_preset = lambda _text: answer
+    settings.update({"queue_action": "auto-fix", "budget": "12"})
+    data = request()
+    out = prompt_handler.on_prompt(data)
+    assert unstamped(out["prompt"]) == PROMPT and "headroom" not in out["extra_data"]["extra_pnginfo"]
+    assert "no fix Headroom can apply" in sent[-1][1]["fix_unavailable"]
+
+
+@pytest.mark.parametrize("changes", [5, "text", {"edits": 1}, [{"edits": [7, None, {"node_id": "1", "widget": ["w"]}]}],
+                                     [{"edits": [{"node_id": "1", "widget": "weight_dtype", "to": "x"}]}]])
+def test_malformed_planner_changes_never_raise(env, changes):
+    core, _ = env
+    core.changes = changes
+    settings.update({"queue_action": "auto-fix", "budget": "12"})
+    prompt = copy.deepcopy(PROMPT)
+    prompt["1"]["inputs"] = ["not", "an", "object"]  # a widget edit has nowhere to go
+    data = request(prompt)
+    out = prompt_handler.on_prompt(data)
+    assert out["prompt"]["1"]["inputs"] == ["not", "an", "object"]
+
+
+HOSTILE_PROMPTS = [
+    {"9": {"class_type": "HeadroomPreflight", "inputs": ["apply fix"]}},
+    {"9": {"class_type": "HeadroomPreflight", "inputs": "apply fix"}},
+    {"9": {"class_type": "HeadroomPreflight", "inputs": {"action": "apply fix", "budget": {"x": 1}}}},
+    {"9": {"class_type": "HeadroomPreflight", "inputs": {"action": "apply fix", "budget": "9" * 400}}},
+    {"1": "node", "2": [1, 2], "3": None, "4": {"class_type": ["HeadroomPreflight"]}},
+    {"1": {"class_type": "UNETLoader", "inputs": {"unet_name": float("nan")}}},
+]
+
+
+@pytest.mark.parametrize("prompt", HOSTILE_PROMPTS, ids=range(len(HOSTILE_PROMPTS)))
+@pytest.mark.parametrize("action", ["pass", "warn", "block", "auto-fix"])
+def test_hostile_prompts_never_raise(env, action, prompt):
+    settings.update({"queue_action": action, "budget": "12"})
+    data = {"prompt": prompt, "client_id": "c1"}
+    out = prompt_handler.on_prompt(data)
+    assert prompt_handler.wait_idle()
+    assert isinstance(out, dict) and "prompt" in out
+
+
+@pytest.mark.parametrize("values", [{}, {"queue_action": "block"}, {"queue_action": "block", "budget": ["x"]},
+                                    {"queue_action": ["warn"], "budget": None}, {"queue_action": "warn", "budget": object()}])
+def test_settings_of_any_shape_never_raise(env, monkeypatch, values):
+    monkeypatch.setattr(settings, "get", lambda: dict(values))
+    data = request()
+    out = prompt_handler.on_prompt(data)
+    assert prompt_handler.wait_idle()
+    assert out is data and unstamped(data["prompt"]) == PROMPT
+
+
+@pytest.mark.parametrize("json_data", [None, [], "text", {"prompt": []}, {"prompt": {}}, {"client_id": "c"}])
+def test_requests_without_a_prompt_come_back_as_they_came(env, json_data):
+    assert prompt_handler.on_prompt(json_data) is json_data
+
+
+def test_a_send_that_fails_costs_neither_the_run_nor_later_toasts(env, monkeypatch, caplog):
+    core, sent = env
+    settings.update({"queue_action": "block", "budget": "12"})
+
+    def broken(event, data, sid):
+        raise OSError("socket gone")
+    monkeypatch.setattr(prompt_handler, "send", broken)
+    data = request()
+    out = prompt_handler.on_prompt(data)
+    # The decision stands (ComfyUI's answer to the queue request carries the plan); the toast is logged lost.
+    assert list(out["prompt"]) == ["headroom_gate"] and unstamped(data["prompt"]) == PROMPT
+    assert_one_line_logged(caplog)
+    # Warn toasts come from the worker: one that fails there leaves the worker serving the next prompt.
+    settings.update({"queue_action": "warn"})
+    prompt_handler.on_prompt(request())
+    assert prompt_handler.wait_idle()
+    monkeypatch.setattr(prompt_handler, "send", lambda event, data, sid: sent.append((event, data, sid)))
+    prompt_handler.on_prompt(request())
+    assert prompt_handler.wait_idle()
+    assert sent and sent[-1][1]["over_budget"] is True
+
+
+def test_a_client_id_that_is_not_a_string_gets_no_toast(env):
+    """ComfyUI looks a client id up in its sockets dict; a list there would end its message loop."""
+    _, sent = env
+    settings.update({"queue_action": "warn", "budget": "12"})
+    prompt_handler.on_prompt({**request(), "client_id": ["c1"]})
+    prompt_handler.on_prompt({**request(), "client_id": None})  # ComfyUI's "every client": as before
+    assert prompt_handler.wait_idle()
+    assert [sid for _, _, sid in sent] == [None]
+
+
+# ---- issue 27, item 5: the estimate is off ComfyUI's event loop in pass and warn mode, bounded otherwise ----
+
+class HeldCore(fakes.FakeCore):
+    """A core whose plans wait until the test releases them (at most 10 s), as a slow header would."""
+
+    def __init__(self):
+        super().__init__()
+        self.release = threading.Event()
+        self.started = threading.Event()
+
+    def plan(self, text):
+        self.started.set()
+        self.release.wait(10)
+        return super().plan(text)
+
+
+@pytest.fixture
+def held(monkeypatch):
+    sent = []
+    monkeypatch.setattr(prompt_handler, "send", lambda event, data, sid: sent.append((event, data, sid)))
+    core = HeldCore()
+    with natives_installed(core):
+        try:
+            yield core, sent
+        finally:
+            core.release.set()
+            assert prompt_handler.wait_idle()
+
+
+@pytest.mark.parametrize("with_preflight", [False, True])
+def test_warn_returns_before_the_estimate_and_the_toast_follows(held, with_preflight):
+    core, sent = held
+    settings.update({"queue_action": "warn", "budget": "12"})
+    prompt = PROMPT if with_preflight else {k: v for k, v in PROMPT.items() if k != "9"}
+    data = request(prompt)
+    assert prompt_handler.on_prompt(data) is data
+    # The handler came back while the core was still busy with this prompt: nothing sent yet.
+    assert core.started.wait(5) and not core.release.is_set() and sent == []
+    core.release.set()
+    assert prompt_handler.wait_idle()
+    assert sent[-1][1]["over_budget"] is True and sent[-1][2] == "c1"
+
+
+def test_pass_with_a_preflight_stamps_at_once_and_fills_the_fingerprint_in_later(held):
+    core, _ = held
+    settings.update({"queue_action": "pass"})
+    data = request()
+    assert prompt_handler.on_prompt(data) is data
+    stamp = data["prompt"]["9"]["is_changed"]
+    assert core.started.wait(5) and len(stamp) == 1 and stamp[0].startswith("pending ")
+    core.release.set()
+    assert prompt_handler.wait_idle()
+    # The same list, now holding the workload's fingerprint: what ComfyUI reads when the prompt runs.
+    assert data["prompt"]["9"]["is_changed"] is stamp and stamp[0] == prompt_handler.workload_fingerprint(PROMPT)
+
+
+@pytest.mark.parametrize("action", ["block", "auto-fix"])
+def test_block_and_auto_fix_wait_a_bounded_time_then_let_the_prompt_through(held, monkeypatch, caplog, action):
+    core, sent = held
+    monkeypatch.setattr(prompt_handler, "DECIDE_TIMEOUT_S", 0.2)
+    settings.update({"queue_action": action, "budget": "12"})
+    data = request()
+    out = prompt_handler.on_prompt(data)
+    assert not core.release.is_set()  # returned while the core was still at it
+    assert out is data and unstamped(data["prompt"]) == PROMPT
+    assert "queued unchecked" in sent[-1][1]["error"]
+    assert_one_line_logged(caplog)
+
+
+def test_newer_prompts_replace_the_waiting_one(held):
+    """One worker and at most one prompt waiting: the newest; the ones it replaced are never estimated."""
+    core, sent = held
+    settings.update({"queue_action": "warn", "budget": "12"})
+    no_preflight = {k: v for k, v in PROMPT.items() if k != "9"}
+    prompt_handler.on_prompt({**request(no_preflight), "client_id": "first"})
+    assert core.started.wait(5)  # the first is running, held by the core
+    for i in range(50):
+        prompt_handler.on_prompt({**request(no_preflight), "client_id": f"waiting {i}"})
+    core.release.set()
+    assert prompt_handler.wait_idle()
+    assert [sid for _, _, sid in sent] == ["first", "waiting 49"]
+    assert len([c for c in core.calls if c[0] == "plan"]) == 2

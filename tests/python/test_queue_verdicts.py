@@ -57,6 +57,7 @@ def queue(monkeypatch):
             settings.update({"queue_action": action, "budget": budget})
             data = {"prompt": copy.deepcopy(prompt), "client_id": "c1", "extra_data": {}}
             out = prompt_handler.on_prompt(data)
+            assert prompt_handler.wait_idle()  # warn's toast comes from the worker thread
             return out, sent[-1], core
     return run
 

@@ -74,6 +74,7 @@ def test_queue_time_plan_and_autofix_preset_carry_the_runtime(comfy, core, mode)
     expected = comfy(mode)
     settings.update({"queue_action": "warn", "budget": "12"})
     prompt_handler.on_prompt(queue(PROMPT))
+    assert prompt_handler.wait_idle()  # the estimates run on the worker thread
     plans = [req for name, req in core.calls if name == "plan"]
     assert plans and all(req.get("runtime") == mode for req in plans)  # the fingerprint's plan too
     carries(plans[0], expected)
@@ -113,6 +114,7 @@ def test_outside_comfyui_the_runtime_is_left_to_the_core(no_comfy, core):
     preflight.HeadroomPreflight().run(fakes.latent_image(), budget="12", prompt=PROMPT)
     settings.update({"queue_action": "warn", "budget": "12"})
     prompt_handler.on_prompt(queue(PROMPT))
+    assert prompt_handler.wait_idle()
     autofix.apply_cheapest_fix(PROMPT, {"changes": [{"preset": "fp8-weights"}]}, {"vram_bytes": 12 * GIB})
     assert core.calls
     for _name, req in core.calls:
