@@ -210,3 +210,60 @@ def test_running_out_of_memory_while_decoding_says_what_to_change(kl_files, tmp_
     assert r.stderr.count("\n") == 1 and "ran out of memory while decoding" in r.stderr
     assert "--budget" in r.stderr and "Exception raised from" not in r.stderr
     assert not (tmp_path / "x.png").exists()
+
+
+# ------------------------------------------------------------------ issue 27, item 10: non-finite weights
+
+def _poisoned(sd, key, value):
+    sd = dict(sd)
+    t = sd[key].clone()
+    t.view(-1)[t.numel() // 2] = value
+    sd[key] = t
+    return sd
+
+
+def _vae_files():
+    """(family, state dict, latent, a decoder weight) for each native decoder, tiny and seeded."""
+    import reference_flux2_vae as flux2
+    kl_sd = kl.state_dict_of(kl.random_vae(z_channels=4, widths=(32, 32), blocks=1, post_quant=False, seed=1))
+    flux2_sd = flux2.comfy_state_dict(flux2.random_flux2_vae(z_channels=32, widths=(32, 32), blocks=1, seed=4))
+    flux2_sd = {k: v for k, v in flux2_sd.items() if v.dim() > 0}  # BatchNorm's step counter: not a weight
+    return {
+        "kl": (kl_sd, torch.randn(1, 4, 3, 3), "decoder.mid.block_1.conv1.weight"),
+        "flux2": (flux2_sd, torch.randn(1, 128, 2, 2), "decoder.up.1.block.0.conv2.weight"),
+        "wan2.1": (wan.make_state_dict("wan2.1", dim=8, z_dim=4, seed=2), torch.randn(1, 4, 2, 3, 4),
+                   "decoder.middle.0.residual.2.weight"),
+    }
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf")])
+@pytest.mark.parametrize("family", ["kl", "flux2", "wan2.1"])
+def test_a_non_finite_weight_is_refused_naming_it(tmp_path, family, value):
+    # Before: Wan decoded an all-NaN image and exited 0; KL and FLUX.2 failed after the whole decode with
+    # "decode produced NaN/inf values (fp32 overflow is the usual cause)", which names neither the tensor
+    # nor the damaged file.
+    sd, z, key = _vae_files()[family]
+    kl.save_safetensors(tmp_path / "vae.safetensors", _poisoned(sd, key, value))
+    kl.save_safetensors(tmp_path / "z.latent", {"latent_tensor": z, "latent_format_version_0": torch.zeros(0)})
+    out = tmp_path / "img.safetensors"
+    r = run("--vae", tmp_path / "vae.safetensors", "--latent", tmp_path / "z.latent", "--out", out)
+    assert r.returncode == 2, r.stderr
+    assert f"'{key}' contains 1 NaN or infinite value" in r.stderr and "damaged" in r.stderr, r.stderr
+    assert not out.exists()
+    # The undamaged file decodes (the refusal is the weight's, not the fixture's).
+    kl.save_safetensors(tmp_path / "good.safetensors", sd)
+    assert run("--vae", tmp_path / "good.safetensors", "--latent", tmp_path / "z.latent", "--out", out).returncode == 0
+
+
+def test_a_wan_decode_that_overflows_is_an_error_not_a_nan_video(tmp_path):
+    # Finite weights whose sums overflow float32: before, a NaN video with exit 0 (KL was already checked).
+    sd = dict(wan.make_state_dict("wan2.1", dim=8, z_dim=4, seed=2))
+    sd["decoder.conv1.weight"] = sd["decoder.conv1.weight"].sign() * 3e38
+    kl.save_safetensors(tmp_path / "vae.safetensors", sd)
+    kl.save_safetensors(tmp_path / "z.latent", {"latent_tensor": torch.ones(1, 4, 2, 3, 4),
+                                                "latent_format_version_0": torch.zeros(0)})
+    out = tmp_path / "img.safetensors"
+    r = run("--vae", tmp_path / "vae.safetensors", "--latent", tmp_path / "z.latent", "--out", out)
+    assert r.returncode == 2 and "decode produced NaN/inf values" in r.stderr, r.stderr
+    assert not out.exists()
+
