@@ -267,3 +267,43 @@ def test_a_wan_decode_that_overflows_is_an_error_not_a_nan_video(tmp_path):
     assert r.returncode == 2 and "decode produced NaN/inf values" in r.stderr, r.stderr
     assert not out.exists()
 
+
+# ------------------------------------------------------------------ issue 27, item 10: fast and blend without --budget
+
+@pytest.mark.parametrize("mode", ["fast", "blend"])
+@pytest.mark.parametrize("budget", [[], ["--budget", "4GiB"]])
+def test_fast_and_blend_decode_a_small_latent_with_or_without_a_budget(kl_files, tmp_path, mode, budget):
+    # A 3x3 latent (under the 8 latent px the tile search started from). Before: "budget: 0 B is too small
+    # for a fast tile of 8 latent px" without --budget, "4.00 GiB is too small ... needs about 64 MiB" with it.
+    d = kl_files
+    out = tmp_path / "img.safetensors"
+    r = run("--vae", d / "vae.safetensors", "--latent", d / "one.latent", "--mode", mode, *budget, "--out", out)
+    assert r.returncode == 0, r.stderr
+    assert "too small" not in r.stderr
+    assert f"mode {mode}, 1 tile(s)" in r.stdout
+    image = kl.load_safetensors(out)["image"]
+    assert image.shape == (1, 6, 6, 3) and torch.isfinite(image).all()  # two levels: 2x upscale
+    if mode == "blend":  # one blend tile is one plain decode of the whole latent
+        full = tmp_path / "full.safetensors"
+        assert run("--vae", d / "vae.safetensors", "--latent", d / "one.latent", "--mode", "full",
+                   "--out", full).returncode == 0
+        assert (image - kl.load_safetensors(full)["image"]).abs().max().item() < 1e-5
+
+
+def test_fast_and_blend_without_a_budget_take_the_largest_tile_or_the_one_asked_for(kl_files, tmp_path):
+    d = kl_files
+    lat = tmp_path / "wide.latent"
+    kl.save_safetensors(lat, {"latent_tensor": torch.randn(1, 4, 12, 20), "latent_format_version_0": torch.zeros(0)})
+    for mode in ("fast", "blend"):
+        r = run("--vae", d / "vae.safetensors", "--latent", lat, "--mode", mode, "--out", tmp_path / f"{mode}.safetensors")
+        assert r.returncode == 0 and f"mode {mode}, 1 tile(s)" in r.stdout, r.stderr  # the CPU: no limit
+        r = run("--vae", d / "vae.safetensors", "--latent", lat, "--mode", mode, "--tile", "16",
+                "--out", tmp_path / f"{mode}-tiled.safetensors")
+        assert r.returncode == 0 and f"mode {mode}, 6 tile(s)" in r.stdout, r.stderr  # 8-px latent tiles: 2 x 3
+
+
+def test_the_default_budget_is_documented():
+    r = subprocess.run([str(CLI), "decode", "--help"], capture_output=True, text=True, timeout=TIME_LIMIT_S)
+    text = " ".join(r.stdout.split())
+    assert "Without it: the free VRAM on CUDA" in text and "no limit on the CPU" in text
+    assert "Every mode (exact, fast, blend) takes the largest tile" in text
