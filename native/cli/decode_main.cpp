@@ -36,7 +36,11 @@ const char* kUsage =
     "  FILE: a ComfyUI latent (safetensors with 'latent_tensor', as written by Save Latent)\n"
     "  OUT:  NAME.png (one PNG per image: NAME_00000.png... when there are several) or NAME.safetensors\n"
     "        (the IMAGE tensor [B, H, W, 3] float32 under 'image')\n"
-    "  --tile: tile edge in output pixels as in VAE Decode (Tiled); --budget: 6GiB, 6000MB ... (bare number: GiB)\n"
+    "  --tile: tile edge in output pixels as in VAE Decode (Tiled)\n"
+    "  --budget: device memory the decode may use: 6GiB, 6000MB ... (bare number: GiB). Without it: the free\n"
+    "        VRAM on CUDA (as ComfyUI counts it), no limit on the CPU. Every mode (exact, fast, blend) takes the\n"
+    "        largest tile inside that, or --tile when given; with no limit that is the whole latent as one tile\n"
+    "        (on the CPU give --tile for tiles). auto decodes whole when it fits, else in exact tiles.\n"
     "  --force: replace existing output files. Without it an existing file is never overwritten; even with it,\n"
     "        OUT is never one of the inputs and never a symbolic link.\n";
 

@@ -8,14 +8,9 @@ Front load_front(const TensorMap& sd, at::Device device) {
   Front f;
   f.z_channels = require(sd, "decoder.conv_in.weight", {-1, -1, 3, 3}).size(1);
   const int64_t n = f.packed_channels();
-  auto stat = [&](const std::string& key) {
-    at::Tensor t = require(sd, key, {n}).to(device, at::kFloat);
-    if (!at::isfinite(t).all().item<bool>())
-      throw InputError("vae", "'" + key + "' contains NaN or infinite values: the file is damaged");
-    return t;
-  };
-  f.mean = stat("bn.running_mean");
-  f.var = stat("bn.running_var");
+  // require() refuses non-finite statistics, as it does every weight.
+  f.mean = require(sd, "bn.running_mean", {n}).to(device, at::kFloat);
+  f.var = require(sd, "bn.running_var", {n}).to(device, at::kFloat);
   if ((f.var < 0).any().item<bool>())
     throw InputError("vae", "'bn.running_var' has negative entries; a variance cannot be negative (damaged file?)");
   return f;

@@ -144,6 +144,14 @@ const at::Tensor& require(const TensorMap& sd, const std::string& key, const std
   if (!ok)
     throw InputError(field, "'" + key + "' has shape " + shape_string(t.sizes()) + ", expected " + shape_string(shape) +
                                 " (-1 = any); the VAE file does not match the architecture its other tensors imply");
+  // Every decoder takes its weights through here, so one NaN or inf in the file is refused by name
+  // instead of turning the whole image into NaN.
+  if (at::isFloatingType(t.scalar_type()) && !at::isfinite(t).all().item<bool>()) {
+    const auto bad = (~at::isfinite(t)).sum().item<int64_t>();
+    throw InputError(field, "'" + key + "' contains " + std::to_string(bad) + " NaN or infinite value" +
+                                (bad == 1 ? "" : "s") + " of " + std::to_string(t.numel()) +
+                                "; expected finite weights: the VAE file is damaged (a broken download or conversion)");
+  }
   return t;
 }
 

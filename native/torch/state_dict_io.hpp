@@ -37,8 +37,10 @@ void save_safetensors_fd(int fd, const std::string& path, const TensorMap& tenso
 // "[512, 16, 3, 3]"
 std::string shape_string(at::IntArrayRef shape);
 
-// The tensor under `key`, checked against `shape` (-1 = any size on that axis).
-// Throws InputError("vae", "... key ... expected [..] found [..]") when missing or mismatched.
+// The tensor under `key`, checked against `shape` (-1 = any size on that axis) and, when it is a
+// floating-point tensor, for NaN and infinite values: the decoders (KL, FLUX.2, Wan) take every weight
+// through here. Throws InputError("vae", "... key ... expected [..] found [..]") when missing or
+// mismatched, InputError("vae", "'key' contains N NaN or infinite values ...") when not finite.
 const at::Tensor& require(const TensorMap& sd, const std::string& key, const std::vector<int64_t>& shape,
                           const std::string& field = "vae");
 

@@ -43,8 +43,17 @@ struct Job {
 
   // Writes chunk y ([1, 3, k, h', w'] on output grid region r) cropped to rows [Y0, Y1) x [X0, X1)
   // as frames f0.. of clip b: (y + 1) / 2 clamped to [0, 1].
+  // Before any clamp, which would turn an overflow into plausible black or white pixels (KL decodes are
+  // checked the same way, decode.cpp to_image).
+  void check_finite(const at::Tensor& y) const {
+    if (!at::isfinite(y).all().item<bool>())
+      throw Error(std::string("decode produced NaN/inf values (") + c10::toString(y.scalar_type()) +
+                  " overflow is the usual cause); decode in bf16 or fp32 instead");
+  }
+
   void write(const at::Tensor& y, const Region& r, int64_t b, int64_t f0, int64_t Y0, int64_t Y1, int64_t X0,
              int64_t X1) {
+    check_finite(y);
     at::Tensor c = y.narrow(3, Y0 - r.y0, Y1 - Y0).narrow(4, X0 - r.x0, X1 - X0);
     c = c.to(at::kFloat).add(1.0).mul_(0.5).clamp_(0.0, 1.0).squeeze(0).permute({1, 2, 3, 0});
     out.view({-1, frames, H, W, 3})[b].narrow(0, f0, c.size(0)).narrow(1, Y0, Y1 - Y0).narrow(2, X0, X1 - X0).copy_(c);
@@ -133,6 +142,7 @@ struct Job {
           s.begin_chunk();
           at::Tensor y = wan::run_tail_chunk(m, std::move(a), r, s);
           s.end_chunk();
+          check_finite(y);
           at::Tensor c = y.to(at::kFloat).add(1.0).mul_(0.5).squeeze(0).permute({1, 2, 3, 0}).cpu();  // [k, th, tw, 3]
           clip.narrow(0, f0, c.size(0)).narrow(1, Y0, c.size(1)).narrow(2, X0, c.size(2)).add_(c * wt.unsqueeze(-1));
           f0 += c.size(0);

@@ -210,3 +210,100 @@ def test_running_out_of_memory_while_decoding_says_what_to_change(kl_files, tmp_
     assert r.stderr.count("\n") == 1 and "ran out of memory while decoding" in r.stderr
     assert "--budget" in r.stderr and "Exception raised from" not in r.stderr
     assert not (tmp_path / "x.png").exists()
+
+
+# ------------------------------------------------------------------ issue 27, item 10: non-finite weights
+
+def _poisoned(sd, key, value):
+    sd = dict(sd)
+    t = sd[key].clone()
+    t.view(-1)[t.numel() // 2] = value
+    sd[key] = t
+    return sd
+
+
+def _vae_files():
+    """(family, state dict, latent, a decoder weight) for each native decoder, tiny and seeded."""
+    import reference_flux2_vae as flux2
+    kl_sd = kl.state_dict_of(kl.random_vae(z_channels=4, widths=(32, 32), blocks=1, post_quant=False, seed=1))
+    flux2_sd = flux2.comfy_state_dict(flux2.random_flux2_vae(z_channels=32, widths=(32, 32), blocks=1, seed=4))
+    flux2_sd = {k: v for k, v in flux2_sd.items() if v.dim() > 0}  # BatchNorm's step counter: not a weight
+    return {
+        "kl": (kl_sd, torch.randn(1, 4, 3, 3), "decoder.mid.block_1.conv1.weight"),
+        "flux2": (flux2_sd, torch.randn(1, 128, 2, 2), "decoder.up.1.block.0.conv2.weight"),
+        "wan2.1": (wan.make_state_dict("wan2.1", dim=8, z_dim=4, seed=2), torch.randn(1, 4, 2, 3, 4),
+                   "decoder.middle.0.residual.2.weight"),
+    }
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf")])
+@pytest.mark.parametrize("family", ["kl", "flux2", "wan2.1"])
+def test_a_non_finite_weight_is_refused_naming_it(tmp_path, family, value):
+    # Before: Wan decoded an all-NaN image and exited 0; KL and FLUX.2 failed after the whole decode with
+    # "decode produced NaN/inf values (fp32 overflow is the usual cause)", which names neither the tensor
+    # nor the damaged file.
+    sd, z, key = _vae_files()[family]
+    kl.save_safetensors(tmp_path / "vae.safetensors", _poisoned(sd, key, value))
+    kl.save_safetensors(tmp_path / "z.latent", {"latent_tensor": z, "latent_format_version_0": torch.zeros(0)})
+    out = tmp_path / "img.safetensors"
+    r = run("--vae", tmp_path / "vae.safetensors", "--latent", tmp_path / "z.latent", "--out", out)
+    assert r.returncode == 2, r.stderr
+    assert f"'{key}' contains 1 NaN or infinite value" in r.stderr and "damaged" in r.stderr, r.stderr
+    assert not out.exists()
+    # The undamaged file decodes (the refusal is the weight's, not the fixture's).
+    kl.save_safetensors(tmp_path / "good.safetensors", sd)
+    assert run("--vae", tmp_path / "good.safetensors", "--latent", tmp_path / "z.latent", "--out", out).returncode == 0
+
+
+def test_a_wan_decode_that_overflows_is_an_error_not_a_nan_video(tmp_path):
+    # Finite weights whose sums overflow float32: before, a NaN video with exit 0 (KL was already checked).
+    sd = dict(wan.make_state_dict("wan2.1", dim=8, z_dim=4, seed=2))
+    sd["decoder.conv1.weight"] = sd["decoder.conv1.weight"].sign() * 3e38
+    kl.save_safetensors(tmp_path / "vae.safetensors", sd)
+    kl.save_safetensors(tmp_path / "z.latent", {"latent_tensor": torch.ones(1, 4, 2, 3, 4),
+                                                "latent_format_version_0": torch.zeros(0)})
+    out = tmp_path / "img.safetensors"
+    r = run("--vae", tmp_path / "vae.safetensors", "--latent", tmp_path / "z.latent", "--out", out)
+    assert r.returncode == 2 and "decode produced NaN/inf values" in r.stderr, r.stderr
+    assert not out.exists()
+
+
+# ------------------------------------------------------------------ issue 27, item 10: fast and blend without --budget
+
+@pytest.mark.parametrize("mode", ["fast", "blend"])
+@pytest.mark.parametrize("budget", [[], ["--budget", "4GiB"]])
+def test_fast_and_blend_decode_a_small_latent_with_or_without_a_budget(kl_files, tmp_path, mode, budget):
+    # A 3x3 latent (under the 8 latent px the tile search started from). Before: "budget: 0 B is too small
+    # for a fast tile of 8 latent px" without --budget, "4.00 GiB is too small ... needs about 64 MiB" with it.
+    d = kl_files
+    out = tmp_path / "img.safetensors"
+    r = run("--vae", d / "vae.safetensors", "--latent", d / "one.latent", "--mode", mode, *budget, "--out", out)
+    assert r.returncode == 0, r.stderr
+    assert "too small" not in r.stderr
+    assert f"mode {mode}, 1 tile(s)" in r.stdout
+    image = kl.load_safetensors(out)["image"]
+    assert image.shape == (1, 6, 6, 3) and torch.isfinite(image).all()  # two levels: 2x upscale
+    if mode == "blend":  # one blend tile is one plain decode of the whole latent
+        full = tmp_path / "full.safetensors"
+        assert run("--vae", d / "vae.safetensors", "--latent", d / "one.latent", "--mode", "full",
+                   "--out", full).returncode == 0
+        assert (image - kl.load_safetensors(full)["image"]).abs().max().item() < 1e-5
+
+
+def test_fast_and_blend_without_a_budget_take_the_largest_tile_or_the_one_asked_for(kl_files, tmp_path):
+    d = kl_files
+    lat = tmp_path / "wide.latent"
+    kl.save_safetensors(lat, {"latent_tensor": torch.randn(1, 4, 12, 20), "latent_format_version_0": torch.zeros(0)})
+    for mode in ("fast", "blend"):
+        r = run("--vae", d / "vae.safetensors", "--latent", lat, "--mode", mode, "--out", tmp_path / f"{mode}.safetensors")
+        assert r.returncode == 0 and f"mode {mode}, 1 tile(s)" in r.stdout, r.stderr  # the CPU: no limit
+        r = run("--vae", d / "vae.safetensors", "--latent", lat, "--mode", mode, "--tile", "16",
+                "--out", tmp_path / f"{mode}-tiled.safetensors")
+        assert r.returncode == 0 and f"mode {mode}, 6 tile(s)" in r.stdout, r.stderr  # 8-px latent tiles: 2 x 3
+
+
+def test_the_default_budget_is_documented():
+    r = subprocess.run([str(CLI), "decode", "--help"], capture_output=True, text=True, timeout=TIME_LIMIT_S)
+    text = " ".join(r.stdout.split())
+    assert "Without it: the free VRAM on CUDA" in text and "no limit on the CPU" in text
+    assert "Every mode (exact, fast, blend) takes the largest tile" in text

@@ -61,4 +61,12 @@ std::string read_text_fd(int fd, const std::string& name, std::uint64_t max_byte
   }
 }
 
+std::optional<FileIdentity> file_identity(const std::string& path) {
+  try {
+    return FileSource(path).identity();
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+}
+
 }  // namespace headroom

@@ -4,6 +4,7 @@
 // the size of the tensor data behind the header.
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace headroom {
@@ -27,6 +28,28 @@ class ByteSource {
   std::uint64_t bytes_read_ = 0;
 };
 
+// Which file an open handle reads, whatever path spelling opened it: two spellings of one file ("x",
+// "./x", a hard link) have the same identity, and a file replaced or rewritten gets another one. A cache
+// of what a file holds is keyed by this, never by the path. POSIX: st_dev, st_ino, st_size, st_mtim;
+// Windows: volume serial number, file index, size and last write time (GetFileInformationByHandle).
+struct FileIdentity {
+  std::uint64_t device = 0;
+  std::uint64_t inode = 0;
+  std::uint64_t size = 0;
+  std::int64_t mtime_ns = 0;  // nanoseconds since the Unix epoch (Windows: its 100 ns ticks scaled)
+
+  bool operator==(const FileIdentity& o) const {
+    return device == o.device && inode == o.inode && size == o.size && mtime_ns == o.mtime_ns;
+  }
+  bool operator!=(const FileIdentity& o) const { return !(*this == o); }
+  bool operator<(const FileIdentity& o) const {
+    if (device != o.device) return device < o.device;
+    if (inode != o.inode) return inode < o.inode;
+    if (size != o.size) return size < o.size;
+    return mtime_ns < o.mtime_ns;
+  }
+};
+
 // A regular file opened read-only: model files are never written. It is opened without blocking and
 // checked with fstat before any read, so a FIFO, device or folder is refused at once (a FIFO would
 // otherwise block the open until a writer comes; /dev/zero would never end).
@@ -38,6 +61,9 @@ class FileSource : public ByteSource {
   FileSource& operator=(const FileSource&) = delete;
   const std::string& name() const override { return path_; }
   std::uint64_t size() const override { return size_; }
+  // Asked of the open handle, so it describes the very file being read (no race with a rename).
+  // Throws Error when the operating system cannot say.
+  FileIdentity identity() const;
 
  protected:
   void read_raw(std::uint64_t offset, void* dst, std::size_t n) override;
@@ -73,5 +99,9 @@ std::string read_text_file(const std::string& path, std::uint64_t max_bytes);
 
 // Up to `max_bytes` from an open descriptor (stdin for "-"); throws Error naming `name` when it has more.
 std::string read_text_fd(int fd, const std::string& name, std::uint64_t max_bytes);
+
+// The identity of the regular file at `path` (opened and checked as FileSource does), or nullopt when
+// it cannot be opened or is not a regular file.
+std::optional<FileIdentity> file_identity(const std::string& path);
 
 }  // namespace headroom

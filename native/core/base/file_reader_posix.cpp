@@ -45,6 +45,22 @@ FileSource::~FileSource() {
   if (handle_ != kNoHandle) ::close(static_cast<int>(handle_));
 }
 
+FileIdentity FileSource::identity() const {
+  struct stat st {};
+  if (::fstat(static_cast<int>(handle_), &st) != 0) throw Error(path_ + ": cannot stat: " + std::strerror(errno));
+#ifdef __APPLE__
+  const struct timespec mtime = st.st_mtimespec;
+#else
+  const struct timespec mtime = st.st_mtim;
+#endif
+  FileIdentity id;
+  id.device = static_cast<std::uint64_t>(st.st_dev);
+  id.inode = static_cast<std::uint64_t>(st.st_ino);
+  id.size = static_cast<std::uint64_t>(st.st_size);
+  id.mtime_ns = static_cast<std::int64_t>(mtime.tv_sec) * 1000000000 + static_cast<std::int64_t>(mtime.tv_nsec);
+  return id;
+}
+
 void FileSource::read_raw(std::uint64_t offset, void* dst, std::size_t n) {
   auto* out = static_cast<unsigned char*>(dst);
   while (n > 0) {

@@ -87,6 +87,21 @@ FileSource::~FileSource() {
   if (handle_ != kNoHandle) CloseHandle(reinterpret_cast<HANDLE>(handle_));
 }
 
+FileIdentity FileSource::identity() const {
+  BY_HANDLE_FILE_INFORMATION info{};
+  if (!GetFileInformationByHandle(reinterpret_cast<HANDLE>(handle_), &info))
+    throw Error(path_ + ": cannot stat: " + system_message(GetLastError()));
+  // FILETIME counts 100 ns ticks since 1601-01-01; 11644473600 s separate that from the Unix epoch.
+  const std::uint64_t ticks = (static_cast<std::uint64_t>(info.ftLastWriteTime.dwHighDateTime) << 32) |
+                              info.ftLastWriteTime.dwLowDateTime;
+  FileIdentity id;
+  id.device = info.dwVolumeSerialNumber;
+  id.inode = (static_cast<std::uint64_t>(info.nFileIndexHigh) << 32) | info.nFileIndexLow;
+  id.size = (static_cast<std::uint64_t>(info.nFileSizeHigh) << 32) | info.nFileSizeLow;
+  id.mtime_ns = (static_cast<std::int64_t>(ticks) - 116444736000000000LL) * 100;
+  return id;
+}
+
 void FileSource::read_raw(std::uint64_t offset, void* dst, std::size_t n) {
   auto* out = static_cast<unsigned char*>(dst);
   while (n > 0) {

@@ -238,9 +238,14 @@ DecodePlan plan_kl(const DecodeRequest& r) {
     const int halo = mode == "fast" ? vae.receptive_field_latent_px : 0;  // fast: the decoder's receptive field
     int T = requested ? std::min(requested, max_tile) : 0;
     if (!T) {
-      for (int t = max_tile; t >= 8 && !T; --t)
+      // Down to 8 latent px, or the whole latent when it is smaller: a latent under 8 px a side once got
+      // no tile at all, whatever the budget ("0 B is too small" without one).
+      const int smallest = std::min(8, max_tile);
+      for (int t = max_tile; t >= smallest && !T; --t)
         if (fits(tile_forward_peak(t, halo))) T = t;
-      if (!T) throw budget_error("a " + mode + " tile of 8 latent px", tile_forward_peak(8, halo));
+      if (!T)
+        throw budget_error("a " + mode + " tile of " + std::to_string(smallest) + " latent px",
+                           tile_forward_peak(smallest, halo));
     } else if (!fits(tile_forward_peak(T, halo))) {
       throw budget_error(mode + " tiles of " + std::to_string(T * up) + " px", tile_forward_peak(T, halo));
     }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
+#include <string_view>
 #include <unordered_map>
 
 #include "core/base/error.hpp"
@@ -54,7 +56,17 @@ bool is_fp8_scale(const std::string& name) {
 // values per uint8 next to an fp32 weight_scale_2; mxfp8 has an e8m0 block scale; int8 an int8
 // weight. Returns the weight's precision name ("" for a plain tensor) and its real element count.
 using LayerFormats = std::map<std::string, std::string>;
-std::pair<std::string, std::uint64_t> quant_weight(const TensorRecord& t, const std::unordered_map<std::string, const TensorRecord*>& by_name,
+// Tensors of one component by name; the names stay in the ModelFile, so the index copies none.
+using ShapeIndex = std::unordered_map<std::string_view, const TensorRecord*>;
+
+ShapeIndex index_of(const std::vector<const TensorRecord*>& tensors) {
+  ShapeIndex index;
+  index.reserve(tensors.size());
+  for (const TensorRecord* t : tensors) index.emplace(t->name, t);
+  return index;
+}
+
+std::pair<std::string, std::uint64_t> quant_weight(const TensorRecord& t, const ShapeIndex& by_name,
                                                    const LayerFormats& formats) {
   if (!ends_with(t.name, ".weight")) return {"", t.elements};
   const std::string layer = t.name.substr(0, t.name.size() - 7);
@@ -146,9 +158,6 @@ std::vector<std::string> string_list(const json& section, const char* key) {
   return out;
 }
 
-// Tensors of one component, by name.
-using ShapeIndex = std::unordered_map<std::string, const TensorRecord*>;
-
 struct Match {
   const json* entry = nullptr;
   std::string prefix;
@@ -189,16 +198,35 @@ std::size_t match_at(const json& rec, const ShapeIndex& index, const std::string
   return score;
 }
 
-// The prefixes under which `anchor` occurs: every key ending in it at a '.' boundary.
-std::vector<std::string> prefixes_for(const ShapeIndex& index, const std::string& anchor) {
-  std::vector<std::string> out;
-  for (const auto& [name, t] : index) {
-    (void)t;
-    if (!ends_with(name, anchor)) continue;
-    std::string p = name.substr(0, name.size() - anchor.size());
-    if (!p.empty() && p.back() != '.') continue;
-    if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
-    if (out.size() > 8) break;  // a key repeated under many prefixes is no anchor
+// The prefixes under which each anchor key occurs: every name ending in it at a '.' boundary, in file
+// order, at most 9 per anchor (a key repeated under many prefixes is no anchor). One pass over the
+// names for all the catalog's anchors: asking each anchor of each entry of its own walked every name
+// once per catalog entry, most of the time spent on a header of many tensors.
+using AnchorPrefixes = std::unordered_map<std::string_view, std::vector<std::string>>;
+
+AnchorPrefixes prefixes_of(const std::vector<const TensorRecord*>& tensors, const std::vector<std::string>& anchors) {
+  AnchorPrefixes out;
+  std::vector<bool> length_used;
+  for (const auto& a : anchors) {
+    out.emplace(a, std::vector<std::string>{});
+    if (length_used.size() <= a.size()) length_used.resize(a.size() + 1, false);
+    length_used[a.size()] = true;
+  }
+  for (const TensorRecord* t : tensors) {
+    const std::string_view name = t->name;
+    for (std::size_t begin = 0; begin < name.size();) {
+      const std::size_t len = name.size() - begin;
+      if (len < length_used.size() && length_used[len]) {
+        auto it = out.find(name.substr(begin));
+        if (it != out.end() && it->second.size() <= 8) {
+          std::string p(name.substr(0, begin));
+          if (std::find(it->second.begin(), it->second.end(), p) == it->second.end()) it->second.push_back(std::move(p));
+        }
+      }
+      const std::size_t dot = name.find('.', begin);
+      if (dot == std::string_view::npos) break;
+      begin = dot + 1;
+    }
   }
   return out;
 }
@@ -236,8 +264,9 @@ std::string file_stem(const std::string& path) {
   return s;
 }
 
-std::vector<Match> recognise(const ShapeIndex& index, const json& catalog, const std::string& stem) {
-  std::vector<Match> matches;
+std::vector<Match> recognise(const std::vector<const TensorRecord*>& tensors, const ShapeIndex& index, const json& catalog,
+                             const std::string& stem) {
+  std::vector<std::pair<const json*, std::string>> anchored;  // entry, its anchor key
   for (const auto& entry : catalog_entries(catalog)) {
     if (!entry.is_object()) continue;
     auto rec = entry.find("recognise");
@@ -246,13 +275,21 @@ std::vector<Match> recognise(const ShapeIndex& index, const json& catalog, const
     auto keys = string_list(*rec, "all_keys");
     if (!keys.empty()) anchor = keys.front();
     else if (auto s = rec->find("shapes"); s != rec->end() && s->is_object() && !s->empty()) anchor = s->begin().key();
-    if (anchor.empty()) continue;
+    if (!anchor.empty()) anchored.emplace_back(&entry, std::move(anchor));
+  }
+  std::vector<std::string> anchors;
+  for (const auto& a : anchored) anchors.push_back(a.second);
+  const AnchorPrefixes prefixes = prefixes_of(tensors, anchors);
+  std::vector<Match> matches;
+  for (const auto& [entry_ptr, anchor] : anchored) {
+    const json& entry = *entry_ptr;
+    const json& rec = entry.at("recognise");
     // models.json lists the usual "prefixes"; any prefix under which the anchor key sits is tried,
     // so bundles with other conventions (cond_stage_model.transformer.) are recognised too. The
     // keys and shapes, not the prefix, decide.
     Match best;
-    for (const auto& p : prefixes_for(index, anchor)) {
-      std::size_t score = match_at(*rec, index, p);
+    for (const auto& p : prefixes.at(anchor)) {
+      std::size_t score = match_at(rec, index, p);
       if (score > best.score) best = {&entry, p, score};
     }
     if (best.score > 0) matches.push_back(best);
@@ -281,14 +318,12 @@ bool casts_fp32_to_16bit(const std::string& role) {
   return role == "diffusion_model" || role == "text_encoder" || role == "clip_vision";
 }
 
-ModelSummary measure(const std::vector<const TensorRecord*>& tensors, const std::string& format, const std::string& role,
-                     const LayerFormats& formats = {}) {
+ModelSummary measure(const std::vector<const TensorRecord*>& tensors, const ShapeIndex& by_name, const std::string& format,
+                     const std::string& role, const LayerFormats& formats = {}) {
   ModelSummary c;
   c.role = role;
   bool has_scale = false;
   std::map<std::string, std::uint64_t> weight_elements;  // dtype -> elements of real weights
-  std::unordered_map<std::string, const TensorRecord*> by_name;
-  for (const TensorRecord* t : tensors) by_name.emplace(t->name, t);
   for (const TensorRecord* t : tensors) {
     ++c.tensors;
     auto& share = c.dtype_mix[t->dtype];
@@ -338,20 +373,15 @@ void name_from(ModelSummary& c, const std::vector<Match>& matches, const std::st
 ModelSummary recognise_component(const std::vector<const TensorRecord*>& tensors, const std::string& format,
                               const std::string& prefix, const std::string& prefix_role, const json& catalog,
                               const std::string& stem, const LayerFormats& formats) {
-  ShapeIndex index;
-  index.reserve(tensors.size());
-  bool lora = false;
-  for (const TensorRecord* t : tensors) {
-    index.emplace(t->name, t);
-    lora = lora || is_lora_key(t->name);
-  }
-  auto matches = lora ? std::vector<Match>{} : recognise(index, catalog, stem);
+  const ShapeIndex index = index_of(tensors);
+  const bool lora = std::any_of(tensors.begin(), tensors.end(), [](const TensorRecord* t) { return is_lora_key(t->name); });
+  auto matches = lora ? std::vector<Match>{} : recognise(tensors, index, catalog, stem);
   std::string role = lora ? "lora" : !prefix_role.empty() ? prefix_role : "unknown";
   if (!matches.empty()) {
     std::string r = str_field(*matches.front().entry, "role");
     if (!r.empty()) role = r;
   }
-  ModelSummary c = measure(tensors, format, role, formats);
+  ModelSummary c = measure(tensors, index, format, role, formats);
   name_from(c, matches, prefix);
   return c;
 }
@@ -450,6 +480,11 @@ Inspection summarise(const ModelFile& file, const json& catalog) {
     g.first = role;
     g.second.push_back(&t);
   }
+  if (groups.size() > kMaxBundleComponents)
+    throw FileFormatError(file.path, "its tensor names fall under " + std::to_string(groups.size()) +
+                                         " checkpoint prefixes (such as '" + std::next(groups.begin())->first.substr(0, 80) +
+                                         "'), more than the " + std::to_string(kMaxBundleComponents) +
+                                         " parts a checkpoint bundles; its contents and size are left unknown");
   std::size_t prefixed = 0;
   for (const auto& [prefix, g] : groups)
     if (!prefix.empty()) ++prefixed;
@@ -470,7 +505,7 @@ Inspection summarise(const ModelFile& file, const json& catalog) {
     if (prefix.empty()) out.components.back().role = "unknown";
   }
   // The bundle as a whole: measured over every tensor, named after its diffusion model.
-  ModelSummary whole = measure(all, file.format, "checkpoint", formats);
+  ModelSummary whole = measure(all, index_of(all), file.format, "checkpoint", formats);
   whole.weight_gpu_bytes = 0;
   whole.dequant_transient_bytes = 0;
   for (const auto& c : out.components) {

@@ -77,6 +77,12 @@ struct Inspection {
   nlohmann::json to_json() const;
 };
 
+// A checkpoint bundles a handful of models (diffusion model, VAE, two or three text encoders, CLIP
+// vision). A file whose keys name more bundle prefixes than this ("text_encoders.<name>." each) is no
+// checkpoint ComfyUI loads, and summarising each part would cost per part: summarise refuses it with a
+// FileFormatError naming the limit, so its size is unknown rather than the sum of thousands of guesses.
+constexpr std::size_t kMaxBundleComponents = 64;
+
 // `catalog` is models.json (an object with "models") or its array of entries; entries without
 // a "recognise" section are ignored.
 Inspection summarise(const ModelFile& file, const nlohmann::json& catalog);

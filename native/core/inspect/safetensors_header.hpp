@@ -18,6 +18,11 @@ namespace headroom {
 constexpr std::uint64_t kMaxSafetensorsHeaderBytes = 100ull * 1000 * 1000;
 // JSON nesting deeper than this cannot be a safetensors header (it needs 3 levels).
 constexpr int kMaxSafetensorsJsonDepth = 16;
+// More tensors than this are refused (FileFormatError naming the limit) as soon as the parser meets the
+// one past it, so no header costs more than this many entries. Real checkpoints hold at most a few
+// tens of thousands (a 70B LLM in one file: about 700; FLUX.1: about 1,000; a whole SDXL bundle:
+// about 2,500), and GGUF has the same cap (kMaxGgufTensors).
+constexpr std::uint64_t kMaxSafetensorsTensors = 1u << 18;
 
 struct SafetensorsTensor {
   std::string name;
@@ -39,7 +44,9 @@ struct SafetensorsHeader {
 std::uint64_t safetensors_dtype_bytes(const std::string& dtype);
 
 // Parses and validates the header from `source` (a file or a buffer). Every inconsistency
-// throws FileFormatError(source.name(), what was expected, what was found).
+// throws FileFormatError(source.name(), what was expected, what was found); a name that appears twice
+// is one. The JSON is streamed in 64 KiB pieces and only one tensor's entry exists as a JSON value at
+// a time, so memory is the tensor list, not a document of the whole header.
 SafetensorsHeader read_safetensors_header(ByteSource& source);
 
 }  // namespace headroom

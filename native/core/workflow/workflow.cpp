@@ -6,7 +6,9 @@
 #include <cctype>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
+#include <tuple>
 
 #include "core/base/error.hpp"
 #include "core/base/file_reader.hpp"
@@ -138,14 +140,19 @@ class Analyser {
   bool image_sized_latent_ = false;  // the latent follows an input image (inpaint, Kontext, img2img)
   double cfg_ = -1;
   std::vector<std::string>& notes() { return info_.job.notes; }
-  // --models: one walk of the folder and one header read per file, however many loaders name it.
+  // --models: one walk of the folder and one answer per file and loader role, however many loaders name
+  // it and however its path is spelled ("x", "./x", ".//x" are one file): keyed by the file's identity
+  // and name (the name takes part in recognition), or by the whole path when it cannot be opened.
   ModelsFolderIndex models_index_;
-  std::map<std::pair<std::string, std::string>, HeaderFacts> facts_;
+  using FactsKey = std::tuple<std::optional<FileIdentity>, std::string, std::string>;
+  std::map<FactsKey, HeaderFacts> facts_;
 
   const HeaderFacts& header_facts(const std::string& path, const std::string& role) {
-    auto key = std::make_pair(path, role);
+    const std::optional<FileIdentity> id = file_identity(path);
+    const std::size_t slash = path.find_last_of("/\\");
+    FactsKey key{id, id && slash != std::string::npos ? path.substr(slash + 1) : path, role};
     auto it = facts_.find(key);
-    if (it == facts_.end()) it = facts_.emplace(key, read_header_facts(path, role)).first;
+    if (it == facts_.end()) it = facts_.emplace(std::move(key), read_header_facts(path, role)).first;
     return it->second;
   }
 

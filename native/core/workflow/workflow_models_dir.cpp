@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "core/base/error.hpp"
-#include "core/inspect/inspector.hpp"
+#include "core/inspect/header_cache.hpp"
 #include "core/workflow/comfy_nodes.hpp"
 
 namespace headroom::workflow {
@@ -118,7 +118,7 @@ std::string loader_word(const std::string& loader_role) {
 HeaderFacts read_header_facts(const std::string& path, const std::string& loader_role) {
   HeaderFacts f;
   try {
-    const Inspection ins = inspect_file(path);
+    const Inspection ins = inspect_file_cached(path);
     // Weights as loaded; the estimator adds GGUF/fp8 dequantisation transients itself.
     auto take = [&f](const ModelSummary& s) {
       f.model = s.model;

@@ -51,6 +51,8 @@ struct HeaderFacts {
 // clip_vision, lora). Never throws: a header that cannot be read gives `error`, and the caller falls
 // back to names. A file of a kind that loader cannot load (a VAE in UNETLoader) gives `error` rather than a
 // model the estimator would refuse; a diffusion loader given a checkpoint gets its diffusion model.
+// The header is read through the process-wide cache (core/inspect/header_cache.hpp): the same file
+// under another spelling, or asked for again by the next prompt, is not read again.
 HeaderFacts read_header_facts(const std::string& path, const std::string& loader_role);
 
 }  // namespace headroom::workflow

@@ -88,6 +88,12 @@ TEST_CASE("safetensors: every damaged file gets a FileFormatError naming the pro
     std::string deep(100, '[');
     CHECK_THAT(error_of(st_prefix("{\"w\": " + deep + std::string(100, ']') + "}")), Catch::Contains("nests deeper"));
   }
+  SECTION("a name twice") {
+    // Before, the second entry silently replaced the first.
+    const std::string text = "{\"w\": {\"dtype\": \"U8\", \"shape\": [2], \"data_offsets\": [0, 2]},"
+                             " \"w\": {\"dtype\": \"U8\", \"shape\": [4], \"data_offsets\": [2, 6]}}";
+    CHECK_THAT(error_of(st_prefix(text) + std::string(6, '\0')), Catch::Contains("tensor 'w' appears twice"));
+  }
   SECTION("tensor entry not an object") {
     CHECK_THAT(error_of(st_file(json{{"w", 5}}, 0)), Catch::Contains("tensor 'w': expected an object"));
   }
