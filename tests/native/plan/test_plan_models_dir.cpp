@@ -462,10 +462,18 @@ TEST_CASE("headroom plan --models as a user runs it", "[plan][models_dir][cli]")
   CHECK(j.contains("verdict"));
   CHECK(any_contains(notes_about(j, "my_model.safetensors"), "model, precision and size read from"));
 
-  // Without --models the neutral names cannot be sized: verdict unknown, exit status 2 (cmd_plan.cpp).
+  // Without --models the neutral names cannot be sized: a valid workflow Headroom does not cover, exit
+  // status 3 (cmd_plan.cpp), and the JSON names the loader node and file.
   Run bare = cli("plan '" + wf_path + "' --gpu 4090 --json");
-  REQUIRE(bare.code == 2);
-  CHECK(json::parse(bare.out)["verdict"] == "unknown");
+  REQUIRE(bare.code == 3);
+  json b = json::parse(bare.out);
+  CHECK(b["verdict"] == "unknown");
+  CHECK(b["not_covered"]["kind"] == "model");
+  CHECK(b["not_covered"]["node_id"] == "1");
+  CHECK(b["not_covered"]["node_type"] == "UNETLoader");
+  CHECK(b["not_covered"]["file"] == "my_model.safetensors");
+  CHECK(b["not_covered"]["file_bytes"].is_null());  // not read: no --models
+  CHECK(b["reason"].get<std::string>().find("UNETLoader #1") != std::string::npos);
 }
 
 TEST_CASE("read_header_facts for a loader: a file of the wrong kind is not taken", "[plan][models_dir]") {
