@@ -1,4 +1,4 @@
-// `headroom plan` and `headroom estimate` output as people and scripts read it (issue 19, item 7):
+// `headroom plan` and `headroom estimate` output as people and scripts read it (issue 19, items 5 and 7):
 // one exit status per meaning, the JSON naming what is not covered, the precision on the job line,
 // tables whose columns line up whatever the length of a stage or model name.
 #include <filesystem>
@@ -17,6 +17,22 @@ using nlohmann::json;
 namespace fs = std::filesystem;
 
 namespace {
+
+// A Flux-style API workflow whose diffusion loader names `unet`.
+json api_workflow(const std::string& unet) {
+  return json::parse(R"({
+    "1": {"class_type": "UNETLoader", "inputs": {"unet_name": ")" + unet + R"(", "weight_dtype": "default"}},
+    "2": {"class_type": "DualCLIPLoader", "inputs": {"clip_name1": "clip_l.safetensors",
+          "clip_name2": "t5xxl_fp16.safetensors", "type": "flux", "device": "default"}},
+    "3": {"class_type": "VAELoader", "inputs": {"vae_name": "ae.safetensors"}},
+    "4": {"class_type": "CLIPTextEncode", "inputs": {"text": "a cat", "clip": ["2", 0]}},
+    "5": {"class_type": "EmptySD3LatentImage", "inputs": {"width": 1024, "height": 1024, "batch_size": 1}},
+    "6": {"class_type": "KSampler", "inputs": {"model": ["1", 0], "positive": ["4", 0], "negative": ["4", 0],
+          "latent_image": ["5", 0], "seed": 1, "steps": 20, "cfg": 1.0, "sampler_name": "euler",
+          "scheduler": "simple", "denoise": 1.0}},
+    "7": {"class_type": "VAEDecode", "inputs": {"samples": ["6", 0], "vae": ["3", 0]}},
+    "8": {"class_type": "SaveImage", "inputs": {"images": ["7", 0], "filename_prefix": "x"}}})");
+}
 
 std::string write_workflow(const testfiles::TempDir& dir, const std::string& name, const json& wf) {
   const std::string path = dir.file(name);
@@ -76,6 +92,29 @@ void check_aligned(const std::vector<std::string>& rows) {
 }
 
 }  // namespace
+
+TEST_CASE("plan: a diffusion model the catalog lacks is not covered: exit 3, the node named", "[cli][plan]") {
+  // Issue 19, item 5: a latent upscaler whose name only shares "flux1" with the catalog was sized as
+  // flux1-dev and called "fits" (exit 0).
+  testfiles::TempDir dir;
+  const std::string wf = write_workflow(dir, "upscaler.json", api_workflow("latent_upscaler_flux1_2x.safetensors"));
+  CliRun j = run_cli("plan '" + wf + "' --vram 24 --json", /*with_stderr=*/false);
+  CHECK(j.code == 3);
+  json r = json::parse(j.out);
+  CHECK(r["verdict"] == "unknown");
+  CHECK(r["peak_bytes"].is_null());
+  CHECK(r["not_covered"]["kind"] == "model");
+  CHECK(r["not_covered"]["node_id"] == "1");
+  CHECK(r["not_covered"]["node_type"] == "UNETLoader");
+  CHECK(r["not_covered"]["role"] == "diffusion");
+  CHECK(r["not_covered"]["file"] == "latent_upscaler_flux1_2x.safetensors");
+  CHECK(r["reason"].get<std::string>().find("(UNETLoader #1) is not in the catalog") != std::string::npos);
+
+  CliRun text = run_cli("plan '" + wf + "' --vram 24", /*with_stderr=*/true);
+  CHECK(text.code == 3);
+  CHECK(text.out.find("Not covered: diffusion model 'latent_upscaler_flux1_2x.safetensors' (UNETLoader #1)") !=
+        std::string::npos);
+}
 
 TEST_CASE("plan: a workflow where no diffusion loader runs is not covered, with the nodes it could not read",
           "[cli][plan]") {
