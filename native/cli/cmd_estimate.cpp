@@ -1,5 +1,6 @@
 // `headroom models` and `headroom estimate`: the catalog and the per-stage peak of one model.
-#include <cstdio>
+#include <algorithm>
+#include <cctype>
 #include <iostream>
 #include <map>
 #include <sstream>
@@ -7,7 +8,9 @@
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
 #include "cli/runtime_flags.hpp"
+#include "cli/table.hpp"
 #include "core/api/api.hpp"
+#include "core/catalog/catalog.hpp"
 #include "core/catalog/verdict.hpp"
 #include "core/base/error.hpp"
 #include "core/base/units.hpp"
@@ -28,13 +31,14 @@ const char* kEstimateUsage =
     "         [--block-swap N] [--lora SIZE] [--text-encoder-on-cpu] [--windows] [--reserve SIZE] [--json]\n"
     "         [--runtime dynamic|legacy] [--reserve-vram GB] [--vram-headroom GB] [--ram GIB]\n"
     "Per-stage peak VRAM (reserved memory, CUDA context and ComfyUI's reserve included) of one model\n"
-    "with its usual companions, or of a text encoder or VAE alone. Exit code: 0 fits or no card given,\n"
-    "1 does not fit, 2 bad input. --free: memory free for the run as ComfyUI counts it (the CUDA context\n"
-    "and other processes already outside it); verdicts are then against it.\n";
+    "with its usual companions, or of a text encoder or VAE alone. --free: memory free for the run as\n"
+    "ComfyUI counts it (the CUDA context and other processes already outside it); verdicts are then\n"
+    "against it.\n"
+    "Exit status: 0 it runs (fits, streams or tight) or no card given, 1 does not fit, 2 bad input (the\n"
+    "message names the flag), 3 not covered: --model names no catalog model (with --json: verdict\n"
+    "unknown, reason, not_covered {kind, model}).\n";
 
 std::string estimate_usage() { return std::string(kEstimateUsage) + kRuntimeFlagsHelp; }
-
-std::string pad(const std::string& s, std::size_t n) { return s.size() >= n ? s + " " : s + std::string(n - s.size(), ' '); }
 
 std::string join(const json& arr) {
   std::string out;
@@ -42,11 +46,7 @@ std::string join(const json& arr) {
   return out;
 }
 
-std::string fixed1(double x) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f", x);
-  return buf;
-}
+std::string fixed1(double x) { return fixed(x, 1); }
 
 std::string gb(std::uint64_t bytes) { return fixed1(bytes / 1e9) + " GB"; }
 
@@ -65,6 +65,26 @@ std::string gb(std::uint64_t bytes) { return fixed1(bytes / 1e9) + " GB"; }
   std::string msg = e.what();
   msg = msg.substr(e.field().size() + 2);
   throw InputError(it->second, msg);
+}
+
+// A name with letters or digits that no catalog model answers to, neither exactly, by a file pattern nor
+// as part of one name: a model Headroom does not cover, not a mistyped flag (a blank name, or a part of
+// several names, stays bad input).
+bool names_no_catalog_model(const std::string& model) {
+  const bool has_text = std::any_of(model.begin(), model.end(), [](unsigned char c) { return std::isalnum(c); });
+  return has_text && models_named(model).empty();
+}
+
+// Exit status 3 with the reason on stderr and, for scripts, the answer plan gives for a workflow it
+// cannot size.
+int not_covered(const std::string& model, const std::string& reason, bool as_json) {
+  std::cerr << "headroom estimate: --model: " << reason << "\n";
+  if (as_json)
+    std::cout << json{{"verdict", spelling(Verdict::Unknown)}, {"reason", reason},
+                      {"not_covered", {{"kind", "model"}, {"model", model}}}}
+                     .dump(2, ' ', false, json::error_handler_t::replace)
+              << "\n";
+  return kExitNotCovered;
 }
 
 void print_estimate(const json& r) {
@@ -86,18 +106,28 @@ void print_estimate(const json& r) {
   if (r.contains("vram_bytes")) std::cout << " (" << format_bytes(r["vram_bytes"].get<std::uint64_t>()) << ")";
   if (r.contains("free_bytes")) std::cout << ", " << format_bytes(r["free_bytes"].get<std::uint64_t>()) << " free";
   std::cout << "\n\n";
-  std::cout << pad("stage", 20) << pad("peak", 12) << pad("mode", 16) << "on the GPU\n";
+  // Stage rows and their breakdown rows interleave; each kind is aligned over all stages.
+  Table stages(""), parts("    ");
+  stages.add({"stage", "peak", "mode", "on the GPU"});
+  std::vector<std::vector<std::size_t>> parts_of;
   for (const auto& s : r["stages"]) {
     std::string resident = join(s["resident"]);
     if (!s["cached"].empty()) resident += " (+ cached: " + join(s["cached"]) + ")";
-    std::cout << pad(s["name"].get<std::string>(), 20) << pad(format_bytes(s["peak_bytes"].get<std::uint64_t>()), 12)
-              << pad(s["mode"].get<std::string>(), 16) << resident << "\n";
+    stages.add({s["name"].get<std::string>(), format_bytes(s["peak_bytes"].get<std::uint64_t>()),
+                s["mode"].get<std::string>(), resident});
+    parts_of.emplace_back();
     for (const auto& kv : s["breakdown"].items()) {
       std::uint64_t b = kv.value().get<std::uint64_t>();
       if (b == 0) continue;
-      std::cout << "    " << pad(kv.key(), 28) << format_bytes(b) << "\n";
+      parts_of.back().push_back(parts.size());
+      parts.add({kv.key(), format_bytes(b)});
     }
-    for (const auto& n : s["notes"]) std::cout << "    - " << n.get<std::string>() << "\n";
+  }
+  std::cout << stages.line(0) << "\n";
+  for (std::size_t i = 0; i < parts_of.size(); ++i) {
+    std::cout << stages.line(i + 1) << "\n";
+    for (std::size_t p : parts_of[i]) std::cout << parts.line(p) << "\n";
+    for (const auto& n : r["stages"][i]["notes"]) std::cout << "    - " << n.get<std::string>() << "\n";
   }
   std::cout << "\npeak: " << format_bytes(r["peak_bytes"].get<std::uint64_t>()) << " ("
             << gb(r["peak_bytes"].get<std::uint64_t>()) << ") in " << r["peak_stage"].get<std::string>() << "\n";
@@ -129,30 +159,29 @@ int cmd_models(const Argv& argv) {
     std::cout << c.dump(2) << "\n";
     return 0;
   }
-  std::cout << pad("model", 20) << pad("role", 17) << pad("params", 9) << pad("default", 12) << pad("weights", 10)
-            << "aliases\n";
+  Table models("");
+  models.add({"model", "role", "params", "default", "weights", "aliases"});
   for (const auto& m : c["models"]) {
     std::string params = fixed1(m["params"].get<double>() / 1e9) + "B";
     if (m["experts"].get<int>() > 1) params = "2x" + params;
-    std::cout << pad(m["name"].get<std::string>(), 20) << pad(m["role"].get<std::string>(), 17) << pad(params, 9)
-              << pad(m["default_precision"].get<std::string>(), 12)
-              << pad(gb(m["default_weight_bytes"].get<std::uint64_t>()), 10) << join(m["aliases"]) << "\n";
+    models.add({m["name"].get<std::string>(), m["role"].get<std::string>(), params,
+                m["default_precision"].get<std::string>(), gb(m["default_weight_bytes"].get<std::uint64_t>()),
+                join(m["aliases"])});
   }
-  std::cout << "\n" << pad("precision", 14) << pad("bits/weight", 13) << "aliases\n";
+  std::cout << models.text();
+  Table precisions("");
+  precisions.add({"precision", "bits/weight", "aliases"});
   for (const auto& p : c["precisions"])
-    std::cout << pad(p["name"].get<std::string>(), 14) << pad(fixed1(p["bits_per_weight"].get<double>()), 13)
-              << join(p["aliases"]) << "\n";
-  std::cout << "\n" << pad("gpu", 20) << pad("memory", 12) << pad("EUR/h", 8) << "aliases\n";
+    precisions.add({p["name"].get<std::string>(), fixed1(p["bits_per_weight"].get<double>()), join(p["aliases"])});
+  std::cout << "\n" << precisions.text();
+  Table gpus("");
+  gpus.add({"gpu", "memory", "EUR/h", "aliases"});
   for (const auto& g : c["gpus"]) {
-    std::string price = "-";
-    if (!g["price_eur_per_hour"].is_null()) {
-      char buf[16];
-      std::snprintf(buf, sizeof buf, "%.2f", g["price_eur_per_hour"].get<double>());
-      price = buf;
-    }
-    std::cout << pad(g["name"].get<std::string>(), 20) << pad(format_bytes(g["memory_bytes"].get<std::uint64_t>()), 12)
-              << pad(price, 8) << join(g["aliases"]) << "\n";
+    const std::string price = g["price_eur_per_hour"].is_null() ? "-" : fixed(g["price_eur_per_hour"].get<double>(), 2);
+    gpus.add({g["name"].get<std::string>(), format_bytes(g["memory_bytes"].get<std::uint64_t>()), price,
+              join(g["aliases"])});
   }
+  std::cout << "\n" << gpus.text();
   if (!c["presets"].empty()) {
     std::cout << "\npresets:";
     for (const auto& p : c["presets"])
@@ -211,13 +240,15 @@ int cmd_estimate(const Argv& argv) {
   try {
     r = api::estimate(req);
   } catch (const InputError& e) {
+    if (e.field() == "model" && names_no_catalog_model(*args.get("model")))
+      return not_covered(*args.get("model"), std::string(e.what()).substr(e.field().size() + 2), args.has("json"));
     rethrow_as_flag(e);
   }
   if (args.has("json"))
     std::cout << r.dump(2) << "\n";
   else
     print_estimate(r);
-  return r.value("verdict", "") == spelling(Verdict::DoesNotFit) ? 1 : 0;
+  return r.value("verdict", "") == spelling(Verdict::DoesNotFit) ? kExitDoesNotFit : kExitOk;
 }
 
 }  // namespace headroom::cli

@@ -1,10 +1,10 @@
 // `headroom inspect FILE... [--json]`: header-only report on .safetensors / .gguf files.
 // Exit 0 when every file was read, 2 when any is malformed or unreadable (the others are still shown).
-#include <cstdio>
 #include <iostream>
 
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
+#include "cli/table.hpp"
 #include "core/api/api.hpp"
 #include "core/base/error.hpp"
 #include "core/base/units.hpp"
@@ -23,11 +23,9 @@ const char* kHelp =
 std::string text(const json& v) { return v.is_string() ? v.get<std::string>() : v.is_null() ? "-" : v.dump(); }
 
 std::string params(std::uint64_t n) {
-  char buf[32];
-  if (n >= 1000000000ull) std::snprintf(buf, sizeof buf, "%.2f B", n / 1e9);
-  else if (n >= 1000000ull) std::snprintf(buf, sizeof buf, "%.1f M", n / 1e6);
-  else std::snprintf(buf, sizeof buf, "%llu", static_cast<unsigned long long>(n));
-  return buf;
+  if (n >= 1000000000ull) return fixed(n / 1e9, 2) + " B";
+  if (n >= 1000000ull) return fixed(n / 1e6, 1) + " M";
+  return std::to_string(n);
 }
 
 void print_component(const json& c, const std::string& indent) {
@@ -45,14 +43,12 @@ void print_component(const json& c, const std::string& indent) {
             << format_bytes(c["weight_gpu_bytes"].get<std::uint64_t>()) << " + dequantisation transient "
             << format_bytes(c["dequant_transient_bytes"].get<std::uint64_t>()) << ")\n";
   std::cout << indent << "dtype mix:\n";
-  for (auto it = c["dtype_mix"].begin(); it != c["dtype_mix"].end(); ++it) {
-    char line[160];
-    std::snprintf(line, sizeof line, "%s  %-12s %7llu tensors %12s params %12s\n", indent.c_str(), it.key().c_str(),
-                  static_cast<unsigned long long>((*it)["tensors"].get<std::uint64_t>()),
-                  params((*it)["parameters"].get<std::uint64_t>()).c_str(),
-                  format_bytes((*it)["bytes"].get<std::uint64_t>()).c_str());
-    std::cout << line;
-  }
+  Table mix(indent + "  ", 1);
+  for (std::size_t column : {1, 3, 5}) mix.align_right(column);
+  for (auto it = c["dtype_mix"].begin(); it != c["dtype_mix"].end(); ++it)
+    mix.add({it.key(), std::to_string((*it)["tensors"].get<std::uint64_t>()), "tensors",
+             params((*it)["parameters"].get<std::uint64_t>()), "params", format_bytes((*it)["bytes"].get<std::uint64_t>())});
+  std::cout << mix.text();
 }
 
 void print_table(const json& r) {

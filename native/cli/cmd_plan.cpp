@@ -1,6 +1,6 @@
 // `headroom plan WORKFLOW.json [--gpu NAME | --vram GIB] [--models DIR] [--model-folder NAME=DIR] [--json]`
-// Exit status: 0 fits (or tight, or no card given), 1 does not fit, 2 bad input or a workflow we cannot size.
-#include <cstdio>
+// Exit status: 0 it runs (fits, streams or tight, or no card given), 1 does not fit, 2 bad input, 3 a valid
+// workflow the estimator does not cover (the JSON's not_covered says which node or model).
 #include <iostream>
 #include <map>
 
@@ -11,7 +11,9 @@
 #include "core/catalog/verdict.hpp"
 #include "core/base/error.hpp"
 #include "core/base/units.hpp"
+#include "core/catalog/catalog.hpp"
 #include "core/workflow/workflow_graph.hpp"
+#include "cli/table.hpp"
 
 namespace headroom::cli {
 
@@ -33,9 +35,11 @@ const char* kHelp =
     "  --model-folder NAME=DIR  one more folder ComfyUI searches for NAME (\"loras=/data/sd/Lora\", as in\n"
     "                 extra_model_paths.yaml); repeatable, searched before --models\n"
     "  --json         one JSON object: estimate's fields plus verdict, changes, cumulative, unknown_nodes,\n"
-    "                 smallest_gpu, job\n"
+    "                 smallest_gpu, job; for a workflow it cannot size: verdict unknown, reason, not_covered\n"
     "\n"
-    "Exit status: 0 fits, streams or tight, 1 does not fit, 2 bad input.\n";
+    "Exit status: 0 it runs (fits, streams or tight), 1 does not fit, 2 bad input (the message names the\n"
+    "field), 3 not covered: a valid workflow Headroom cannot size (no diffusion model loader runs, or its\n"
+    "model is not in the catalog); --json says which node and file in not_covered.\n";
 
 std::string help_text() {
   std::string h = kHelp;
@@ -44,6 +48,15 @@ std::string help_text() {
 
 std::string bytes(const api::json& v) { return v.is_number() ? format_bytes(v.get<std::uint64_t>()) : "-"; }
 
+// The precision a component is estimated in: the one read from its name or header, else the catalog's
+// default for the model (the JSON's "" means that default).
+std::string precision_text(const api::json& c) {
+  const std::string p = c.value("precision", "");
+  if (!p.empty()) return p;
+  const ModelInfo* m = find_model(c.value("model", ""));
+  return m ? m->default_precision + " (assumed: the catalog default)" : "(precision unknown)";
+}
+
 void print_table(const std::string& path, const api::json& r) {
   const auto& wf = r["workflow"];
   std::cout << "Workflow  " << path << " (" << wf["format"].get<std::string>() << " format)\n";
@@ -51,7 +64,7 @@ void print_table(const std::string& path, const api::json& r) {
     const auto& j = r["job"];
     std::cout << "Job       ";
     if (j.contains("diffusion") && j["diffusion"].is_object())
-      std::cout << j["diffusion"].value("model", "?") << " " << j["diffusion"].value("precision", "");
+      std::cout << j["diffusion"].value("model", "?") << " " << precision_text(j["diffusion"]);
     std::cout << ", " << j.value("width", 0) << "x" << j.value("height", 0);
     if (j.value("frames", 1) > 1) std::cout << "x" << j.value("frames", 1) << " frames";
     std::cout << ", batch " << j.value("batch", 1) << "\n";
@@ -62,15 +75,17 @@ void print_table(const std::string& path, const api::json& r) {
   else if (r["budget_bytes"].is_number())
     std::cout << "Card      " << bytes(r["budget_bytes"]) << "\n";
   if (r["verdict"] == "unknown") {
-    std::cout << "\nCannot estimate: " << r.value("reason", "") << "\n";
+    std::cout << "\nNot covered: " << r.value("reason", "") << "\n";
   } else {
-    std::cout << "\n  stage            peak         resident\n";
+    Table stages;
+    stages.add({"stage", "peak", "resident"});
     for (const auto& s : r["stages"]) {
       std::string resident;
       if (s.contains("resident"))
         for (const auto& m : s["resident"]) resident += (resident.empty() ? "" : ", ") + m.get<std::string>();
-      std::printf("  %-16s %-12s %s\n", s.value("name", "").c_str(), bytes(s["peak_bytes"]).c_str(), resident.c_str());
+      stages.add({s.value("name", ""), bytes(s["peak_bytes"]), resident});
     }
+    std::cout << "\n" << stages.text();
     std::cout << "\nPeak " << bytes(r["peak_bytes"]) << " in " << r.value("peak_stage", "") << ", at least "
               << bytes(r["required_bytes"]) << ": "
               << (r["verdict"].is_string() ? r["verdict"].get<std::string>() : "no card given") << " ("
@@ -96,7 +111,7 @@ void print_table(const std::string& path, const api::json& r) {
   if (r["smallest_gpu"].is_object()) {
     const auto& g = r["smallest_gpu"];
     std::cout << "\nSmallest card that runs it unchanged: " << g["name"].get<std::string>();
-    if (g["price_eur_per_hour"].is_number()) std::printf(" (%.2f EUR/h)", g["price_eur_per_hour"].get<double>());
+    if (g["price_eur_per_hour"].is_number()) std::cout << " (" << fixed(g["price_eur_per_hour"].get<double>(), 2) << " EUR/h)";
     std::cout << "\n";
   } else if (r["verdict"] != "unknown") {
     std::cout << "\nNo card in gpus.json runs it unchanged.\n";
@@ -160,8 +175,8 @@ int cmd_plan(const Argv& argv) {
   }
   if (args.has("json")) std::cout << r.dump(2, ' ', false, api::json::error_handler_t::replace) << "\n";
   else print_table(path, r);
-  if (r["verdict"] == spelling(Verdict::Unknown)) return 2;
-  return r["verdict"] == spelling(Verdict::DoesNotFit) ? 1 : 0;
+  if (r["verdict"] == spelling(Verdict::Unknown)) return kExitNotCovered;
+  return r["verdict"] == spelling(Verdict::DoesNotFit) ? kExitDoesNotFit : kExitOk;
 }
 
 }  // namespace headroom::cli

@@ -37,7 +37,10 @@ const char* kUsage =
     "  train --model NAME ...      training memory (full, LoRA, QLoRA)\n"
     "  decode --vae F --latent F --out F [--force]   decode a saved latent (needs the LibTorch build)\n"
     "\n"
-    "Run `headroom COMMAND --help` for a command's options.\n";
+    "Run `headroom COMMAND --help` for a command's options.\n"
+    "\n"
+    "Exit status: 0 it runs (fits, streams or tight), 1 does not fit, 2 bad input (the message names the\n"
+    "field), 3 not covered (plan, estimate: a valid workflow or model Headroom cannot size), 4 internal error.\n";
 
 #ifdef _WIN32
 // Windows: the decoder binary beside this one, run as a child (there is no exec), its status passed on.
@@ -119,10 +122,11 @@ int main(int argc, char** argv) {
     }
   } catch (const headroom::Error& e) {
     std::cerr << "headroom " << command << ": " << e.what() << "\n";
-    return 2;
+    return kExitBadInput;
   } catch (const std::exception& e) {
+    // Not 3: that status says "not covered", which a script may act on; a bug is something else.
     std::cerr << "headroom " << command << ": internal error: " << e.what() << "\n";
-    return 3;
+    return kExitInternal;
   }
   std::cerr << "headroom: unknown command '" << command << "'\n\n" << kUsage;
   return 2;

@@ -76,6 +76,39 @@ request::Fields workflow_fields() {
   }));
 }
 
+// What a valid workflow holds that the estimator does not cover, for scripts (the CLI's exit status 3):
+// the loader node and file of a diffusion model the catalog lacks, with the file's size where it was
+// read (the least that model holds), or, when no diffusion loader runs, the nodes Headroom does not
+// know, one of which may load it.
+json not_covered(const workflow::WorkflowInfo& info, const json& unknown_nodes) {
+  if (!info.job.diffusion) {
+    std::string why = "no diffusion model loader runs in this workflow";
+    if (!unknown_nodes.empty()) {
+      why += "; nodes Headroom does not know: ";
+      for (std::size_t i = 0; i < unknown_nodes.size(); ++i)
+        why += (i ? ", " : "") + unknown_nodes[i]["type"].get<std::string>() + " #" + unknown_nodes[i]["id"].get<std::string>();
+    }
+    return {{"kind", "no_diffusion_loader"}, {"nodes", unknown_nodes}, {"reason", why}};
+  }
+  const Component& d = *info.job.diffusion;
+  json out = {{"kind", "model"}, {"file", d.file}, {"node_id", nullptr}, {"node_type", nullptr}, {"role", nullptr},
+              {"file_bytes", d.weight_bytes ? json(*d.weight_bytes) : json(nullptr)}};
+  std::string node;
+  for (const auto& l : info.loaders)
+    if ((l.role == "diffusion" || l.role == "checkpoint") && l.file == d.file) {
+      out["node_id"] = l.node_id;
+      out["node_type"] = l.type;
+      out["role"] = l.role;
+      node = " (" + l.type + " #" + l.node_id + ")";
+      break;
+    }
+  std::string why = "diffusion model '" + d.file + "'" + node +
+                    " is not in the catalog (`headroom models` lists the models it knows)";
+  if (d.weight_bytes) why += "; the file holds " + format_bytes(*d.weight_bytes) + ", the least the model takes";
+  out["reason"] = why;
+  return out;
+}
+
 }  // namespace
 
 const request::Fields& plan_fields() {
@@ -103,11 +136,12 @@ json plan(const json& body) {
   json unknown = info_json["unknown_nodes"];
   if (!info.job.diffusion || info.job.diffusion->model.empty()) {
     // Not fatal for a workflow we cannot size (SDXL, a custom model): say why, list what was found.
-    std::string why = info.job.diffusion ? "diffusion model '" + info.job.diffusion->file +
-                                               "' is not in the catalog (`headroom models` lists the models it knows)"
-                                         : "no diffusion model loader runs in this workflow";
-    return {{"verdict", spelling(Verdict::Unknown)},   {"reason", why},  {"peak_bytes", nullptr}, {"stages", json::array()},
-            {"changes", json::array()}, {"unknown_nodes", unknown}, {"smallest_gpu", nullptr},
+    json covered = not_covered(info, unknown);
+    const std::string why = covered["reason"].get<std::string>();
+    covered.erase("reason");
+    return {{"verdict", spelling(Verdict::Unknown)}, {"reason", why}, {"not_covered", std::move(covered)},
+            {"peak_bytes", nullptr}, {"stages", json::array()}, {"changes", json::array()},
+            {"unknown_nodes", unknown}, {"smallest_gpu", nullptr},
             {"workflow", std::move(info_json)}, {"budget_bytes", budget_json(rt)}};
   }
   Plan p = make_plan(info.job, rt);

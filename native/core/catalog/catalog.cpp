@@ -340,6 +340,11 @@ const ModelInfo* find_model(const std::string& text) {
   return nullptr;
 }
 
+std::vector<const ModelInfo*> models_named(const std::string& text) {
+  if (const ModelInfo* m = find_model(text)) return {m};
+  return substring_matches(catalog_data().models, text);
+}
+
 const ModelInfo& resolve_model(const std::string& text, const std::string& field) {
   const auto& c = catalog_data();
   if (auto it = c.model_keys.find(text); it != c.model_keys.end()) return c.models[it->second];

@@ -108,6 +108,10 @@ const GpuInfo& resolve_gpu(const std::string& text, const std::string& field = "
 
 // Non-throwing variants for callers that probe (nullptr when unknown).
 const ModelInfo* find_model(const std::string& text);
+// The catalog models a typed name may mean: the one find_model finds, else every model the name is a
+// part of. Empty for a model the catalog does not cover (resolve_model would say "unknown model");
+// several for an ambiguous name such as a family word (it would say "matches several models").
+std::vector<const ModelInfo*> models_named(const std::string& text);
 const PrecisionInfo* find_precision(const std::string& text);
 const PrecisionInfo* precision_by_ggml_type(int ggml_type);
 

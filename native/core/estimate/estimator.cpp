@@ -2,7 +2,9 @@
 #include "core/estimate/estimator.hpp"
 
 #include <algorithm>
-#include <cstdio>
+#include <iomanip>
+#include <locale>
+#include <sstream>
 #include <utility>
 
 #include "core/catalog/catalog.hpp"
@@ -16,6 +18,14 @@ namespace headroom {
 namespace {
 
 using nlohmann::json;
+
+// One digit after the point, built as a string: a fixed buffer cut a note mid-sentence (issue 19).
+std::string one_decimal(double x) {
+  std::ostringstream s;
+  s.imbue(std::locale::classic());
+  s << std::fixed << std::setprecision(1) << x;
+  return s.str();
+}
 
 std::uint64_t resident_weights(const Stage& s) {
   std::uint64_t w = 0;
@@ -98,14 +108,11 @@ void mark_native_compute(ResolvedJob& rj, const Runtime& rt) {
     const auto& from = c.precision->native_compute_from;
     if (!from) return;
     c.native_compute = rt.compute_capability > 0 && rt.compute_capability + 1e-9 >= *from;
-    if (!c.native_compute) {
-      char buf[160];
-      std::snprintf(buf, sizeof buf, "%s weights of %s are dequantised layer by layer on this card (%s compute needs "
-                    "compute capability %.1f%s), which costs a transient and time", c.precision->name.c_str(),
-                    c.model->name.c_str(), c.precision->name.c_str(), *from,
-                    rt.compute_capability > 0 ? "" : "; the card's is unknown");
-      rj.notes.push_back(buf);
-    }
+    if (!c.native_compute)
+      rj.notes.push_back(c.precision->name + " weights of " + c.model->name + " are dequantised layer by layer on "
+                         "this card (" + c.precision->name + " compute needs compute capability " + one_decimal(*from) +
+                         (rt.compute_capability > 0 ? "" : "; the card's is unknown") +
+                         "), which costs a transient and time");
   };
   if (rj.diffusion) mark(*rj.diffusion);
   for (auto& t : rj.text_encoders) mark(t);
@@ -335,10 +342,8 @@ Estimate estimate(const Job& job, const Runtime& runtime) {
       // Dynamic VRAM: a run has everything resident or streams; "tight" stays only for a stage on the
       // legacy loader (GGUF) that partial loading saves.
       if (any_streams) {
-        char buf[32];
-        std::snprintf(buf, sizeof buf, "%.1f", stream_slowdown);
         est.verdict = spelling(Verdict::Streams);
-        est.verdict_reason = stream_stage + " streams weights, about " + std::string(buf) + "x slower";
+        est.verdict_reason = stream_stage + " streams weights, about " + one_decimal(stream_slowdown) + "x slower";
       } else if (any_partial) {
         est.verdict = spelling(Verdict::Tight);
         est.verdict_reason = "a GGUF model stays on the legacy loader and fits only with partial loading";

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <set>
@@ -13,6 +14,7 @@
 #include "core/base/error.hpp"
 #include "core/base/file_reader.hpp"
 #include "core/base/json_reader.hpp"
+#include "core/base/units.hpp"
 #include "core/catalog/catalog.hpp"
 #include "core/workflow/comfy_nodes.hpp"
 #include "core/workflow/workflow_models_dir.hpp"
@@ -204,8 +206,28 @@ class Analyser {
       return;
     }
     if (facts.model.empty()) {
-      // An unrecognised header's byte count may cover other tensors: keep the name-based guess.
-      notes().push_back("the header of " + *path + " matches no catalog model; estimated from its name");
+      // What ComfyUI loads is the file, so the header decides over a name that may only share a word
+      // with a catalog model (a latent upscaler named after the family it upscales for). The header's
+      // byte count may cover tensors other than weights, so the file's size is stated only as the
+      // least the unknown model holds.
+      std::error_code ec;
+      const std::uintmax_t size = std::filesystem::file_size(*path, ec);
+      const std::string holds = ec ? std::string() : " (the file holds " + format_bytes(size) + ", the least it takes in memory)";
+      if (role == "diffusion" || role == "checkpoint") {
+        // Nothing estimates an unknown model; its weight_bytes carries the file's size to the answer
+        // that says what is not covered.
+        if (!ec) c.weight_bytes = static_cast<std::uint64_t>(size);
+        notes().push_back("the header of " + *path + " matches no catalog model" + holds + ": '" + c.file +
+                          "' is an unknown model" + (c.model.empty() ? "" : ", not " + c.model + " as its name suggests"));
+        c.model.clear();
+        c.precision.clear();
+        return;
+      }
+      // Text encoders, CLIP vision and VAEs keep the name's guess: they ship in layouts the inspector
+      // does not read (GGUF text encoders keep llama.cpp's tensor names), and an encoder dropped from
+      // the count would lower the peak it belongs to.
+      notes().push_back("the header of " + *path + " matches no catalog model" + holds + "; " +
+                        (c.model.empty() ? "not recognised" : "estimated from its name as " + c.model));
       return;
     }
     c.model = facts.model;

@@ -33,7 +33,7 @@ TEST_CASE("estimate --json prints one object with the promised keys", "[cli][est
   CHECK(j["job"]["diffusion"]["precision"] == "fp8_e4m3fn");
 }
 
-TEST_CASE("estimate exit codes: 1 does not fit, 2 bad input naming the flag", "[cli][estimate]") {
+TEST_CASE("estimate exit codes: 1 does not fit, 2 bad input naming the flag, 3 a model not covered", "[cli][estimate]") {
   Run too_big = cli("estimate --model flux1-dev --width 4096 --height 4096 --vram 8 --json");
   CHECK(too_big.code == 1);
   CHECK(json::parse(too_big.out)["verdict"] == "does not fit");
@@ -46,9 +46,23 @@ TEST_CASE("estimate exit codes: 1 does not fit, 2 bad input naming the flag", "[
   CHECK(gguf_vae.code == 2);
   CHECK(gguf_vae.out.find("--precision") != std::string::npos);
 
+  // A model the catalog does not have is valid input Headroom does not cover (3), not bad input: a
+  // script can tell it from a typo in a flag. The message still lists the close names.
   Run unknown = cli("estimate --model flux3-pro");
-  CHECK(unknown.code == 2);
+  CHECK(unknown.code == 3);
   CHECK(unknown.out.find("flux1-") != std::string::npos);  // lists close names
+  Run unknown_json = run_cli("estimate --model flux3-pro --json", /*with_stderr=*/false);
+  CHECK(unknown_json.code == 3);
+  json uj = json::parse(unknown_json.out);
+  CHECK(uj["verdict"] == "unknown");
+  CHECK(uj["not_covered"]["kind"] == "model");
+  CHECK(uj["not_covered"]["model"] == "flux3-pro");
+  CHECK(uj["reason"].get<std::string>().find("unknown model 'flux3-pro'") != std::string::npos);
+  // A part of several names and a blank name are still bad input.
+  Run ambiguous = cli("estimate --model klein");
+  CHECK(ambiguous.code == 2);
+  CHECK(ambiguous.out.find("matches several models") != std::string::npos);
+  CHECK(cli("estimate --model ' '").code == 2);
 
   Run both = cli("estimate --model flux1-dev --gpu 4090 --vram 24");
   CHECK(both.code == 2);

@@ -111,7 +111,7 @@ TEST_CASE("a bad literal width is reported as bad, not as computed", "[hostile][
   CHECK_THAT(p.out, Catch::Contains("768x1024"));
 }
 
-TEST_CASE("1e400 in a workflow is bad input (2), not an internal error (3)", "[hostile][cli]") {
+TEST_CASE("1e400 in a workflow is bad input (2), not an internal error", "[hostile][cli]") {
   hostile::Dir dir;
   hostile::write_file(dir.file("n.json"), R"({"nodes":[{"id":1,"type":"KSampler","widgets_values":[1,"fixed",20,1e400]}]})");
   CliRun r = hostile::run_limited("plan '" + dir.file("n.json") + "'", 10, 256);

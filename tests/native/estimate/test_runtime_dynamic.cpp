@@ -186,3 +186,19 @@ TEST_CASE("nvfp4 computes natively only from compute capability 10.0; elsewhere 
   for (const auto& n : ada["notes"]) noted = noted || n.get<std::string>().find("dequantised layer by layer") != std::string::npos;
   CHECK(noted);
 }
+
+TEST_CASE("the dequantisation note is whole, however long the names in it", "[runtime][precision]") {
+  // Issue 19, item 7: a 160-byte buffer cut it at "...which costs a" when the card's compute
+  // capability is unknown (a card given by its memory only) and the names are long.
+  const nlohmann::json r = api::estimate({{"model", "flux2-klein-base-9b"}, {"precision", "nvfp4"}, {"vram_bytes", 24ull << 30}});
+  std::string note;
+  for (const auto& n : r["notes"])
+    if (n.get<std::string>().find("dequantised layer by layer") != std::string::npos) note = n.get<std::string>();
+  INFO(note);
+  CHECK(note.size() > 160);
+  CHECK(note.find("nvfp4 weights of flux2-klein-base-9b") == 0);
+  CHECK(note.find("compute capability 10.0; the card's is unknown)") != std::string::npos);
+  const std::string end = "), which costs a transient and time";
+  REQUIRE(note.size() > end.size());
+  CHECK(note.compare(note.size() - end.size(), end.size(), end) == 0);
+}

@@ -96,6 +96,48 @@ TEST_CASE("recognise: from a file name, the template rules before the catalog pa
   CHECK(recognise_file_name("sd_xl_base_1.0.safetensors", "checkpoint").model.empty());
 }
 
+TEST_CASE("recognise: a name that only shares its family word with catalog models names none", "[recognise]") {
+  // Issue 19, item 5: a 2.5 GB latent upscaler named "..._flux1_..." was taken for flux1-dev (22 GiB) by
+  // a rule that took "flux" plus "flux1" for a model. A family or version word alone (flux, flux1, wan,
+  // wan2.2...) says which family a file belongs to, not which model it is: every family word of the
+  // catalog (each diffusion model's family and the version its name starts with), in the spellings file
+  // names use, is put in names that say nothing else.
+  std::set<std::string> families;
+  for (const auto& m : data_file("models.json")["models"]) {
+    if (m["role"] != "diffusion_model") continue;
+    const std::string name = m["name"].get<std::string>();
+    const std::string version = name.substr(0, name.find('-'));
+    for (const std::string& w : {m["family"].get<std::string>(), version}) {
+      families.insert(w);
+      std::string underscored = w, squashed;
+      for (char& c : underscored)
+        if (c == '.') c = '_';
+      for (char c : w)
+        if (c != '.') squashed += c;
+      families.insert(underscored);
+      families.insert(squashed);
+    }
+  }
+  REQUIRE(families.count("flux1"));
+  REQUIRE(families.count("wan2.2"));
+  for (const std::string& w : families)
+    for (const std::string& file : {w + ".safetensors", "latent_upscaler_" + w + "_2x.safetensors",
+                                    "my_" + w + "_merge.safetensors", "4x_" + w + "_upscale_model.pth"})
+      for (const char* role : {"diffusion", "checkpoint"}) {
+        INFO(file << " as " << role);
+        NameRecognition r = recognise_file_name(file, role);
+        CHECK(r.model.empty());
+        for (const auto& n : r.notes) CHECK_THAT(n, !Catch::Contains("taken for"));
+      }
+  // The words that tell a model of the family apart still name it.
+  CHECK(recognise_file_name("my_flux1_dev_merge.safetensors", "diffusion").model == "flux1-dev");
+  CHECK(recognise_file_name("flux1-dev-fp8.safetensors", "checkpoint").model == "flux1-dev");
+  CHECK(recognise_file_name("wan2.1_i2v_upscaled_14B.safetensors", "diffusion").model == "wan2.1-i2v-14b");
+  // api::recognise, which the nodes ask, gives the same answer.
+  json a = api::recognise(json{{"file_name", "latent_upscaler_flux1_2x.safetensors"}, {"role", "diffusion"}});
+  CHECK(a["model"].is_null());
+}
+
 TEST_CASE("recognise: from a ComfyUI model config", "[recognise]") {
   CHECK(recognise_comfy_config({"Flux", 3072, std::nullopt}) == "flux1-dev");
   CHECK(recognise_comfy_config({"FluxSchnell", std::nullopt, std::nullopt}) == "flux1-schnell");

@@ -462,10 +462,18 @@ TEST_CASE("headroom plan --models as a user runs it", "[plan][models_dir][cli]")
   CHECK(j.contains("verdict"));
   CHECK(any_contains(notes_about(j, "my_model.safetensors"), "model, precision and size read from"));
 
-  // Without --models the neutral names cannot be sized: verdict unknown, exit status 2 (cmd_plan.cpp).
+  // Without --models the neutral names cannot be sized: a valid workflow Headroom does not cover, exit
+  // status 3 (cmd_plan.cpp), and the JSON names the loader node and file.
   Run bare = cli("plan '" + wf_path + "' --gpu 4090 --json");
-  REQUIRE(bare.code == 2);
-  CHECK(json::parse(bare.out)["verdict"] == "unknown");
+  REQUIRE(bare.code == 3);
+  json b = json::parse(bare.out);
+  CHECK(b["verdict"] == "unknown");
+  CHECK(b["not_covered"]["kind"] == "model");
+  CHECK(b["not_covered"]["node_id"] == "1");
+  CHECK(b["not_covered"]["node_type"] == "UNETLoader");
+  CHECK(b["not_covered"]["file"] == "my_model.safetensors");
+  CHECK(b["not_covered"]["file_bytes"].is_null());  // not read: no --models
+  CHECK(b["reason"].get<std::string>().find("UNETLoader #1") != std::string::npos);
 }
 
 TEST_CASE("read_header_facts for a loader: a file of the wrong kind is not taken", "[plan][models_dir]") {
@@ -602,4 +610,67 @@ TEST_CASE("headroom plan --model-folder NAME=DIR, repeatable, as extra_model_pat
     CHECK(e.out.find("--model-folder") != std::string::npos);
     CHECK(e.out.find("NAME=DIR") != std::string::npos);
   }
+}
+
+TEST_CASE("plan --models: a header that matches no catalog model decides over the file's name", "[plan][models_dir]") {
+  // Issue 19, item 5: a latent upscaler whose name says Flux.1 dev was sized as flux1-dev (22 GiB,
+  // "fits"). Its header holds a small convolutional network that no catalog model matches.
+  ModelsTree t;
+  Layout upscaler;
+  upscaler.add("conv_in.weight", {256, 16, 3, 3});
+  for (int b = 0; b < 8; ++b) upscaler.add("blocks." + std::to_string(b) + ".conv.weight", {256, 256, 3, 3});
+  upscaler.add("conv_out.weight", {16, 256, 3, 3});
+  const std::string name = "flux1-dev_latent_upscaler_2x.safetensors";
+  const std::string path = t.root + "/diffusion_models/" + name;
+  write_st(path, upscaler, "BF16", "BF16");
+  const std::uint64_t file_bytes = fs::file_size(path);
+  const json wf = api_workflow("UNETLoader", name, "encoder_b.safetensors", "encoder_a.safetensors", "decoder.safetensors");
+
+  // Without --models only the name is there, and it spells flux1-dev.
+  json named = plan(wf, "");
+  CHECK(named["job"]["diffusion"]["model"] == "flux1-dev");
+
+  json read = plan(wf, t.root);
+  CHECK(read["verdict"] == "unknown");
+  CHECK(read["peak_bytes"].is_null());
+  const json& nc = read["not_covered"];
+  CHECK(nc["kind"] == "model");
+  CHECK(nc["node_id"] == "1");
+  CHECK(nc["node_type"] == "UNETLoader");
+  CHECK(nc["file"] == name);
+  CHECK(nc["file_bytes"].get<std::uint64_t>() == file_bytes);  // the least the unknown model holds
+  CHECK(read["reason"].get<std::string>().find("the file holds") != std::string::npos);
+  CHECK(read["workflow"]["loaders"][0]["model"].is_null());
+  auto ns = notes_about(read["workflow"], name);  // a plan that sizes nothing keeps its notes there
+  INFO(json(ns).dump());
+  CHECK(any_contains(ns, "matches no catalog model"));
+  CHECK(any_contains(ns, "not flux1-dev as its name suggests"));
+  CHECK_FALSE(any_contains(ns, "estimated from its name"));
+
+  // The CLI says "not covered" with its own exit status.
+  const std::string wf_path = t.tmp.file("upscaler_api.json");
+  testfiles::write_file(wf_path, wf.dump(2));
+  Run r = cli("plan '" + wf_path + "' --gpu 4090 --models '" + t.root + "' --json");
+  CHECK(r.code == 3);
+  CHECK(json::parse(r.out)["not_covered"]["file_bytes"].get<std::uint64_t>() == file_bytes);
+}
+
+TEST_CASE("plan --models: a text encoder whose header is not read keeps its name's guess", "[plan][models_dir]") {
+  // Encoders ship in layouts the inspector does not read (GGUF text encoders keep llama.cpp's names);
+  // dropping one from the count would lower the peak, so its name still sizes it, and the note says
+  // what the file holds.
+  ModelsTree t;
+  Layout odd;
+  odd.add("enc.blk.0.attn_q.weight", {4096, 4096});
+  odd.add("enc.blk.0.ffn_gate.weight", {10240, 4096});
+  const std::string name = "t5xxl_fp8_e4m3fn.safetensors";
+  write_st(t.root + "/text_encoders/" + name, odd, "F8_E4M3", "F16");
+  json p = plan(api_workflow("UNETLoader", "my_model.safetensors", "encoder_b.safetensors", name, "decoder.safetensors"),
+                t.root);
+  REQUIRE(p["verdict"] != "unknown");
+  CHECK(text_encoder(p, "t5-xxl")["precision"] == "fp8_e4m3fn");
+  auto ns = notes_about(p, name);
+  INFO(json(ns).dump());
+  CHECK(any_contains(ns, "matches no catalog model (the file holds"));
+  CHECK(any_contains(ns, "estimated from its name as t5-xxl"));
 }
