@@ -74,7 +74,9 @@ void print_table(const std::string& path, const api::json& r) {
               << (r.contains("vram_bytes") ? " of " + bytes(r["vram_bytes"]) : std::string()) << "\n";
   else if (r["budget_bytes"].is_number())
     std::cout << "Card      " << bytes(r["budget_bytes"]) << "\n";
-  if (r["verdict"] == "unknown") {
+  if (r["verdict"] == "unknown" && !r["stages"].empty())
+    std::cout << "\nSize unknown: " << r.value("reason", "") << "\n";
+  if (r["verdict"] == "unknown" && r["stages"].empty()) {
     std::cout << "\nNot covered: " << r.value("reason", "") << "\n";
   } else {
     Table stages;

@@ -156,6 +156,24 @@ json plan(const json& body) {
     for (auto& c : p.cumulative) mark(c);
   }
   json out = p.to_json();
+  if (const auto& from = info.size_from_unknown) {
+    // No verdict, change or card may rest on a size Headroom assumed: the stages stay as "what the
+    // assumed size would need", and the answer says which node decides the real one.
+    const std::string why = "the sampled latent's size comes from " + from->type + " #" + from->id +
+                            ", a node Headroom does not know; the stages are for an assumed " +
+                            std::to_string(info.job.width) + "x" + std::to_string(info.job.height) + ", " +
+                            std::to_string(info.job.frames) + " frame(s), batch " + std::to_string(info.job.batch);
+    out["verdict"] = spelling(Verdict::Unknown);
+    out["verdict_reason"] = why;
+    out["reason"] = why;
+    out["not_covered"] = {{"kind", "size"}, {"node_id", from->id}, {"node_type", from->type},
+                          {"assumed", {{"width", info.job.width}, {"height", info.job.height},
+                                       {"frames", info.job.frames}, {"batch", info.job.batch}}}};
+    out["changes"] = json::array();
+    out["cumulative"] = json::array();
+    out["smallest_gpu"] = nullptr;
+    out["advice"] = nullptr;
+  }
   out["unknown_nodes"] = unknown;
   out["job"] = job_to_json(info.job);
   out["workflow"] = std::move(info_json);

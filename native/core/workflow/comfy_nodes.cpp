@@ -105,6 +105,15 @@ ComfyNodes load_comfy_nodes(const json& data, const std::string& file) {
       Reader{file, "weight_dtypes.precisions"}.fail(value, "expected a precision name");
     out.weight_dtypes[value] = p.get<std::string>();
   }
+  // Optional: without it no sampled latent is traced to an unknown node (sizes fall back to the notes).
+  if (auto sampled = data.find("sampled_latent_inputs"); sampled != data.end()) {
+    if (!sampled->is_object()) top.fail("sampled_latent_inputs", "expected {\"inputs\": [input names], \"source\": ...}");
+    Reader sr{file, "sampled_latent_inputs"};
+    sr.known(*sampled, {"inputs", "source"});
+    if (!sampled->contains("inputs")) sr.fail("inputs", "is missing");
+    out.sampled_latent_inputs = sr.words((*sampled)["inputs"], "inputs");
+    sr.text(*sampled, "source", true);
+  }
   auto nodes = data.find("nodes");
   if (nodes == data.end() || !nodes->is_object() || nodes->empty())
     top.fail("nodes", "expected an object {class_type: {...}}");

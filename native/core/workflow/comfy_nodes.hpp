@@ -54,6 +54,7 @@ struct ComfyNodes {
   std::map<std::string, ComfyNode> nodes;
   std::map<std::string, LoaderRole> loader_roles;
   std::map<std::string, std::string> weight_dtypes;  // UNETLoader weight_dtype -> canonical precision
+  std::vector<std::string> sampled_latent_inputs;    // a sampler's input carrying the latent it denoises
   const ComfyNode* find(const std::string& type) const;
 };
 

@@ -120,6 +120,7 @@ class Analyser {
   WorkflowInfo run() {
     info_.api_format = g_.api_format;
     auto run = executed_nodes(g_);
+    run_ = run;
     // Deterministic order: node ids as numbers where they are numbers.
     std::vector<const Node*> nodes;
     for (const auto& id : run) nodes.push_back(g_.node(id));
@@ -132,6 +133,7 @@ class Analyser {
   const Graph& g_;
   const ParseOptions& opt_;
   WorkflowInfo info_;
+  std::set<std::string> run_;
   std::vector<Component> diffusion_;       // one per diffusion loader that runs
   std::set<std::string> reference_sources_;  // "node:slot" feeding a ReferenceLatent
   std::vector<std::string> diffusion_files_;
@@ -314,6 +316,24 @@ class Analyser {
       }
       info_.loaders.push_back(rec);
     }
+  }
+
+  // The first node Headroom does not know behind a sampler's latent input (through Reroutes and other
+  // frontend-only nodes), or nothing when every such input comes from a known node.
+  std::optional<UnknownNode> unknown_latent_source() const {
+    for (const auto& id : run_) {
+      const Node* n = g_.node(id);
+      for (const auto& name : comfy_nodes().sampled_latent_inputs) {
+        const Input* in = n ? n->input(name) : nullptr;
+        const Node* from = in && in->from_node ? g_.node(*in->from_node) : nullptr;
+        for (int hops = 0; from && is_virtual(from->type) && hops < 64; ++hops) {
+          const Input* through = from->inputs.empty() ? nullptr : &from->inputs.front();
+          from = through && through->from_node ? g_.node(*through->from_node) : nullptr;
+        }
+        if (from && !node_info(from->type)) return UnknownNode{from->id, from->type};
+      }
+    }
+    return std::nullopt;
   }
 
   // ComfyUI caches a node's output by its class and inputs, not by its id, so loaders of the same file
@@ -502,7 +522,13 @@ class Analyser {
     if (!job.vae && checkpoint_vae_) job.vae = checkpoint_vae_;
 
     if (latent_nodes_ > 1) notes().push_back(std::to_string(latent_nodes_) + " latent nodes run; the largest sets the size");
-    if (!info_.size_known) {
+    if (!info_.size_known && !image_sized_latent_ && latent_nodes_ == 0) info_.size_from_unknown = unknown_latent_source();
+    if (info_.size_from_unknown) {
+      notes().push_back("the sampled latent comes from " + info_.size_from_unknown->type + " #" + info_.size_from_unknown->id +
+                        ", which Headroom does not know: its size is unknown, and the figures are for an assumed " +
+                        std::to_string(job.width) + "x" + std::to_string(job.height) + ", " + std::to_string(job.frames) +
+                        " frame(s)");
+    } else if (!info_.size_known) {
       if (image_sized_latent_ || latent_nodes_ == 0)
         notes().push_back("output size unknown (it follows an input image); assumed " + std::to_string(job.width) +
                           "x" + std::to_string(job.height));
@@ -554,6 +580,8 @@ json WorkflowInfo::to_json() const {
           {"unknown_nodes", unknown},
           {"latent_node", latent_node.empty() ? json(nullptr) : json(latent_node)},
           {"size_known", size_known},
+          {"size_from_unknown", size_from_unknown ? json{{"id", size_from_unknown->id}, {"type", size_from_unknown->type}}
+                                                  : json(nullptr)},
           {"notes", job.notes}};
 }
 

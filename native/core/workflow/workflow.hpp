@@ -52,6 +52,9 @@ struct WorkflowInfo {
   std::vector<UnknownNode> unknown_nodes;
   std::string latent_node;     // type of the node that sets the output size ("" when unknown)
   bool size_known = false;     // false: the size follows an input image and 1024x1024 was assumed
+  // The node Headroom does not know that the sampled latent comes from: the size is then not known at
+  // all (not read from an image), and no verdict may rest on the assumed one.
+  std::optional<UnknownNode> size_from_unknown;
   bool is_video = false;
   // Knobs a preset may rewrite.
   std::vector<WidgetRef> weight_dtype;   // UNETLoader / HeadroomLoadDiffusionModel
