@@ -73,9 +73,10 @@ TEST_CASE("dynamic VRAM: a stage whose weights do not fit streams them", "[runti
   const Stage s = fit_stage(sampling_demand(), c);
   REQUIRE(s.mode == "streams");
   CHECK(s.loader == "dynamic");
-  const double required = context + keep + activations + in_flight;
+  // What aimdo keeps free is not part of the least the run needs (see the kept-free test below).
+  const double required = context + activations + in_flight;
   CHECK(static_cast<double>(s.required_bytes()) == Approx(required).epsilon(1e-6));
-  const double resident = 8.0 * GiB - required;
+  const double resident = 8.0 * GiB - required - keep;
   CHECK(static_cast<double>(s.resident_bytes.at("dit")) == Approx(resident).epsilon(1e-6));
   CHECK(static_cast<double>(s.streamed_bytes.at("dit")) == Approx(10.0 * GiB - resident).epsilon(1e-6));
   CHECK(s.peak_bytes == 8 * GiB);  // the card fills to its edge
@@ -93,9 +94,41 @@ TEST_CASE("dynamic VRAM: everything resident when it fits, out of memory only fo
   CHECK(roomy.resident_bytes.at("dit") == 10 * GiB);
   CHECK(roomy.slowdown == 1.0);
 
-  const Stage tiny = fit_stage(sampling_demand(), policy_context(dynamic_card(2 * GiB)));
+  const Stage tiny = fit_stage(sampling_demand(), policy_context(dynamic_card(3 * GiB / 2)));
   CHECK(tiny.mode == spelling(Verdict::DoesNotFit));
-  CHECK(tiny.required_bytes() > 2 * GiB);
+  CHECK(tiny.required_bytes() > 3 * GiB / 2);
+}
+
+// comfy-aimdo 0.6.0 (PyPI wheel, g68088de9d; C sources Comfy-Org/comfy-aimdo@ce3c59e): the headroom
+// (set_simple_vram_headroom, deficit = max(simple, delta) + extra_vram_headroom) is enforced only by
+// vbar_fault refusing a weight page (model-vbar.c); torch and cast-buffer allocations call
+// vbars_free(budget_deficit(size)) and are then made anyway (pyt-cu-plug-alloc-async.c, vrambuf.c).
+// So the kept-free room moves the fits/streams boundary and the resident share, never the OOM line.
+TEST_CASE("dynamic VRAM: what aimdo keeps free decides residency, not out of memory", "[runtime][dynamic]") {
+  const double context = 450.0 * MiB_, activations = 1.2 * GiB, in_flight = 2 * 100 * MiB_ * 1.2;
+  const double required = context + activations + in_flight;  // 1.87 GiB
+  for (std::uint64_t reserve : {std::uint64_t{0}, 2 * GiB}) {
+    Runtime rt = dynamic_card(8 * GiB);
+    rt.reserve_bytes = reserve;  // --reserve-vram 2: aimdo keeps 2 GiB + --vram-headroom free
+    const PolicyContext c = policy_context(rt);
+    const Stage s = fit_stage(sampling_demand(), c);
+    REQUIRE(s.mode == "streams");
+    CHECK(static_cast<double>(s.required_bytes()) == Approx(required).epsilon(1e-6));  // the same for both
+    CHECK(static_cast<double>(s.resident_bytes.at("dit")) ==
+          Approx(8.0 * GiB - required - c.keep_free_bytes).epsilon(1e-6));
+  }
+  // 2 GiB: the working set fits but not the kept-free room beside it. Every weight streams and the run
+  // goes on; the card fills to its edge.
+  const Stage edge = fit_stage(sampling_demand(), policy_context(dynamic_card(2 * GiB)));
+  CHECK(edge.mode == "streams");
+  CHECK(edge.resident_bytes.at("dit") == 0);
+  CHECK(edge.streamed_bytes.at("dit") == 10 * GiB);
+  CHECK(edge.peak_bytes == 2 * GiB);
+  // The fits/streams boundary still counts it: everything resident only with the kept-free room left.
+  const PolicyContext wide = policy_context(dynamic_card(24 * GiB));
+  const Stage full = fit_stage(sampling_demand(), wide);
+  const std::uint64_t just_short = full.peak_bytes - 1;
+  CHECK(fit_stage(sampling_demand(), policy_context(dynamic_card(just_short))).mode == "streams");
 }
 
 TEST_CASE("the legacy loader on the same stage keeps its partial loading", "[runtime][legacy]") {
