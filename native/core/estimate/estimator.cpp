@@ -258,10 +258,12 @@ Estimate estimate(const Job& job, const Runtime& runtime) {
     o.cfg_batched = false;
     Stage single = fit_stage(sample_demand(rj, o), spc);
     if (job.cfg != 1.0) {
-      // ComfyUI batches cond+uncond only when its own estimate x1.5 is below free memory (samplers.py).
+      // ComfyUI batches cond+uncond only when its own estimate x1.5 is below free memory as the patcher
+      // counts it (samplers.py _calc_cond_batch, ModelPatcher.get_free_memory). Under dynamic VRAM that
+      // adds every weight aimdo could evict, the sampled model's own included, so only the context is used.
       bool batch = true;
       if (V) {
-        const std::uint64_t used = pc.context_bytes + resident_weights(single);
+        const std::uint64_t used = pc.context_bytes + (spc.dynamic ? 0 : resident_weights(single));
         const std::uint64_t free = V > used ? V - used : 0;
         batch = comfy_sampling_estimate(rj, job.batch * 2) * runtime_constant("cfg_batch_free_factor") < free;
       }
