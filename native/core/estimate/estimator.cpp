@@ -63,14 +63,34 @@ void mark_cached(Stage& stage, const std::vector<std::pair<std::string, std::uin
 bool gguf(const ResolvedComponent& c) { return c.precision->kind == "gguf"; }
 
 std::uint64_t host_ram_needed(const ResolvedJob& rj, const Job& job) {
-  // Every model is read into host memory first and stays there while it is offloaded or staged
-  // (dynamic VRAM loads to the CPU and faults weights in from there), so the run needs all of them.
+  // Every model's weights in host memory: the legacy loader reads them all to the CPU and keeps them
+  // there; under dynamic VRAM it is what the run needs in the page cache to never read the disk again.
   std::uint64_t ram = job.lora_bytes;
   if (rj.diffusion) ram += rj.diffusion->weight_bytes * std::max(1, rj.diffusion->model->experts);
   for (const auto& t : rj.text_encoders) ram += t.weight_bytes;
   if (rj.clip_vision) ram += rj.clip_vision->weight_bytes;
   if (rj.vae) ram += rj.vae->weight_bytes;
   return ram;
+}
+
+// Dynamic VRAM reads weights file-backed (comfy-aimdo ModelMMAP, ComfyUI's TensorFileSlice /
+// read_tensor_file_slice_into): pages the OS drops under pressure are read again from disk, so they slow
+// the run without ending it. What has no file behind it must stay: LoRA patches, which ComfyUI keeps in
+// pinned host buffers and bakes into the weight on its first cast (ops.resolve_cast_module_with_vbar),
+// and models that stay on the legacy loader (GGUF, read whole to the CPU).
+std::uint64_t host_ram_held(const ResolvedJob& rj, const Job& job, const Runtime& rt) {
+  if (rt.loader != Runtime::Loader::Dynamic) return host_ram_needed(rj, job);
+  std::uint64_t ram = job.lora_bytes;
+  if (rj.diffusion && gguf(*rj.diffusion)) ram += rj.diffusion->weight_bytes * std::max(1, rj.diffusion->model->experts);
+  for (const auto& t : rj.text_encoders)
+    if (gguf(t)) ram += t.weight_bytes;
+  return ram;
+}
+
+// Where a run that cannot hold its host memory ends, by the OS ComfyUI runs on.
+std::string host_ram_end(const Runtime& rt) {
+  return rt.windows ? "Windows fails the allocation once RAM and the page file (the commit limit) are used up"
+                    : "on Linux the OOM killer ends ComfyUI once RAM and swap are used up";
 }
 
 // ComfyUI keeps fp8 diffusion weights in fp8 only on cards that compute in fp8, or when 16 bit
@@ -126,6 +146,7 @@ json Estimate::to_json() const {
   j["required_bytes"] = required_bytes();
   j["own_peak_bytes"] = own_peak_bytes;
   j["host_ram_bytes"] = host_ram_bytes;
+  j["host_ram_held_bytes"] = host_ram_held_bytes;
   if (ram_bytes) j["ram_bytes"] = ram_bytes;
   if (vram_bytes) {
     j["vram_bytes"] = vram_bytes;
@@ -296,6 +317,7 @@ Estimate estimate(const Job& job, const Runtime& runtime) {
 
   est.runtime = loader_name(runtime.loader);
   est.host_ram_bytes = host_ram_needed(rj, job);
+  est.host_ram_held_bytes = host_ram_held(rj, job, runtime);
   est.ram_bytes = runtime.ram_bytes;
   bool any_fail = false, any_degraded = false, any_streams = false, any_partial = false;
   std::string fail_stage, stream_stage;
@@ -323,7 +345,12 @@ Estimate estimate(const Job& job, const Runtime& runtime) {
     any_degraded = any_degraded || s.mode == "partial" || s.mode == "tiled_fallback";
     any_partial = any_partial || s.mode == "partial";
   }
-  const bool ram_short = runtime.ram_bytes && est.host_ram_bytes > runtime.ram_bytes;
+  const bool ram_short = runtime.ram_bytes && est.host_ram_held_bytes > runtime.ram_bytes;
+  // Under dynamic VRAM the file-backed rest only costs disk reads.
+  const bool ram_slow = !ram_short && runtime.ram_bytes && est.host_ram_bytes > runtime.ram_bytes;
+  const std::string disk_reads = "slower, reads weights from disk: the weights need " +
+                                 format_bytes(est.host_ram_bytes) + " of " + format_bytes(runtime.ram_bytes) +
+                                 " host RAM and are read file-backed";
   if (V) {
     const double margin = runtime_constant("tight_margin_fraction");
     if (any_fail || est.peak_bytes > V) {
@@ -331,8 +358,13 @@ Estimate estimate(const Job& job, const Runtime& runtime) {
       est.verdict_reason = "runs out of VRAM in " + (fail_stage.empty() ? est.peak_stage : fail_stage);
     } else if (ram_short) {
       est.verdict = spelling(Verdict::DoesNotFit);
-      est.verdict_reason = "runs out of host RAM: the weights need " + format_bytes(est.host_ram_bytes) + " of " +
-                           format_bytes(runtime.ram_bytes);
+      est.verdict_reason =
+          runtime.loader == Runtime::Loader::Dynamic
+              ? "runs out of host RAM: LoRA patches and models on the legacy loader need " +
+                    format_bytes(est.host_ram_held_bytes) + " of " + format_bytes(runtime.ram_bytes) + " (" +
+                    host_ram_end(runtime) + ")"
+              : "runs out of host RAM: the weights need " + format_bytes(est.host_ram_bytes) + " of " +
+                    format_bytes(runtime.ram_bytes);
     } else if (runtime.loader == Runtime::Loader::Dynamic) {
       // Dynamic VRAM: a run has everything resident or streams; "tight" stays only for a stage on the
       // legacy loader (GGUF) that partial loading saves.
@@ -341,6 +373,10 @@ Estimate estimate(const Job& job, const Runtime& runtime) {
         std::snprintf(buf, sizeof buf, "%.1f", stream_slowdown);
         est.verdict = spelling(Verdict::Streams);
         est.verdict_reason = stream_stage + " streams weights, about " + std::string(buf) + "x slower";
+        if (ram_slow) est.verdict_reason += "; " + disk_reads;
+      } else if (ram_slow) {
+        est.verdict = spelling(Verdict::Streams);
+        est.verdict_reason = disk_reads;
       } else if (any_partial) {
         est.verdict = spelling(Verdict::Tight);
         est.verdict_reason = "a GGUF model stays on the legacy loader and fits only with partial loading";

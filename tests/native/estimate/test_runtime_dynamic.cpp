@@ -174,12 +174,45 @@ TEST_CASE("runs under dynamic VRAM: fits, streams, does not fit, host RAM", "[ru
   CHECK(streams.required_bytes() < 16 * GiB);
   CHECK(stage_named(streams, "sample").streamed_bytes.at("flux1-dev") > 0);
 
+}
+
+// Dynamic VRAM's weights are file-backed: comfy-aimdo 0.6.0 (PyPI, g68088de9d) model_mmap.ModelMMAP and
+// Comfy-Org/ComfyUI comfy/utils.py / model_patcher.py (TensorFileSlice, read_tensor_file_slice_into) read
+// them from the model file, so RAM short of the weights means pages read again from disk, not a dead
+// run. LoRA patches have no file behind them: ComfyUI keeps them in pinned host buffers
+// (comfy/ops.py@0271a469 resolve_cast_module_with_vbar). GGUF models stay on the legacy loader.
+TEST_CASE("host RAM under dynamic VRAM: file-backed weights slow the run, held memory ends it",
+          "[runtime][dynamic]") {
   Runtime low_ram = dynamic_card(80 * GiB);
   low_ram.ram_bytes = 16 * GiB;  // Flux.1 dev bf16 alone is 23.8 GB
-  const Estimate ram = estimate(flux_job("bf16", 1024), low_ram);
-  CHECK(ram.verdict == "does not fit");
-  CHECK(ram.verdict_reason.find("host RAM") != std::string::npos);
-  CHECK(ram.host_ram_bytes > 23 * GiB);
+  const Estimate slow = estimate(flux_job("bf16", 1024), low_ram);
+  CHECK(slow.verdict == "streams");
+  CHECK(slow.verdict_reason.find("reads weights from disk") != std::string::npos);
+  CHECK(slow.host_ram_bytes > 23 * GiB);
+  CHECK(slow.host_ram_held_bytes == 0);  // nothing but file-backed weights
+
+  Job lora = flux_job("bf16", 1024);
+  lora.lora_bytes = 20 * GiB;  // more patch memory than the 16 GiB of RAM
+  const Estimate dies = estimate(lora, low_ram);
+  CHECK(dies.verdict == "does not fit");
+  CHECK(dies.host_ram_held_bytes == 20 * GiB);
+  CHECK(dies.verdict_reason.find("OOM killer") != std::string::npos);  // Linux unless told Windows
+  low_ram.windows = true;
+  CHECK(estimate(lora, low_ram).verdict_reason.find("page file") != std::string::npos);
+  low_ram.windows = false;
+
+  // A GGUF model is read whole to the CPU by its own (legacy) patcher: it is held.
+  const Estimate gguf = estimate(flux_job("gguf-q8_0", 1024), low_ram);
+  CHECK(gguf.host_ram_held_bytes > 10 * GiB);
+  CHECK(gguf.host_ram_held_bytes < gguf.host_ram_bytes);  // the text encoders and the VAE are file-backed
+
+  // The legacy loader keeps its rule: every weight is read to the CPU and stays there.
+  Runtime legacy = low_ram;
+  legacy.loader = Runtime::Loader::Legacy;
+  const Estimate old_rule = estimate(flux_job("bf16", 1024), legacy);
+  CHECK(old_rule.verdict == "does not fit");
+  CHECK(old_rule.host_ram_held_bytes == old_rule.host_ram_bytes);
+  CHECK(old_rule.verdict_reason.find("runs out of host RAM") != std::string::npos);
 }
 
 TEST_CASE("GGUF models stay on the legacy loader under dynamic VRAM", "[runtime][dynamic]") {
