@@ -23,6 +23,16 @@ Stage resident_dynamic(const StageDemand& d, const PolicyContext& c) {
   return s;
 }
 
+// The kept-free room gives way before an allocation fails: a stage that fits without it runs with
+// less of it (the card filled to its edge).
+bool give_up_headroom(Stage& s, std::uint64_t V) {
+  const std::uint64_t room = s.breakdown.count("dynamic_vram_headroom") ? s.breakdown["dynamic_vram_headroom"] : 0;
+  if (V == 0 || s.peak_bytes <= V || s.peak_bytes - room > V) return s.peak_bytes <= V;
+  s.breakdown["dynamic_vram_headroom"] = room - (s.peak_bytes - V);
+  s.peak_bytes = V;
+  return true;
+}
+
 }  // namespace
 
 Stage fit_stage_dynamic(const StageDemand& d, const PolicyContext& c) {
@@ -43,7 +53,7 @@ Stage fit_stage_dynamic(const StageDemand& d, const PolicyContext& c) {
   std::optional<Stage> fallback;
   if (!d.fallback.empty()) {
     fallback = resident_dynamic(d.fallback.front(), c);
-    full.min_bytes = std::min(full.min_bytes, fallback->peak_bytes);
+    full.min_bytes = std::min(full.min_bytes, fallback->peak_bytes - c.keep_free_bytes);
   }
   const std::uint64_t V = c.vram_bytes;
   if (V == 0 || full.peak_bytes <= V) return full;
@@ -76,7 +86,13 @@ Stage fit_stage_dynamic(const StageDemand& d, const PolicyContext& c) {
     return s;
   }
 
-  if (fallback) return tiled_retry(std::move(*fallback), full, d.name, V);
+  // A stage whose weights are all needed at once (no layer size to stream by) still runs when only the
+  // kept-free room is short.
+  if (give_up_headroom(full, V)) return full;
+  if (fallback) {
+    give_up_headroom(*fallback, V);
+    return tiled_retry(std::move(*fallback), full, d.name, V);
+  }
 
   full.mode = spelling(Verdict::DoesNotFit);
   full.notes.push_back("even with every weight streamed, the CUDA context, the activations and the layers in flight need " +

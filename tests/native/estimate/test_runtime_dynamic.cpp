@@ -129,6 +129,19 @@ TEST_CASE("dynamic VRAM: what aimdo keeps free decides residency, not out of mem
   const Stage full = fit_stage(sampling_demand(), wide);
   const std::uint64_t just_short = full.peak_bytes - 1;
   CHECK(fit_stage(sampling_demand(), policy_context(dynamic_card(just_short))).mode == "streams");
+
+  // A stage with no layer size to stream by (a VAE) needs all its weights at once; short only of the
+  // kept-free room it runs, the room giving way, and is out of memory only past that.
+  StageDemand vae = sampling_demand();
+  vae.stream_layer_bytes = 0;
+  const Stage whole = fit_stage(vae, wide);
+  const std::uint64_t kf = whole.breakdown.at("dynamic_vram_headroom");
+  const Stage squeezed = fit_stage(vae, policy_context(dynamic_card(whole.peak_bytes - kf / 2)));
+  CHECK(squeezed.mode == "full");
+  CHECK(squeezed.peak_bytes == whole.peak_bytes - kf / 2);
+  CHECK(squeezed.breakdown.at("dynamic_vram_headroom") == kf - kf / 2);
+  CHECK(squeezed.required_bytes() == whole.peak_bytes - kf);
+  CHECK(fit_stage(vae, policy_context(dynamic_card(whole.peak_bytes - kf - 1))).mode == spelling(Verdict::DoesNotFit));
 }
 
 TEST_CASE("the legacy loader on the same stage keeps its partial loading", "[runtime][legacy]") {
