@@ -4,6 +4,11 @@ ComfyUI counts as free what the driver reports free plus what PyTorch holds rese
 (comfy/model_management.py get_free_memory), and keeps EXTRA_RESERVED_VRAM of it for itself. We ask
 ComfyUI when it is loaded so the number matches what its loader will do; otherwise we compute the same
 definition from torch directly.
+
+Under dynamic VRAM that definition is not what ComfyUI itself decides with: weights comfy-aimdo keeps
+resident from earlier runs are evicted on demand, so they are free to the next run. ComfyUI's own
+evictable-aware figure is ModelPatcher.get_free_memory (comfy/model_patcher.py@08d0e510): get_free_memory
+plus comfy_aimdo.model_vbar.vbars_analyze for the device, which is what "auto" sends when aimdo runs.
 """
 import json
 import math
@@ -79,14 +84,35 @@ def core_reserve_bytes() -> int:
     return _core_reserve[0]
 
 
+def evictable_bytes(device) -> int:
+    """VRAM held by weights comfy-aimdo would evict for an allocation (vbars_analyze); 0 on the legacy
+    loader, before ComfyUI 0.15, or when aimdo cannot say. Both modules are looked up, never imported:
+    aimdo_enabled is set only by ComfyUI's main.py after comfy_aimdo is loaded, and importing
+    comfy_aimdo ourselves would initialise its CUDA library."""
+    from . import comfy_runtime
+    if not comfy_runtime._aimdo_enabled():
+        return 0
+    vbar = sys.modules.get("comfy_aimdo.model_vbar")
+    analyze = getattr(vbar, "vbars_analyze", None)
+    if analyze is None:
+        return 0
+    index = getattr(device, "index", None) if getattr(device, "type", None) == "cuda" else None
+    try:
+        value = int(analyze(index))
+    except Exception:  # a budget must never fail a prompt; without the figure we under-count as before
+        return 0
+    return max(0, value)
+
+
 def free_bytes_raw(device=None):
-    """mem_get_info().free + (reserved - active), before ComfyUI's reserve; None without a GPU."""
+    """mem_get_info().free + (reserved - active), before ComfyUI's reserve, plus under dynamic VRAM the
+    weights aimdo evicts on demand; None without a GPU."""
     mm = _comfy_mm()
     if mm is not None:
         dev = device if device is not None else mm.get_torch_device()
         if getattr(dev, "type", "cuda") == "cpu":
             return None
-        return int(mm.get_free_memory(dev))
+        return int(mm.get_free_memory(dev)) + evictable_bytes(dev)
     torch = _torch_cuda()
     if torch is None:
         return None
@@ -118,7 +144,7 @@ def total_bytes(device=None):
 def resolve(budget, reserve_applied_by_core=True) -> dict:
     """Turns the node's budget widget into request fields for the core.
 
-    "auto" -> {"free_bytes": free VRAM as ComfyUI's get_free_memory counts it, "vram_bytes": the card's
+    "auto" -> {"free_bytes": free VRAM as ComfyUI's ModelPatcher.get_free_memory counts it, "vram_bytes": the card's
     total}, or {} when there is no GPU (the core then reports the peak without a verdict). Free memory
     already excludes the CUDA context and other processes, so the core must not add them again: that is
     why it goes in free_bytes, with the total only telling the core which card it is. The core models

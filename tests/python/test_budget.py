@@ -77,3 +77,73 @@ def test_the_real_cores_reserve_is_comfyuis_400_mib(monkeypatch):
     monkeypatch.setattr(budget, "_comfy_mm", lambda: None)
     monkeypatch.setattr(budget, "_core_reserve", [])
     assert budget.reserve_bytes() == 400 * 2**20  # ComfyUI's EXTRA_RESERVED_VRAM on Linux
+
+
+def _mm_standin(free, total):
+    """comfy.model_management's get_free_memory / get_total_memory / get_torch_device for a CUDA card."""
+    import sys
+    import types
+    mm = sys.modules["comfy.model_management"]
+    mm.get_torch_device = lambda: types.SimpleNamespace(type="cuda", index=0)
+    mm.get_free_memory = lambda dev=None: free
+    mm.get_total_memory = lambda dev=None: total
+    return mm
+
+
+def _aimdo_standin(monkeypatch, resident):
+    """comfy_aimdo.model_vbar with vbars_analyze(device): what aimdo could give back on that device."""
+    import sys
+    import types
+    seen = []
+    vbar = types.ModuleType("comfy_aimdo.model_vbar")
+
+    def vbars_analyze(device=None):
+        seen.append(device)
+        return resident
+    vbar.vbars_analyze = vbars_analyze
+    monkeypatch.setitem(sys.modules, "comfy_aimdo.model_vbar", vbar)
+    return seen
+
+
+def test_auto_counts_evictable_weights_as_free_under_dynamic_vram(monkeypatch, comfy_standin):
+    """Follows ModelPatcher.get_free_memory (Comfy-Org/ComfyUI comfy/model_patcher.py@08d0e510): with
+    comfy.memory_management.aimdo_enabled, free = model_management.get_free_memory(device) +
+    comfy_aimdo.model_vbar.vbars_analyze(device.index). After one run a 24 GiB card with 14 GiB of cached
+    weights reads 3 GiB free to torch; the next run can use 17 GiB."""
+    monkeypatch.delenv("HEADROOM_BUDGET", raising=False)
+    comfy_standin("0.38.1", True)
+    _mm_standin(3 * GIB, 24 * GIB)
+    seen = _aimdo_standin(monkeypatch, 14 * GIB)
+    assert budget.resolve("auto") == {"free_bytes": 17 * GIB, "vram_bytes": 24 * GIB}
+    assert seen == [0]  # asked for the card ComfyUI runs on, by CUDA index
+
+
+def test_auto_leaves_cached_weights_out_on_the_legacy_loader(monkeypatch, comfy_standin):
+    """Without aimdo (legacy loader, or ComfyUI before 0.15) ModelPatcher.get_free_memory adds nothing:
+    cached models there are unloaded by load_models_gpu, which the core models itself."""
+    monkeypatch.delenv("HEADROOM_BUDGET", raising=False)
+    for aimdo in (False, None):
+        comfy_standin("0.38.1", aimdo)
+        _mm_standin(3 * GIB, 24 * GIB)
+        seen = _aimdo_standin(monkeypatch, 14 * GIB)
+        assert budget.resolve("auto") == {"free_bytes": 3 * GIB, "vram_bytes": 24 * GIB}
+        assert seen == []
+
+
+def test_auto_survives_an_aimdo_that_cannot_answer(monkeypatch, comfy_standin):
+    """aimdo enabled but its module missing or raising: the budget falls back to torch's free memory
+    rather than failing the prompt."""
+    import sys
+    monkeypatch.delenv("HEADROOM_BUDGET", raising=False)
+    comfy_standin("0.38.1", True)
+    _mm_standin(3 * GIB, 24 * GIB)
+    monkeypatch.delitem(sys.modules, "comfy_aimdo.model_vbar", raising=False)
+    assert budget.resolve("auto")["free_bytes"] == 3 * GIB
+    _aimdo_standin(monkeypatch, 0).clear()
+    sys.modules["comfy_aimdo.model_vbar"].vbars_analyze = lambda device=None: 1 / 0
+    assert budget.resolve("auto")["free_bytes"] == 3 * GIB
+    # the decode budget (used directly) gets the same evictable-aware figure, less ComfyUI's reserve
+    _aimdo_standin(monkeypatch, 5 * GIB)
+    sys.modules["comfy.model_management"].extra_reserved_memory = lambda: GIB // 2
+    assert budget.resolve("auto", reserve_applied_by_core=False) == {"vram_bytes": 8 * GIB - GIB // 2}
+

@@ -151,9 +151,11 @@ REAL_PROMPT = {
 
 
 @pytest.mark.skipif(not core_built(), reason="the core library is not built")
-@pytest.mark.parametrize("ram_gib, blocked", [(256, False), (16, True)])
-def test_with_the_real_core_under_dynamic_vram_streaming_runs_and_a_host_ram_shortage_is_blocked(
-        monkeypatch, ram_gib, blocked):
+@pytest.mark.parametrize("ram_gib", [256, 16])
+def test_with_the_real_core_under_dynamic_vram_streaming_and_disk_reads_run(monkeypatch, ram_gib):
+    """Dynamic VRAM reads weights file-backed (comfy-aimdo 0.6.0 ModelMMAP): 16 GiB of RAM under ~31 GiB of
+    weights re-reads them from disk and is not blocked; only memory with no file behind it (LoRA patches,
+    GGUF) can end the run (tests/native/estimate/test_runtime_dynamic.cpp)."""
     import sys
     import types
     from headroom_pack.nodes import comfy_runtime
@@ -173,8 +175,6 @@ def test_with_the_real_core_under_dynamic_vram_streaming_runs_and_a_host_ram_sho
         out = prompt_handler.on_prompt({"prompt": copy.deepcopy(REAL_PROMPT), "client_id": "c", "extra_data": {}})
     payload = sent[-1]
     assert payload["runtime"] == "dynamic"
-    if blocked:
-        assert list(out["prompt"]) == ["headroom_gate"] and "host RAM" in payload["verdict_reason"]
-    else:
-        assert unchanged(out, REAL_PROMPT) and payload["verdict_flags"]["runs"] and not payload["verdict_flags"]["fits"]
-        assert "slower" in payload["verdict_reason"] and payload["slowdown"] > 1
+    assert unchanged(out, REAL_PROMPT) and payload["verdict_flags"]["runs"] and not payload["verdict_flags"]["fits"]
+    assert "slower" in payload["verdict_reason"] and payload["slowdown"] > 1
+    assert ("reads weights from disk" in payload["verdict_reason"]) == (ram_gib == 16)

@@ -73,14 +73,34 @@ void mark_cached(Stage& stage, const std::vector<std::pair<std::string, std::uin
 bool gguf(const ResolvedComponent& c) { return c.precision->kind == "gguf"; }
 
 std::uint64_t host_ram_needed(const ResolvedJob& rj, const Job& job) {
-  // Every model is read into host memory first and stays there while it is offloaded or staged
-  // (dynamic VRAM loads to the CPU and faults weights in from there), so the run needs all of them.
+  // Every model's weights in host memory: the legacy loader reads them all to the CPU and keeps them
+  // there; under dynamic VRAM it is what the run needs in the page cache to never read the disk again.
   std::uint64_t ram = job.lora_bytes;
   if (rj.diffusion) ram += rj.diffusion->weight_bytes * std::max(1, rj.diffusion->model->experts);
   for (const auto& t : rj.text_encoders) ram += t.weight_bytes;
   if (rj.clip_vision) ram += rj.clip_vision->weight_bytes;
   if (rj.vae) ram += rj.vae->weight_bytes;
   return ram;
+}
+
+// Dynamic VRAM reads weights file-backed (comfy-aimdo ModelMMAP, ComfyUI's TensorFileSlice /
+// read_tensor_file_slice_into): pages the OS drops under pressure are read again from disk, so they slow
+// the run without ending it. What has no file behind it must stay: LoRA patches, which ComfyUI keeps in
+// pinned host buffers and bakes into the weight on its first cast (ops.resolve_cast_module_with_vbar),
+// and models that stay on the legacy loader (GGUF, read whole to the CPU).
+std::uint64_t host_ram_held(const ResolvedJob& rj, const Job& job, const Runtime& rt) {
+  if (rt.loader != Runtime::Loader::Dynamic) return host_ram_needed(rj, job);
+  std::uint64_t ram = job.lora_bytes;
+  if (rj.diffusion && gguf(*rj.diffusion)) ram += rj.diffusion->weight_bytes * std::max(1, rj.diffusion->model->experts);
+  for (const auto& t : rj.text_encoders)
+    if (gguf(t)) ram += t.weight_bytes;
+  return ram;
+}
+
+// Where a run that cannot hold its host memory ends, by the OS ComfyUI runs on.
+std::string host_ram_end(const Runtime& rt) {
+  return rt.windows ? "Windows fails the allocation once RAM and the page file (the commit limit) are used up"
+                    : "on Linux the OOM killer ends ComfyUI once RAM and swap are used up";
 }
 
 // ComfyUI keeps fp8 diffusion weights in fp8 only on cards that compute in fp8, or when 16 bit
@@ -133,6 +153,7 @@ json Estimate::to_json() const {
   j["required_bytes"] = required_bytes();
   j["own_peak_bytes"] = own_peak_bytes;
   j["host_ram_bytes"] = host_ram_bytes;
+  j["host_ram_held_bytes"] = host_ram_held_bytes;
   if (ram_bytes) j["ram_bytes"] = ram_bytes;
   if (vram_bytes) {
     j["vram_bytes"] = vram_bytes;
@@ -265,10 +286,12 @@ Estimate estimate(const Job& job, const Runtime& runtime) {
     o.cfg_batched = false;
     Stage single = fit_stage(sample_demand(rj, o), spc);
     if (job.cfg != 1.0) {
-      // ComfyUI batches cond+uncond only when its own estimate x1.5 is below free memory (samplers.py).
+      // ComfyUI batches cond+uncond only when its own estimate x1.5 is below free memory as the patcher
+      // counts it (samplers.py _calc_cond_batch, ModelPatcher.get_free_memory). Under dynamic VRAM that
+      // adds every weight aimdo could evict, the sampled model's own included, so only the context is used.
       bool batch = true;
       if (V) {
-        const std::uint64_t used = pc.context_bytes + resident_weights(single);
+        const std::uint64_t used = pc.context_bytes + (spc.dynamic ? 0 : resident_weights(single));
         const std::uint64_t free = V > used ? V - used : 0;
         batch = comfy_sampling_estimate(rj, job.batch * 2) * runtime_constant("cfg_batch_free_factor") < free;
       }
@@ -301,6 +324,7 @@ Estimate estimate(const Job& job, const Runtime& runtime) {
 
   est.runtime = loader_name(runtime.loader);
   est.host_ram_bytes = host_ram_needed(rj, job);
+  est.host_ram_held_bytes = host_ram_held(rj, job, runtime);
   est.ram_bytes = runtime.ram_bytes;
   bool any_fail = false, any_degraded = false, any_streams = false, any_partial = false;
   std::string fail_stage, stream_stage;
@@ -328,7 +352,12 @@ Estimate estimate(const Job& job, const Runtime& runtime) {
     any_degraded = any_degraded || s.mode == "partial" || s.mode == "tiled_fallback";
     any_partial = any_partial || s.mode == "partial";
   }
-  const bool ram_short = runtime.ram_bytes && est.host_ram_bytes > runtime.ram_bytes;
+  const bool ram_short = runtime.ram_bytes && est.host_ram_held_bytes > runtime.ram_bytes;
+  // Under dynamic VRAM the file-backed rest only costs disk reads.
+  const bool ram_slow = !ram_short && runtime.ram_bytes && est.host_ram_bytes > runtime.ram_bytes;
+  const std::string disk_reads = "slower, reads weights from disk: the weights need " +
+                                 format_bytes(est.host_ram_bytes) + " of " + format_bytes(runtime.ram_bytes) +
+                                 " host RAM and are read file-backed";
   if (V) {
     const double margin = runtime_constant("tight_margin_fraction");
     if (any_fail || est.peak_bytes > V) {
@@ -336,14 +365,23 @@ Estimate estimate(const Job& job, const Runtime& runtime) {
       est.verdict_reason = "runs out of VRAM in " + (fail_stage.empty() ? est.peak_stage : fail_stage);
     } else if (ram_short) {
       est.verdict = spelling(Verdict::DoesNotFit);
-      est.verdict_reason = "runs out of host RAM: the weights need " + format_bytes(est.host_ram_bytes) + " of " +
-                           format_bytes(runtime.ram_bytes);
+      est.verdict_reason =
+          runtime.loader == Runtime::Loader::Dynamic
+              ? "runs out of host RAM: LoRA patches and models on the legacy loader need " +
+                    format_bytes(est.host_ram_held_bytes) + " of " + format_bytes(runtime.ram_bytes) + " (" +
+                    host_ram_end(runtime) + ")"
+              : "runs out of host RAM: the weights need " + format_bytes(est.host_ram_bytes) + " of " +
+                    format_bytes(runtime.ram_bytes);
     } else if (runtime.loader == Runtime::Loader::Dynamic) {
       // Dynamic VRAM: a run has everything resident or streams; "tight" stays only for a stage on the
       // legacy loader (GGUF) that partial loading saves.
       if (any_streams) {
         est.verdict = spelling(Verdict::Streams);
         est.verdict_reason = stream_stage + " streams weights, about " + one_decimal(stream_slowdown) + "x slower";
+        if (ram_slow) est.verdict_reason += "; " + disk_reads;
+      } else if (ram_slow) {
+        est.verdict = spelling(Verdict::Streams);
+        est.verdict_reason = disk_reads;
       } else if (any_partial) {
         est.verdict = spelling(Verdict::Tight);
         est.verdict_reason = "a GGUF model stays on the legacy loader and fits only with partial loading";

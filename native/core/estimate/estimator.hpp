@@ -87,6 +87,9 @@ struct Estimate {
   std::uint64_t required_bytes() const { return min_peak_bytes; }
   std::uint64_t own_peak_bytes = 0;        // peak_bytes without the models cached from earlier stages
   std::uint64_t host_ram_bytes = 0;        // host RAM the weights need (staged on the CPU / offloaded)
+  // The part of host_ram_bytes that cannot be read again from the model files (below: the run dies
+  // without it). Legacy loader: all of it; dynamic VRAM: LoRA patches and models on the legacy path.
+  std::uint64_t host_ram_held_bytes = 0;
   std::uint64_t ram_bytes = 0;             // the host RAM checked against (0 = not given)
   std::string verdict_reason;              // where it runs out, or why it streams; "" when it fits
   nlohmann::json to_json() const;   // {peak_bytes, peak_stage, stages:[{name, peak_bytes, breakdown, ...}], notes}

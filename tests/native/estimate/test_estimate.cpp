@@ -100,6 +100,31 @@ TEST_CASE("CFG doubles the batch only when it is batched", "[estimate]") {
         Approx(2.0).epsilon(0.001));
 }
 
+// Comfy-Org/ComfyUI comfy/samplers.py@311c0140 _calc_cond_batch batches cond and uncond when
+// memory_required x 1.5 < model.current_patcher.get_free_memory(device), and
+// comfy/model_patcher.py@08d0e510 ModelPatcher.get_free_memory adds comfy_aimdo.model_vbar.vbars_analyze
+// (every evictable VBAR page) when aimdo runs. Under dynamic VRAM the resident weights are therefore free
+// to this test, and the same Wan job that runs cond and uncond apart on the legacy loader batches them.
+TEST_CASE("CFG batching under dynamic VRAM counts evictable weights as free", "[estimate][dynamic]") {
+  const json job = {{"model", "wan2.2-t2v-a14b"}, {"precision", "fp8_scaled"}, {"cfg", 3.5}};
+  auto with = [&](json extra) {
+    json r = job;
+    for (auto& kv : extra.items()) r[kv.key()] = kv.value();
+    return run(r);
+  };
+  json unbounded = with({{"runtime", "dynamic"}});
+  json legacy = with({{"gpu", "4090"}, {"runtime", "legacy"}});
+  json dynamic = with({{"gpu", "4090"}, {"runtime", "dynamic"}});
+  const double batched = static_cast<double>(part(unbounded, "sample", "activations"));
+  // ComfyUI's estimate for the two (11.8 GiB) x 1.5 = 17.7 GiB: above 24 GiB minus the 13.3 GiB of
+  // resident weights, below 24 GiB minus the CUDA context.
+  CHECK(batched / part(legacy, "sample", "activations") == Approx(2.0).epsilon(0.001));
+  CHECK(static_cast<double>(part(dynamic, "sample", "activations")) == Approx(batched).epsilon(0.001));
+  // A 16 GiB card has less than 17.7 GiB even with every weight evicted: apart, as on the legacy loader.
+  json small = with({{"vram_bytes", 16ull * 1024 * 1024 * 1024}, {"runtime", "dynamic"}});
+  CHECK(batched / part(small, "sample", "activations") == Approx(2.0).epsilon(0.001));
+}
+
 TEST_CASE("Kontext reference images add their tokens", "[estimate]") {
   json none = run({{"model", "flux1-kontext-dev"}, {"reference_images", 0}});
   json one = run({{"model", "flux1-kontext-dev"}});  // the template default: one reference

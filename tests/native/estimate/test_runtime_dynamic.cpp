@@ -73,9 +73,10 @@ TEST_CASE("dynamic VRAM: a stage whose weights do not fit streams them", "[runti
   const Stage s = fit_stage(sampling_demand(), c);
   REQUIRE(s.mode == "streams");
   CHECK(s.loader == "dynamic");
-  const double required = context + keep + activations + in_flight;
+  // What aimdo keeps free is not part of the least the run needs (see the kept-free test below).
+  const double required = context + activations + in_flight;
   CHECK(static_cast<double>(s.required_bytes()) == Approx(required).epsilon(1e-6));
-  const double resident = 8.0 * GiB - required;
+  const double resident = 8.0 * GiB - required - keep;
   CHECK(static_cast<double>(s.resident_bytes.at("dit")) == Approx(resident).epsilon(1e-6));
   CHECK(static_cast<double>(s.streamed_bytes.at("dit")) == Approx(10.0 * GiB - resident).epsilon(1e-6));
   CHECK(s.peak_bytes == 8 * GiB);  // the card fills to its edge
@@ -93,9 +94,54 @@ TEST_CASE("dynamic VRAM: everything resident when it fits, out of memory only fo
   CHECK(roomy.resident_bytes.at("dit") == 10 * GiB);
   CHECK(roomy.slowdown == 1.0);
 
-  const Stage tiny = fit_stage(sampling_demand(), policy_context(dynamic_card(2 * GiB)));
+  const Stage tiny = fit_stage(sampling_demand(), policy_context(dynamic_card(3 * GiB / 2)));
   CHECK(tiny.mode == spelling(Verdict::DoesNotFit));
-  CHECK(tiny.required_bytes() > 2 * GiB);
+  CHECK(tiny.required_bytes() > 3 * GiB / 2);
+}
+
+// comfy-aimdo 0.6.0 (PyPI wheel, g68088de9d; C sources Comfy-Org/comfy-aimdo@ce3c59e): the headroom
+// (set_simple_vram_headroom, deficit = max(simple, delta) + extra_vram_headroom) is enforced only by
+// vbar_fault refusing a weight page (model-vbar.c); torch and cast-buffer allocations call
+// vbars_free(budget_deficit(size)) and are then made anyway (pyt-cu-plug-alloc-async.c, vrambuf.c).
+// So the kept-free room moves the fits/streams boundary and the resident share, never the OOM line.
+TEST_CASE("dynamic VRAM: what aimdo keeps free decides residency, not out of memory", "[runtime][dynamic]") {
+  const double context = 450.0 * MiB_, activations = 1.2 * GiB, in_flight = 2 * 100 * MiB_ * 1.2;
+  const double required = context + activations + in_flight;  // 1.87 GiB
+  for (std::uint64_t reserve : {std::uint64_t{0}, 2 * GiB}) {
+    Runtime rt = dynamic_card(8 * GiB);
+    rt.reserve_bytes = reserve;  // --reserve-vram 2: aimdo keeps 2 GiB + --vram-headroom free
+    const PolicyContext c = policy_context(rt);
+    const Stage s = fit_stage(sampling_demand(), c);
+    REQUIRE(s.mode == "streams");
+    CHECK(static_cast<double>(s.required_bytes()) == Approx(required).epsilon(1e-6));  // the same for both
+    CHECK(static_cast<double>(s.resident_bytes.at("dit")) ==
+          Approx(8.0 * GiB - required - c.keep_free_bytes).epsilon(1e-6));
+  }
+  // 2 GiB: the working set fits but not the kept-free room beside it. Every weight streams and the run
+  // goes on; the card fills to its edge.
+  const Stage edge = fit_stage(sampling_demand(), policy_context(dynamic_card(2 * GiB)));
+  CHECK(edge.mode == "streams");
+  CHECK(edge.resident_bytes.at("dit") == 0);
+  CHECK(edge.streamed_bytes.at("dit") == 10 * GiB);
+  CHECK(edge.peak_bytes == 2 * GiB);
+  // The fits/streams boundary still counts it: everything resident only with the kept-free room left.
+  const PolicyContext wide = policy_context(dynamic_card(24 * GiB));
+  const Stage full = fit_stage(sampling_demand(), wide);
+  const std::uint64_t just_short = full.peak_bytes - 1;
+  CHECK(fit_stage(sampling_demand(), policy_context(dynamic_card(just_short))).mode == "streams");
+
+  // A stage with no layer size to stream by (a VAE) needs all its weights at once; short only of the
+  // kept-free room it runs, the room giving way, and is out of memory only past that.
+  StageDemand vae = sampling_demand();
+  vae.stream_layer_bytes = 0;
+  const Stage whole = fit_stage(vae, wide);
+  const std::uint64_t kf = whole.breakdown.at("dynamic_vram_headroom");
+  const Stage squeezed = fit_stage(vae, policy_context(dynamic_card(whole.peak_bytes - kf / 2)));
+  CHECK(squeezed.mode == "full");
+  CHECK(squeezed.peak_bytes == whole.peak_bytes - kf / 2);
+  CHECK(squeezed.breakdown.at("dynamic_vram_headroom") == kf - kf / 2);
+  CHECK(squeezed.required_bytes() == whole.peak_bytes - kf);
+  CHECK(fit_stage(vae, policy_context(dynamic_card(whole.peak_bytes - kf - 1))).mode == spelling(Verdict::DoesNotFit));
 }
 
 TEST_CASE("the legacy loader on the same stage keeps its partial loading", "[runtime][legacy]") {
@@ -141,12 +187,45 @@ TEST_CASE("runs under dynamic VRAM: fits, streams, does not fit, host RAM", "[ru
   CHECK(streams.required_bytes() < 16 * GiB);
   CHECK(stage_named(streams, "sample").streamed_bytes.at("flux1-dev") > 0);
 
+}
+
+// Dynamic VRAM's weights are file-backed: comfy-aimdo 0.6.0 (PyPI, g68088de9d) model_mmap.ModelMMAP and
+// Comfy-Org/ComfyUI comfy/utils.py / model_patcher.py (TensorFileSlice, read_tensor_file_slice_into) read
+// them from the model file, so RAM short of the weights means pages read again from disk, not a dead
+// run. LoRA patches have no file behind them: ComfyUI keeps them in pinned host buffers
+// (comfy/ops.py@0271a469 resolve_cast_module_with_vbar). GGUF models stay on the legacy loader.
+TEST_CASE("host RAM under dynamic VRAM: file-backed weights slow the run, held memory ends it",
+          "[runtime][dynamic]") {
   Runtime low_ram = dynamic_card(80 * GiB);
   low_ram.ram_bytes = 16 * GiB;  // Flux.1 dev bf16 alone is 23.8 GB
-  const Estimate ram = estimate(flux_job("bf16", 1024), low_ram);
-  CHECK(ram.verdict == "does not fit");
-  CHECK(ram.verdict_reason.find("host RAM") != std::string::npos);
-  CHECK(ram.host_ram_bytes > 23 * GiB);
+  const Estimate slow = estimate(flux_job("bf16", 1024), low_ram);
+  CHECK(slow.verdict == "streams");
+  CHECK(slow.verdict_reason.find("reads weights from disk") != std::string::npos);
+  CHECK(slow.host_ram_bytes > 23 * GiB);
+  CHECK(slow.host_ram_held_bytes == 0);  // nothing but file-backed weights
+
+  Job lora = flux_job("bf16", 1024);
+  lora.lora_bytes = 20 * GiB;  // more patch memory than the 16 GiB of RAM
+  const Estimate dies = estimate(lora, low_ram);
+  CHECK(dies.verdict == "does not fit");
+  CHECK(dies.host_ram_held_bytes == 20 * GiB);
+  CHECK(dies.verdict_reason.find("OOM killer") != std::string::npos);  // Linux unless told Windows
+  low_ram.windows = true;
+  CHECK(estimate(lora, low_ram).verdict_reason.find("page file") != std::string::npos);
+  low_ram.windows = false;
+
+  // A GGUF model is read whole to the CPU by its own (legacy) patcher: it is held.
+  const Estimate gguf = estimate(flux_job("gguf-q8_0", 1024), low_ram);
+  CHECK(gguf.host_ram_held_bytes > 10 * GiB);
+  CHECK(gguf.host_ram_held_bytes < gguf.host_ram_bytes);  // the text encoders and the VAE are file-backed
+
+  // The legacy loader keeps its rule: every weight is read to the CPU and stays there.
+  Runtime legacy = low_ram;
+  legacy.loader = Runtime::Loader::Legacy;
+  const Estimate old_rule = estimate(flux_job("bf16", 1024), legacy);
+  CHECK(old_rule.verdict == "does not fit");
+  CHECK(old_rule.host_ram_held_bytes == old_rule.host_ram_bytes);
+  CHECK(old_rule.verdict_reason.find("runs out of host RAM") != std::string::npos);
 }
 
 TEST_CASE("GGUF models stay on the legacy loader under dynamic VRAM", "[runtime][dynamic]") {
