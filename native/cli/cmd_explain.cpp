@@ -1,7 +1,10 @@
 // `headroom explain`, `headroom llm`, `headroom train`: flags -> api JSON -> a table or --json.
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -19,11 +22,17 @@ namespace {
 using nlohmann::json;
 
 const char* kExplainHelp =
-    "usage: headroom explain [FILE|-] [--json]\n"
-    "Reads an error text (a file, or stdin when FILE is - or missing) and, if it is an out-of-memory\n"
-    "message (PyTorch CUDA/ROCm/MPS/XPU, cudaMallocAsync, CUDA/HIP runtime, cuBLAS, cuDNN, vLLM,\n"
-    "llama.cpp/Ollama, DirectML, transformers), prints its figures, a diagnosis and ordered fixes.\n"
-    "Exit status: 0 recognised, 1 not an out-of-memory message, 2 bad input.\n";
+    "usage: headroom explain [FILE|-] [--app APP] [--os OS] [--loader LOADER] [--json]\n"
+    "Reads an error text or log (a file, or stdin when FILE is - or missing) and, if it shows a memory\n"
+    "failure, prints its figures, a diagnosis and ordered fixes, each with what it costs. Recognised:\n"
+    "PyTorch CUDA/ROCm/MPS/XPU, cudaMallocAsync, CUDA/HIP runtime, cuBLAS, cuDNN, vLLM, llama.cpp/Ollama,\n"
+    "DirectML, transformers; ComfyUI's dynamic VRAM (comfy-aimdo) and pinned-memory errors, its own OOM\n"
+    "lines, the Linux OOM killer (a log ending in \"Killed\") and the Windows portable closing silently.\n"
+    "  --app     where the error happened: comfyui, vllm, llama.cpp or ollama (fixes in that app's terms;\n"
+    "            the text's own evidence wins)\n"
+    "  --os      linux, windows or macos (only the settings that work there)\n"
+    "  --loader  the ComfyUI loader that ran: dynamic (dynamic VRAM, the default since 0.15) or legacy\n"
+    "Exit status: 0 recognised, 1 not a memory failure, 2 bad input.\n";
 
 const char* kLlmHelp =
     "usage: headroom llm (--model NAME | --params B --layers L --kv-heads H --head-dim D)\n"
@@ -99,6 +108,36 @@ void print_verdict(const json& r) {
 
 int verdict_status(const json& r) { return r["verdict"] == spelling(Verdict::DoesNotFit) ? 1 : 0; }
 
+// The caller's context line of oom_parse.hpp, from --app/--os/--loader; each value checked here so a typo
+// is an error rather than a line the parser ignores.
+std::string context_line(const Args& a) {
+  static const std::pair<const char*, std::vector<std::string>> kKeys[] = {
+      {"app", {"comfyui", "vllm", "llama.cpp", "ollama"}},
+      {"os", {"linux", "windows", "macos"}},
+      {"loader", {"dynamic", "legacy"}}};
+  std::string line;
+  for (const auto& [key, allowed] : kKeys) {
+    auto v = a.get(key);
+    if (!v) continue;
+    if (std::find(allowed.begin(), allowed.end(), *v) == allowed.end()) {
+      std::string list;
+      for (const auto& x : allowed) list += (list.empty() ? "" : ", ") + x;
+      throw InputError(std::string("--") + key, "expected one of " + list + ", got '" + *v + "'");
+    }
+    line += std::string(" ") + key + "=" + *v;
+  }
+  return line.empty() ? "" : "\nheadroom-context:" + line + "\n";
+}
+
+// What failed, in words: the library or component that reported it and where the memory was.
+std::string failure_head(const json& r) {
+  const std::string origin = r["origin"].get<std::string>(), backend = r["backend"].get<std::string>();
+  std::string head = origin == "os" ? "the operating system ended the process" : origin;
+  if (backend == "cpu") head += ", system RAM";
+  else if (backend != "unknown") head += " on " + backend;
+  return head;
+}
+
 }  // namespace
 
 int cmd_explain(const Argv& argv) {
@@ -106,20 +145,21 @@ int cmd_explain(const Argv& argv) {
     std::cout << kExplainHelp;
     return 0;
   }
-  Args a(argv, {}, {"json"});
+  Args a(argv, {"app", "os", "loader"}, {"json"});
   if (a.positionals().size() > 1) throw InputError("FILE", "give one file (or - for stdin)");
   std::string path = a.positionals().empty() ? "-" : a.positionals()[0];
-  json r = api::explain(read_text(path, "FILE", kMaxErrorTextBytes));
+  const std::string context = context_line(a);
+  json r = api::explain(read_text(path, "FILE", kMaxErrorTextBytes) + context);
   if (a.has("json")) {
     // Figures copied from a pasted log are cleaned in the parser; replace anything left rather than fail.
     std::cout << r.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
     return r["recognised"].get<bool>() ? 0 : 1;
   }
   if (!r["recognised"].get<bool>()) {
-    std::cout << "Not recognised as an out-of-memory message.\n";
+    std::cout << "Not recognised as a memory failure.\n";
     return 1;
   }
-  std::cout << "Out of memory: " << r["origin"].get<std::string>() << " on " << r["backend"].get<std::string>();
+  std::cout << "Memory failure: " << failure_head(r);
   if (r["gpu_index"].is_number()) std::cout << ", GPU " << r["gpu_index"].get<int>();
   if (r["app"].is_string()) std::cout << " (" << r["app"].get<std::string>() << ")";
   std::cout << "  [" << r["format"].get<std::string>() << "]\n";

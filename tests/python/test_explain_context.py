@@ -77,3 +77,36 @@ def test_fragmentation_fixes_fit_the_os(real_core, monkeypatch, system):
         assert result["fixes"][0]["id"] == "expandable_segments" and "Windows" not in text
     else:
         assert "expandable_segments" not in text and result["fixes"][0]["id"] == "max_split_size"
+
+
+# Issue 22: what the node and the toast are handed for failures that never say "CUDA out of memory" is
+# ComfyUI's "exception_type: exception_message" (comfy_adapters.last_execution_error). The core's answer is
+# rendered as is, in ComfyUI's terms.
+DYNAMIC_VRAM_FAILURES = [
+    # Comfy-Org/ComfyUI#16225 (2026-09-10): RTX 5060 Laptop, fixed by --disable-dynamic-vram.
+    ("MemoryError: VBAR allocation failed", "dynamic_vram_address_space", "--disable-dynamic-vram"),
+    # Comfy-Org/ComfyUI#15269 (2026-08-03): the second generation with QwenImage.
+    ("RuntimeError: Fault failed: 2", "dynamic_vram_fault", "Queue the prompt again"),
+    # Comfy-Org/ComfyUI#14250 (2026-06-03): fixed by --disable-pinned-memory.
+    ("RuntimeError: HostBuffer.read_file_slice failed", "pinned_memory", "--disable-pinned-memory"),
+]
+
+
+@pytest.mark.parametrize("text,diagnosis,lever", DYNAMIC_VRAM_FAILURES)
+def test_explain_node_shows_dynamic_vram_failures(real_core, monkeypatch, text, diagnosis, lever):
+    monkeypatch.setattr(explain.platform, "system", lambda: "Windows")
+    result = explain.explain_text(text)
+    assert result["recognised"] is True and result["app"] == "comfyui"
+    assert result["diagnosis"]["id"] == diagnosis
+    fixes = _fix_text(result)
+    assert lever in fixes and "torch." not in fixes
+    assert all("Costs:" in f["text"] or "costs:" in f["text"] for f in result["fixes"])
+    out = explain.HeadroomExplainOOM().explain(text)["ui"]["text"][0]
+    assert result["diagnosis"]["text"] in out and lever in out and "Not recognised" not in out
+
+
+def test_explain_node_keeps_non_memory_errors_unrecognised(real_core):
+    # darksidewalker/ComfyUI-DaSiWa-Nodes#13 (2026-08-07): a custom node's KeyError, as the node gets it.
+    result = explain.explain_text("KeyError: 'imd'")
+    assert result["recognised"] is False and result["fixes"] == []
+    assert explain.format_explanation(result).startswith("Not recognised")

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -42,6 +43,28 @@ std::string smi(const Report& r) { return r.backend == "rocm" ? "rocm-smi --show
 
 bool comfy(const Report& r) { return r.app == "comfyui"; }
 
+std::string gets(const Report& r, const char* key) {
+  return r.extra.contains(key) && r.extra[key].is_string() ? r.extra[key].get<std::string>() : "";
+}
+
+std::optional<u64> getn(const Report& r, const char* key) {
+  if (!r.extra.contains(key)) return std::nullopt;
+  const auto& v = r.extra[key];
+  if (v.is_number_unsigned() || (v.is_number_integer() && v.get<std::int64_t>() >= 0)) return v.get<u64>();
+  return std::nullopt;
+}
+
+// Which ComfyUI loader ran, as the log or the caller says (oom_parse.cpp comfyui_context): dynamic VRAM
+// (comfy-aimdo, the default since 0.15), the legacy estimate-based loader, or unknown.
+bool dynamic_vram(const Report& r) {
+  return r.extra.contains("comfy_dynamic_vram") && r.extra["comfy_dynamic_vram"].is_boolean() &&
+         r.extra["comfy_dynamic_vram"].get<bool>();
+}
+bool legacy_loader(const Report& r) {
+  return r.extra.contains("comfy_dynamic_vram") && r.extra["comfy_dynamic_vram"].is_boolean() &&
+         !r.extra["comfy_dynamic_vram"].get<bool>();
+}
+
 // The allocator settings exist on Linux only ("expandable_segments not supported on this platform" on
 // Windows; PyTorch's CUDA caching allocator docs). Unknown OS: offer it, and say where it works.
 bool expandable_segments_apply(const Report& r) { return r.os != "windows" && r.os != "macos"; }
@@ -61,7 +84,15 @@ const char* const kDiagnosisKeys[] = {
     "other_process.outside", "other_process.outside_would_fit", "fragmentation", "fragmentation.more_than",
     "out_of_memory.with_free", "out_of_memory.without_free", "out_of_memory.limit_card", "out_of_memory.limit_mps",
     "out_of_memory.held_reserved", "out_of_memory.held_allocated", "out_of_memory.library",
-    "out_of_memory.no_figures"};
+    "out_of_memory.no_figures", "system_ram.killed", "system_ram.killed_who", "system_ram.killed_name",
+    "system_ram.killed_rss", "system_ram.by_kernel", "system_ram.by_cgroup", "system_ram.by_earlyoom",
+    "system_ram.by_signal", "system_ram.silent_exit", "system_ram.silent_exit_model", "system_ram.unfinished",
+    "system_ram.unfinished_stage", "system_ram.unfinished_ram", "system_ram.unfinished_ram_ok", "pinned_memory",
+    "pinned_memory.read_file_slice",
+    "pinned_memory.cuda_pin", "dynamic_vram_address_space", "dynamic_vram_fault", "dynamic_vram_fault.cuda",
+    "freed_before_report", "pytorch_limit", "pytorch_limit.free", "vae_tiled_retry", "vae_tiled_retry.decode", "vae_tiled_retry.encode",
+    "out_of_memory.dynamic", "out_of_memory.dynamic_staged", "out_of_memory.dynamic_grow",
+    "out_of_memory.comfy_hint", "out_of_memory.cudnn_no_algorithm", "out_of_memory.ollama_runner"};
 const char* const kFixKeys[] = {
     "free_ram", "comfy_ram_growth", "smaller_quant", "smaller_shape.failed_step",
     "vllm_gpu_memory_utilization.raise", "vllm_quantised_weights", "vllm_smaller_batch.profiling",
@@ -79,7 +110,14 @@ const char* const kFixKeys[] = {
     "comfy_lowvram", "headroom_plan.preset", "headroom_plan.preflight", "llama_cpp_fewer_gpu_layers",
     "llama_cpp_smaller_quant", "llama_cpp_smaller_context", "smaller_model", "transformers_cpu_offload",
     "vllm_gpu_memory_utilization.shared", "vllm_smaller_batch", "vllm_enforce_eager", "cudnn_no_benchmark",
-    "cublas_memory_full", "smaller_batch", "lower_precision", "no_grad_or_checkpointing"};
+    "cublas_memory_full", "smaller_batch", "lower_precision", "no_grad_or_checkpointing", "free_ram.linux",
+    "free_ram.windows", "comfy_disable_pinned_memory", "comfy_disable_pinned_memory.ram", "comfy_cuda_device",
+    "comfy_cache_ram", "comfy_fast_disk", "comfy_smaller_weights", "comfy_update", "comfy_update.aimdo",
+    "comfy_update.pin", "comfy_disable_dynamic_vram", "comfy_requeue", "comfy_requeue.transient",
+    "comfy_restart.address_space", "comfy_vram_headroom", "comfy_disable_cuda_malloc", "comfy_tiled_decode.smaller",
+    "comfy_tiled_decode.direct", "comfy_fast_autotune", "comfy_console_log", "pin_memory_off",
+    "retry_after_empty_cache", "pytorch_native_allocator", "pytorch_memory_fraction", "pytorch_memory_fraction.comfy",
+    "cudnn_disable"};
 
 // The preset that answers "the job needs more than the card" (presets.json): the web toast offers the
 // first fix naming a preset as a one-click button.
@@ -107,12 +145,29 @@ struct AllTexts {
   Texts diagnoses, fixes;
 };
 
+// "sources": where each text's facts come from, keyed by the text's key. A source for a key that is not a
+// text is a stale citation (a renamed or removed text), so it fails the load like a misspelt text does.
+void check_sources(const nlohmann::json& doc, const AllTexts& t) {
+  if (!doc.contains("sources")) return;
+  const std::string where = data_file_label(kTextsFile) + ": sources";
+  if (!doc["sources"].is_object()) throw Error(where + ": expected an object of citations by text key");
+  for (const auto& kv : doc["sources"].items()) {
+    if (!kv.value().is_string() || kv.value().get<std::string>().empty())
+      throw Error(where + "." + kv.key() + ": expected a citation text");
+    if (!t.diagnoses.count(kv.key()) && !t.fixes.count(kv.key()))
+      throw Error(where + ": '" + kv.key() + "' is not a diagnosis or fix text");
+  }
+}
+
+AllTexts load_texts(const nlohmann::json& doc) {
+  AllTexts t{load_section(doc, "diagnoses", kDiagnosisKeys, std::size(kDiagnosisKeys)),
+             load_section(doc, "fixes", kFixKeys, std::size(kFixKeys))};
+  check_sources(doc, t);
+  return t;
+}
+
 const AllTexts& texts() {
-  static const AllTexts t = [] {
-    const nlohmann::json& doc = data_file(kTextsFile);
-    return AllTexts{load_section(doc, "diagnoses", kDiagnosisKeys, std::size(kDiagnosisKeys)),
-                    load_section(doc, "fixes", kFixKeys, std::size(kFixKeys))};
-  }();
+  static const AllTexts t = load_texts(data_file(kTextsFile));
   return t;
 }
 
@@ -148,25 +203,35 @@ Fix fix(const char* key, Vars vars = {}, std::string preset = {}) {
 // for fragmentation or another process on the card it would be an unrelated change.
 void general_fixes(const Report& r, std::vector<Fix>& f, bool offer_plan_preset) {
   if (comfy(r)) {
-    // ComfyUI's own levers: widgets of its nodes and its launch flags (comfy/cli_args.py).
+    // ComfyUI's own levers: widgets of its nodes and its launch flags (comfy/cli_args.py). Under dynamic
+    // VRAM --reserve-vram and --lowvram do not make room for a step (comfy-aimdo evicts cached weights before
+    // an allocation fails anyway) and GGUF falls back to the legacy loader, so those are left out there.
     std::string nd = node(r);
+    const bool dynamic = dynamic_vram(r);
     const bool partial = r.extra.contains("comfy_offloaded_bytes");
     if (partial) f.push_back(fix("comfy_reserve_vram.partial"));
     bool decode = nd.find("VAEDecode") != std::string::npos || nd.find("VAE Decode") != std::string::npos;
-    if (decode) f.push_back(fix("comfy_tiled_decode.replace"));
+    const bool tiled_retry = r.extra.contains("comfy_vae_tiled_retry");
+    if (tiled_retry) f.push_back(fix("comfy_tiled_decode.smaller"));
+    else if (decode) f.push_back(fix("comfy_tiled_decode.replace"));
+    if (r.origin == "cudnn") f.push_back(fix("comfy_fast_autotune"));
     if (r.backend != "mps") f.push_back(fix("comfy_fp8_weights"));  // Apple's MPS has no float8 type
     f.push_back(fix("smaller_shape.comfy"));
-    f.push_back(fix("comfy_gguf"));
-    if (!decode) f.push_back(fix("comfy_tiled_decode.if_decode"));
+    if (!dynamic) f.push_back(fix("comfy_gguf"));
+    if (!decode && !tiled_retry) f.push_back(fix("comfy_tiled_decode.if_decode"));
     if (r.backend == "mps") f.push_back(fix("mps_watermark"));
-    if (!partial) f.push_back(fix("comfy_reserve_vram"));
-    f.push_back(fix("comfy_lowvram"));
+    if (!partial && !dynamic) f.push_back(fix("comfy_reserve_vram"));
+    if (!dynamic) f.push_back(fix("comfy_lowvram"));
+    if (dynamic) {
+      f.push_back(fix("comfy_update"));
+      f.push_back(fix("comfy_disable_dynamic_vram"));
+    }
     // "fit this card" is the planner's cheapest set of changes for the current card (presets.json).
     if (offer_plan_preset) f.push_back(fix("headroom_plan.preset", {{"preset", kCardPreset}}, kCardPreset));
     else f.push_back(fix("headroom_plan.preflight"));
     return;
   }
-  if (r.origin == "llama.cpp") {
+  if (r.origin == "llama.cpp" || r.origin == "ollama") {
     f.push_back(fix("llama_cpp_fewer_gpu_layers"));
     f.push_back(fix("llama_cpp_smaller_quant"));
     f.push_back(fix("llama_cpp_smaller_context"));
@@ -188,6 +253,30 @@ void general_fixes(const Report& r, std::vector<Fix>& f, bool offer_plan_preset)
   f.push_back(fix("smaller_batch"));
   f.push_back(fix("lower_precision"));
   f.push_back(fix("no_grad_or_checkpointing"));
+  if (r.format == "cudnn_no_algorithm") f.push_back(fix("cudnn_disable"));
+}
+
+// System RAM: the OS's own way to get more (a page file or swap), then what ComfyUI holds in RAM.
+void ram_fixes(const Report& r, std::vector<Fix>& f) {
+  const char* more_ram = r.os == "windows" ? "free_ram.windows" : r.os == "linux" ? "free_ram.linux" : "free_ram";
+  if (comfy(r)) {
+    f.push_back(fix("comfy_disable_pinned_memory.ram"));
+    f.push_back(fix("comfy_cache_ram"));
+    f.push_back(fix(more_ram));
+    f.push_back(fix("comfy_ram_growth"));
+    if (!legacy_loader(r)) f.push_back(fix("comfy_fast_disk"));
+    f.push_back(fix("comfy_smaller_weights"));
+    if (r.format == "comfyui_unfinished_run") f.push_back(fix("comfy_console_log"));
+    f.push_back(fix("headroom_plan.preflight"));
+    return;
+  }
+  f.push_back(fix(more_ram));
+  if (r.origin == "ollama" || r.app == "ollama") {
+    f.push_back(fix("smaller_quant"));
+    f.push_back(fix("llama_cpp_smaller_context.short"));
+  } else {
+    f.push_back(fix("smaller_shape.failed_step"));
+  }
 }
 
 // ---- the figures every rule reads ----
@@ -240,16 +329,115 @@ Derived derive(Report& r) {
 
 using Rule = std::optional<Diagnosis> (*)(const Report&, const Derived&);
 
+// "How it was ended" for a killed process: the kernel (a container's limit when it says so), earlyoom, or
+// only the signal the shell saw.
+std::string killed_by(const Report& r) {
+  const std::string by = gets(r, "killed_by");
+  if (by == "kernel") return text(r.extra.contains("cgroup_limit") ? "system_ram.by_cgroup" : "system_ram.by_kernel");
+  if (by == "earlyoom") return text("system_ram.by_earlyoom");
+  return text("system_ram.by_signal");
+}
+
 std::optional<Diagnosis> system_ram(const Report& r, const Derived& x) {
-  if (r.format != "cpu_allocator" && r.format != "ollama_system_memory") return std::nullopt;
+  const bool killed = r.format == "linux_oom_killer" || r.format == "earlyoom" || r.format == "process_killed";
+  const bool silent = r.format == "windows_silent_exit";
+  const bool unfinished = r.format == "comfyui_unfinished_run";
+  if (!killed && !silent && !unfinished && r.format != "cpu_allocator" && r.format != "ollama_system_memory")
+    return std::nullopt;
   Diagnosis d;
   d.id = "system_ram";
-  d.text = text("system_ram", {{"while_allocating", x.have_req ? text("system_ram.while_allocating", {{"req", b(x.req)}})
-                                                                : std::string()}});
-  d.fixes.push_back(fix("free_ram"));
-  if (comfy(r)) d.fixes.push_back(fix("comfy_ram_growth"));
-  if (r.origin == "ollama") d.fixes.push_back(fix("smaller_quant"));
-  else d.fixes.push_back(fix("smaller_shape.failed_step"));
+  if (killed) {
+    const std::string process = gets(r, "killed_process");
+    const auto pid = getn(r, "killed_pid"), rss = getn(r, "killed_rss_bytes");
+    std::string who = process.empty() ? std::string()
+                      : pid ? text("system_ram.killed_who", {{"process", process}, {"pid", std::to_string(*pid)}})
+                            : text("system_ram.killed_name", {{"process", process}});
+    d.text = text("system_ram.killed", {{"who", who},
+                                        {"rss", rss ? text("system_ram.killed_rss", {{"rss", b(*rss)}}) : std::string()},
+                                        {"by", killed_by(r)}});
+  } else if (silent) {
+    const std::string model = gets(r, "comfy_model");
+    d.text = text("system_ram.silent_exit",
+                  {{"model", model.empty() ? std::string() : text("system_ram.silent_exit_model", {{"model", model}})}});
+  } else if (unfinished) {
+    const std::string stage = gets(r, "comfy_stage");
+    const auto avail = getn(r, "host_ram_available_bytes"), total = getn(r, "host_ram_total_bytes");
+    std::string ram;
+    if (avail && total && *total > 0)
+      ram = text("system_ram.unfinished_ram", {{"avail", b(*avail)}, {"total", b(*total)}});
+    d.text = text("system_ram.unfinished",
+                  {{"stage", stage.empty() ? std::string() : text("system_ram.unfinished_stage", {{"stage", stage}})},
+                   {"ram", ram}});
+    // More than a quarter of RAM free at the last record: RAM may still have run out, but in one step.
+    if (avail && total && *avail * 4 > *total) d.text += text("system_ram.unfinished_ram_ok");
+  } else {
+    d.text = text("system_ram", {{"while_allocating", x.have_req ? text("system_ram.while_allocating", {{"req", b(x.req)}})
+                                                                  : std::string()}});
+  }
+  ram_fixes(r, d.fixes);
+  return d;
+}
+
+std::optional<Diagnosis> pinned_memory(const Report& r, const Derived&) {
+  const std::string pin = gets(r, "pinned_host_memory");
+  if (r.format != "aimdo_host_buffer" && pin.empty()) return std::nullopt;
+  Diagnosis d;
+  d.id = "pinned_memory";
+  if (r.format == "aimdo_host_buffer") {
+    const std::string error = gets(r, "aimdo_error");
+    d.text = text("pinned_memory", {{"error", error},
+                                    {"traced", error.find("read_file_slice") != std::string::npos
+                                                   ? text("pinned_memory.read_file_slice")
+                                                   : std::string()}});
+  } else {
+    d.text = text("pinned_memory.cuda_pin", {{"call", pin}});
+  }
+  if (comfy(r)) {
+    d.fixes.push_back(fix("comfy_disable_pinned_memory"));
+    d.fixes.push_back(fix("comfy_cuda_device"));
+    d.fixes.push_back(fix("comfy_update.pin"));
+    d.fixes.push_back(fix("comfy_requeue"));
+  } else {
+    d.fixes.push_back(fix("pin_memory_off"));
+    d.fixes.push_back(fix(r.os == "windows" ? "free_ram.windows" : r.os == "linux" ? "free_ram.linux" : "free_ram"));
+  }
+  return d;
+}
+
+std::optional<Diagnosis> dynamic_vram_address_space(const Report& r, const Derived&) {
+  if (r.format != "aimdo_vbar_reserve") return std::nullopt;
+  Diagnosis d;
+  d.id = "dynamic_vram_address_space";
+  d.text = text("dynamic_vram_address_space", {{"error", gets(r, "aimdo_error")}});
+  d.fixes.push_back(fix("comfy_restart.address_space"));
+  d.fixes.push_back(fix("comfy_update.aimdo"));
+  d.fixes.push_back(fix("comfy_disable_dynamic_vram"));
+  return d;
+}
+
+std::optional<Diagnosis> dynamic_vram_fault(const Report& r, const Derived&) {
+  if (r.format != "aimdo_fault") return std::nullopt;
+  Diagnosis d;
+  d.id = "dynamic_vram_fault";
+  const std::string api = gets(r, "cuda_api"), error = gets(r, "cuda_error");
+  d.text = text("dynamic_vram_fault",
+                {{"cuda", !api.empty() && !error.empty() ? text("dynamic_vram_fault.cuda", {{"api", api}, {"error", error}})
+                                                          : std::string()}});
+  d.fixes.push_back(fix("comfy_requeue"));
+  d.fixes.push_back(fix("comfy_update"));
+  d.fixes.push_back(fix("comfy_disable_dynamic_vram"));
+  return d;
+}
+
+std::optional<Diagnosis> vae_tiled_retry(const Report& r, const Derived&) {
+  if (r.format != "comfyui_vae_tiled_retry") return std::nullopt;
+  Diagnosis d;
+  d.id = "vae_tiled_retry";
+  d.text = text("vae_tiled_retry", {{"stage", text(gets(r, "vae_stage") == "encode" ? "vae_tiled_retry.encode"
+                                                                                    : "vae_tiled_retry.decode")}});
+  d.fixes.push_back(fix("comfy_tiled_decode.direct"));
+  d.fixes.push_back(fix("smaller_shape.comfy"));
+  d.fixes.push_back(fix("headroom_plan.preflight"));
   return d;
 }
 
@@ -323,6 +511,54 @@ std::optional<Diagnosis> request_larger_than_card(const Report& r, const Derived
   d.fixes.push_back(fix("memory_efficient_attention"));
   if (comfy(r)) d.fixes.push_back(fix("comfy_tiled_decode.if_decode"));
   if (r.backend == "mps") d.fixes.push_back(fix("mps_watermark.prefer_smaller"));
+  return d;
+}
+
+// The limit a per-process memory fraction sets: cudaMallocAsync prints it ("PyTorch limit (set by
+// user-supplied memory fraction)", 2^64 when none is set), the caching allocator as "X allowed".
+std::optional<u64> memory_fraction_limit(const Report& r) {
+  if (auto l = getn(r, "pytorch_limit_bytes")) return l;
+  return getn(r, "allowed_bytes");
+}
+
+std::optional<Diagnosis> pytorch_limit(const Report& r, const Derived& x) {
+  auto limit = memory_fraction_limit(r);
+  if (!limit || !x.have_req || !r.allocated_bytes || *r.allocated_bytes + x.req <= *limit) return std::nullopt;
+  if (r.total_bytes && *limit >= *r.total_bytes) return std::nullopt;  // the limit is the card: not a fraction
+  Diagnosis d;
+  d.id = "pytorch_limit";
+  d.text = text("pytorch_limit", {{"alloc", b(*r.allocated_bytes)}, {"req", b(x.req)}, {"limit", b(*limit)},
+                                  {"free", r.free_bytes && x.free ? text("pytorch_limit.free", {{"free", b(x.free)}})
+                                                                  : std::string()}});
+  d.fixes.push_back(fix(comfy(r) ? "pytorch_memory_fraction.comfy" : "pytorch_memory_fraction"));
+  general_fixes(r, d.fixes, false);
+  return d;
+}
+
+// The free figure is read after the allocation failed (CUDAMallocAsyncAllocator.cpp and
+// CUDACachingAllocator.cpp both call cudaMemGetInfo in their out-of-memory path): when it covers the
+// request, the card was not short at that moment, whatever the rest of the message suggests.
+std::optional<Diagnosis> freed_before_report(const Report& r, const Derived& x) {
+  if (!x.have_req || !r.free_bytes || !r.total_bytes || x.free < x.req || x.req == 0 || r.backend == "mps")
+    return std::nullopt;
+  if (r.extra.contains("free_bytes_invalid")) return std::nullopt;
+  Diagnosis d;
+  d.id = "freed_before_report";
+  std::string held = x.reserved_total    ? text("out_of_memory.held_reserved", {{"bytes", b(*x.reserved_total)}})
+                     : r.allocated_bytes ? text("out_of_memory.held_allocated", {{"bytes", b(*r.allocated_bytes)}})
+                                         : "";
+  d.text = text("freed_before_report", {{"free", b(x.free)}, {"total", b(*r.total_bytes)}, {"req", b(x.req)}, {"held", held}});
+  if (comfy(r)) {
+    d.fixes.push_back(fix("comfy_requeue.transient"));
+    if (r.format == "pytorch_async" || r.format == "pytorch_async_truncated") d.fixes.push_back(fix("comfy_disable_cuda_malloc"));
+    d.fixes.push_back(fix("comfy_vram_headroom"));
+    d.fixes.push_back(fix("headroom_plan.preflight"));
+  } else {
+    d.fixes.push_back(fix("retry_after_empty_cache"));
+    if (r.format == "pytorch_async" || r.format == "pytorch_async_truncated") d.fixes.push_back(fix("pytorch_native_allocator"));
+    d.fixes.push_back(fix("close_other_processes.check",
+                          {{"smi", smi(r)}, {"gpu", r.gpu_index ? std::to_string(*r.gpu_index) : std::string("0")}}));
+  }
   return d;
 }
 
@@ -406,10 +642,29 @@ std::optional<Diagnosis> fragmentation(const Report& r, const Derived& x) {
   return d;
 }
 
+// Under dynamic VRAM, what the card held besides the failed step: cached weights are not it (comfy-aimdo
+// evicts them first), which the diagnosis says with the last model ComfyUI staged.
+std::string dynamic_note(const Report& r) {
+  if (!comfy(r) || !dynamic_vram(r)) return "";
+  const std::string model = gets(r, "comfy_staged_model");
+  const auto staged = getn(r, "comfy_staged_bytes");
+  return text("out_of_memory.dynamic",
+              {{"staged", !model.empty() && staged ? text("out_of_memory.dynamic_staged", {{"model", model}, {"bytes", b(*staged)}})
+                                                   : std::string()}});
+}
+
 std::optional<Diagnosis> out_of_memory(const Report& r, const Derived& x) {
   Diagnosis d;
   d.id = "out_of_memory";
-  if (x.have_req && r.total_bytes) {
+  if (r.format == "aimdo_vram_grow") {
+    d.text = text("out_of_memory.dynamic_grow", {{"req", x.have_req ? b(x.req) : std::string("its size")}});
+  } else if (r.format == "comfyui_oom_hint") {
+    d.text = text("out_of_memory.comfy_hint") + dynamic_note(r);
+  } else if (r.format == "cudnn_no_algorithm") {
+    d.text = text("out_of_memory.cudnn_no_algorithm");
+  } else if (r.format == "ollama_runner_exited") {
+    d.text = text("out_of_memory.ollama_runner");
+  } else if (x.have_req && r.total_bytes) {
     std::string held = x.reserved_total    ? text("out_of_memory.held_reserved", {{"bytes", b(*x.reserved_total)}})
                        : r.allocated_bytes ? text("out_of_memory.held_allocated", {{"bytes", b(*r.allocated_bytes)}})
                                            : "";
@@ -425,6 +680,7 @@ std::optional<Diagnosis> out_of_memory(const Report& r, const Derived& x) {
   } else {
     d.text = text("out_of_memory.no_figures");
   }
+  if (r.format != "aimdo_vram_grow" && r.format != "comfyui_oom_hint") d.text += dynamic_note(r);
   general_fixes(r, d.fixes, true);
   return d;
 }
@@ -432,9 +688,15 @@ std::optional<Diagnosis> out_of_memory(const Report& r, const Derived& x) {
 // The first rule that applies gives the diagnosis; out_of_memory always applies (oom_diagnose.hpp).
 constexpr std::pair<const char*, Rule> kRules[] = {
     {"system_ram", system_ram},
+    {"pinned_memory", pinned_memory},
+    {"dynamic_vram_address_space", dynamic_vram_address_space},
+    {"dynamic_vram_fault", dynamic_vram_fault},
+    {"vae_tiled_retry", vae_tiled_retry},
     {"kv_cache_too_large (vLLM)", vllm_kv_cache},
     {"kv_cache_too_large (llama.cpp)", llama_cpp_context},
+    {"pytorch_limit", pytorch_limit},
     {"request_larger_than_card", request_larger_than_card},
+    {"freed_before_report", freed_before_report},
     {"other_process", other_process},
     {"fragmentation", fragmentation},
     {"out_of_memory", out_of_memory},
@@ -442,10 +704,7 @@ constexpr std::pair<const char*, Rule> kRules[] = {
 
 }  // namespace
 
-void check_texts(const nlohmann::json& doc) {
-  load_section(doc, "diagnoses", kDiagnosisKeys, std::size(kDiagnosisKeys));
-  load_section(doc, "fixes", kFixKeys, std::size(kFixKeys));
-}
+void check_texts(const nlohmann::json& doc) { load_texts(doc); }
 
 Diagnosis diagnose(Report& r) {
   if (!r.recognised) return {};

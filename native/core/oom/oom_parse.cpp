@@ -1,6 +1,8 @@
 #include "core/oom/oom_parse.hpp"
 
 #include <algorithm>
+#include <cctype>
+#include <optional>
 
 #include "core/oom/oom_recognisers.hpp"
 #include "core/oom/oom_text.hpp"
@@ -8,12 +10,14 @@
 namespace headroom::oom {
 namespace {
 
-// ComfyUI prints its own lines around the exception; they tell which node failed and how much of
-// the model it had to leave in RAM.
+// ComfyUI prints its own lines around the exception; they tell which node failed, how much of the
+// model it had to leave in RAM, and which loader ran.
 void comfyui_context(const std::string& n, Report& r) {
   static const char* kMarks[] = {"**Node Type:**", "!!! Exception during processing !!!", "Requested to load ",
                                  "loaded partially", "loaded completely", "ComfyUI",
-                                 "This error means you ran out of memory on your GPU"};
+                                 "This error means you ran out of memory on your GPU",
+                                 "Got an OOM, unloading all loaded models", "prepared for dynamic VRAM loading",
+                                 "DynamicVRAM support", "comfy_aimdo", "got prompt", "retrying with tiled VAE"};
   bool comfy = false;
   for (const char* m : kMarks) comfy = comfy || contains(n, m);
   if (!comfy) return;
@@ -44,13 +48,47 @@ void comfyui_context(const std::string& n, Report& r) {
     while (e < n.size() && n[e] != ' ' && e - p < 120) ++e;
     r.extra["comfy_model"] = n.substr(p + 18, e - p - 18);
   }
+  // Which loader ran. Dynamic VRAM's lines: "Model QwenImage prepared for dynamic VRAM loading. 19483MB
+  // Staged." (comfy/model_patcher.py; Comfy-Org/ComfyUI#15269), main.py's "DynamicVRAM support detected and
+  // enabled", comfy-aimdo's own "aimdo:" log lines and frames. The legacy loader: main.py's "... Falling back
+  // to legacy ModelPatcher" (both in main.py, Comfy-Org/ComfyUI@02018c7e) or the flag on the command line.
+  if (std::size_t p = rfind_str(n, " prepared for dynamic VRAM loading. "); p != std::string::npos) {
+    r.extra["comfy_dynamic_vram"] = true;
+    std::size_t m = rfind_str(n, "Model ", p);
+    if (m != std::string::npos && p - m < 128) r.extra["comfy_staged_model"] = n.substr(m + 6, p - m - 6);
+    auto staged = read_size(n, p + 36);
+    if (staged && staged->bytes && n.compare(staged->end, 7, " Staged") == 0) r.extra["comfy_staged_bytes"] = *staged->bytes;
+  } else if (contains(n, "DynamicVRAM support detected and enabled") || contains(n, "comfy_aimdo") ||
+             contains(n, "aimdo: ") || contains(n, "_with_vbar")) {
+    r.extra["comfy_dynamic_vram"] = true;
+  } else if (contains(n, "Falling back to legacy ModelPatcher") || contains(n, "--disable-dynamic-vram") ||
+             contains(n, "loaded partially") || contains(n, "loaded completely")) {
+    // The legacy loader's "loaded partially; ... offloaded" lines, with no dynamic VRAM line anywhere: under
+    // dynamic VRAM only models it cannot stage (GGUF) print them, next to the staged ones' lines.
+    r.extra["comfy_dynamic_vram"] = false;
+  }
+  // comfy/sd.py's tiled retry ran before this error: the tiles did not fit either.
+  if (r.format != "comfyui_vae_tiled_retry" && (contains(n, "Ran out of memory when regular VAE decoding, retrying with tiled") ||
+                                                 contains(n, "Ran out of memory when regular decoding, retrying with tiled")))
+    r.extra["comfy_vae_tiled_retry"] = true;
 }
 
 // The caller's "headroom-context: app=comfyui os=linux" line (see oom_parse.hpp): the last such line,
 // removed from the text so no recogniser reads it. Unknown keys and values are ignored.
 struct Context {
   std::string app, os;
+  std::string loader;  // dynamic | legacy: which ComfyUI loader the caller saw running
+  std::string run;     // unfinished: the previous run ended without an error (the run recorder's report)
+  std::string stage;   // the stage that run was in
+  std::optional<std::uint64_t> ram_available, ram_total;  // system RAM at its last record, bytes
 };
+
+bool is_word_value(const std::string& v) {
+  if (v.empty() || v.size() > 64) return false;
+  for (char c : v)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.') return false;
+  return true;
+}
 
 Context take_context(std::string& text) {
   static const char kTag[] = "headroom-context:";
@@ -75,7 +113,20 @@ Context take_context(std::string& text) {
       c.app = value;
     else if (key == "os" && (value == "linux" || value == "windows" || value == "macos"))
       c.os = value;
+    else if (key == "loader" && (value == "dynamic" || value == "legacy"))
+      c.loader = value;
+    else if (key == "run" && value == "unfinished")
+      c.run = value;
+    else if (key == "stage" && is_word_value(value))
+      c.stage = value;
+    else if ((key == "ram_available" || key == "ram_total") && !value.empty() && value.size() <= 20 &&
+             value.find_first_not_of("0123456789") == std::string::npos) {
+      std::size_t end = 0;
+      auto v = read_uint(value, 0, &end);
+      if (v && end == value.size()) (key == "ram_available" ? c.ram_available : c.ram_total) = v;
+    }
   }
+  if (c.ram_available && c.ram_total && *c.ram_available > *c.ram_total) c.ram_available.reset();
   return c;
 }
 
@@ -89,21 +140,46 @@ Report parse(const std::string& input) {
   using Recogniser = bool (*)(const std::string&, Report&);
   // Most specific first: a vLLM or ComfyUI log may also contain a generic "OutOfMemoryError", and a
   // llama.cpp log a bare "CUDA error".
+  // comfy-aimdo's pinned-buffer and fault errors come first: a "CUDA error: out of memory" that follows
+  // them is ComfyUI cleaning up after the failure (Comfy-Org/ComfyUI#14250). ComfyUI's own hint lines come
+  // last: they only repeat that PyTorch ran out.
   static const Recogniser kOrder[] = {
-      detail::mps,         detail::pytorch_caching, detail::pytorch_async,         detail::directml,
-      detail::cpu_allocator, detail::vllm,          detail::llama_cpp,             detail::math_library,
-      detail::gpu_runtime, detail::transformers_dispatch, detail::ollama_system_memory, detail::xla,
-      detail::pytorch_generic,
+      detail::windows_silent_exit, detail::comfy_aimdo,   detail::mps,         detail::pytorch_caching,
+      detail::pytorch_async,       detail::directml,      detail::cpu_allocator, detail::vllm,
+      detail::llama_cpp,           detail::math_library,  detail::cudnn_no_algorithm, detail::gpu_runtime,
+      detail::transformers_dispatch, detail::ollama_system_memory, detail::ollama_runner_exited, detail::xla,
+      detail::pytorch_generic,     detail::comfyui_caught_oom,
   };
+  // The system ending the process is the last thing that happened to it, whatever the log says before.
+  if (Report killed; detail::system_kill(text, n, killed)) {
+    r = std::move(killed);
+    r.recognised = true;
+  } else if (context.run == "unfinished") {
+    // The run recorder found a run that never finished. ComfyUI reports an error it catches and goes on,
+    // so an error in the log's tail belongs to an earlier run: the caller's report is the message, unless
+    // the tail shows how the process ended.
+    if (!detail::windows_silent_exit(n, r)) {
+      r.format = "comfyui_unfinished_run";
+      r.origin = "os";
+      r.backend = "cpu";
+      r.app = "comfyui";
+    }
+    r.recognised = true;
+  }
   for (Recogniser rec : kOrder) {
+    if (r.recognised) break;
     Report candidate;
     if (rec(n, candidate)) {
       r = std::move(candidate);
       r.recognised = true;
-      break;
     }
   }
   if (!r.recognised) return r;
+  if (!context.stage.empty() && context.run == "unfinished") r.extra["comfy_stage"] = context.stage;
+  if (context.ram_total && !r.extra.contains("host_ram_total_bytes")) {
+    r.extra["host_ram_total_bytes"] = *context.ram_total;
+    if (context.ram_available) r.extra["host_ram_available_bytes"] = *context.ram_available;
+  }
   if (r.backend.empty()) {
     if (contains(n, "HIP out of memory") || contains(n, "ROCm")) r.backend = "rocm";
     else if (contains(n, "CUDA out of memory") || contains(n, "torch.cuda.")) r.backend = "cuda";
@@ -116,6 +192,8 @@ Report parse(const std::string& input) {
   comfyui_context(n, r);
   // What the text itself shows wins over what the caller says (a vLLM log pasted into ComfyUI's node).
   if (r.app.empty()) r.app = context.app;
+  if (!context.loader.empty() && !r.extra.contains("comfy_dynamic_vram") && r.app == "comfyui")
+    r.extra["comfy_dynamic_vram"] = context.loader == "dynamic";
   // Several training ranks on one machine: their CUDA contexts are a common "other process".
   if (contains(text, "DistributedDataParallel") || contains(text, "torch.distributed") || contains(text, "[rank") ||
       contains(text, "local_rank"))

@@ -2,6 +2,7 @@
 // MIOpen), the bare CUDA/HIP runtime error and transformers' quantised-dispatch refusal.
 #include <cctype>
 #include <cstring>
+#include <utility>
 
 #include "core/oom/oom_recognisers.hpp"
 #include "core/oom/oom_text.hpp"
@@ -112,18 +113,27 @@ bool vllm(const std::string& n, Report& r) {
 
 bool llama_cpp(const std::string& n, Report& r) {
   bool found = false;
-  // "failed to allocate CUDA0 buffer of size 292926534144": the exact byte count.
+  // "failed to allocate CUDA0 buffer of size 292926534144": the exact byte count. Metal has one device
+  // and no index: "failed to allocate Metal buffer of size 17376872352" (ollama/ollama#11750, 2025-08-06).
   if (std::size_t p = rfind_str(n, "failed to allocate "); p != std::string::npos) {
     std::size_t b = p + 19;
     std::size_t e = b;
     while (e < n.size() && std::isalpha(static_cast<unsigned char>(n[e]))) ++e;
     std::string dev = n.substr(b, e - b);
-    std::size_t idx_end = 0;
-    auto idx = read_uint(n, e, &idx_end);
-    if (idx && idx_end == e + (std::to_string(*idx).size()) && n.compare(idx_end, 16, " buffer of size ") == 0) {
+    std::size_t idx_end = e;
+    std::uint64_t index = 0;
+    bool indexed = false;
+    if (e < n.size() && std::isdigit(static_cast<unsigned char>(n[e]))) {
+      if (auto v = read_uint(n, e, &idx_end)) {
+        index = *v;
+        indexed = idx_end == e + std::to_string(index).size();
+      }
+    }
+    bool metal = idx_end == e && (dev == "Metal" || dev == "MTL");
+    if ((indexed || metal) && n.compare(idx_end, 16, " buffer of size ") == 0) {
       found = true;
       if (auto size = read_size(n, idx_end + 16, false); size && size->bytes) r.requested_bytes = size->bytes;
-      if (*idx <= 1024) r.gpu_index = static_cast<int>(*idx);
+      if (indexed && index <= 1024) r.gpu_index = static_cast<int>(index);
       if (dev == "CUDA") r.backend = "cuda";
       else if (dev == "ROCm") r.backend = "rocm";
       else if (dev == "Vulkan") r.backend = "vulkan";
@@ -186,6 +196,15 @@ bool llama_cpp(const std::string& n, Report& r) {
       }
     }
   }
+  // ggml-alloc's own line before the buffer one: "failed to allocate buffer, size = 16571.89 MiB"
+  // (ollama/ollama#11750).
+  if (std::size_t p = rfind_str(n, "failed to allocate buffer, size = "); p != std::string::npos) {
+    if (auto size = read_size(n, p + 34)) {
+      found = true;
+      r.extra["requested_display"] = size->display;
+      if (!r.requested_bytes && size->bytes) r.requested_bytes = size->bytes;
+    }
+  }
   if (!found) return false;
   if (r.format.empty()) r.format = "llama_cpp_alloc";
   if (r.backend.empty()) r.backend = gpu_backend_word(n);
@@ -234,12 +253,19 @@ bool gpu_runtime(const std::string& n, Report& r) {
                                 "CUDA driver error: out of memory"};
   static const char* kHip[] = {"HIP error: out of memory", "hipErrorOutOfMemory"};
   for (const char* k : kCuda) {
-    if (contains(n, k)) {
-      r.format = "cuda_runtime";
-      r.origin = "cuda-runtime";
-      r.backend = "cuda";
-      return true;
-    }
+    std::size_t p = rfind_str(n, k);
+    if (p == std::string::npos) continue;
+    r.format = "cuda_runtime";
+    r.origin = "cuda-runtime";
+    r.backend = "cuda";
+    // Pinning host RAM fails with the same words: tensor.pin_memory() asks cudaHostAlloc for page-locked
+    // memory and PyTorch's C10_CUDA_CHECK prints "CUDA error: out of memory". The traceback just above
+    // names the call.
+    std::size_t from = p > 600 ? p - 600 : 0;
+    const std::string before = n.substr(from, p - from);
+    for (const char* pin : {"pin_memory", "cudaHostAlloc", "cudaHostRegister", "CachingHostAllocator"})
+      if (contains(before, pin)) r.extra["pinned_host_memory"] = pin;
+    return true;
   }
   for (const char* k : kHip) {
     if (contains(n, k)) {
@@ -266,6 +292,43 @@ bool ollama_system_memory(const std::string& n, Report& r) {
     if (auto avail = read_size(n, a + 19); avail && avail->bytes) r.free_bytes = avail->bytes;
   }
   r.notes.push_back("Ollama checks system RAM before loading: this is RAM, not GPU memory.");
+  return true;
+}
+
+bool cudnn_no_algorithm(const std::string& n, Report& r) {
+  // PyTorch runs a convolution by trying cuDNN's candidate algorithms in turn, skipping each that throws
+  // an out-of-memory or a cuDNN error, and raises one of these when none ran: "Unable to find a valid cuDNN
+  // algorithm to run convolution" (aten/src/ATen/native/cudnn/Conv_v7.cpp, AlgoIterator::try_all,
+  // pytorch/pytorch@01b468ad) and, with benchmarking on, "FIND was unable to find an engine to execute this
+  // computation" (Conv_v8.cpp try_plans, @06ca69ca, whose candidates are first cut to the largest free
+  // block), and without benchmarking, PyTorch 2's default, "GET was unable to find an engine to execute
+  // this computation" (Conv_v8.cpp run_single_conv, same skips). Reported as out of memory in
+  // marqo-ai/marqo#101 (2022-09-30) and XPixelGroup/DiffBIR#59 (2023-10-11). The same words also come
+  // from GPUs or data types cuDNN has no kernel for, which the diagnosis says and its fixes tell apart.
+  static const std::pair<const char*, const char*> kMessages[] = {
+      {"Unable to find a valid cuDNN algorithm to run convolution", "v7"},
+      {"FIND was unable to find an engine to execute this computation", "v8_benchmark"},
+      {"GET was unable to find an engine to execute this computation", "v8_heuristics"}};
+  for (const auto& [text, api] : kMessages) {
+    if (!contains(n, text)) continue;
+    r.format = "cudnn_no_algorithm";
+    r.origin = "cudnn";
+    r.backend = "cuda";  // cuDNN exists only for NVIDIA GPUs
+    r.extra["cudnn_path"] = api;
+    return true;
+  }
+  return false;
+}
+
+bool ollama_runner_exited(const std::string& n, Report& r) {
+  // Ollama's llm/server.go, when the runner's stream ends in "unexpected EOF" (the runner died mid-answer):
+  // "llama runner exited, you may not have enough available memory to run this model". The runner is
+  // llama.cpp's server, as in the runner's other failures above.
+  if (!contains(n, "llama runner exited, you may not have enough available memory")) return false;
+  r.format = "ollama_runner_exited";
+  r.origin = "llama.cpp";
+  r.app = "ollama";
+  r.backend = gpu_backend_word(n);
   return true;
 }
 

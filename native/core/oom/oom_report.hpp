@@ -29,7 +29,9 @@ struct Fix {
 
 struct Diagnosis {
   std::string id;    // fragmentation | other_process | request_larger_than_card | kv_cache_too_large |
-                     // system_ram | out_of_memory
+                     // system_ram | pinned_memory | dynamic_vram_address_space | dynamic_vram_fault |
+                     // vae_tiled_retry | pytorch_limit | freed_before_report | out_of_memory
+                     // (oom_diagnose.hpp)
   std::string text;
   std::vector<Fix> fixes;  // cheapest or most likely first
 };
@@ -50,7 +52,7 @@ struct Report {
 
   std::string backend;  // cuda | rocm | mps | xpu | directml | vulkan | metal | cpu | unknown
   std::string origin;   // pytorch | cuda-runtime | hip-runtime | cublas | cudnn | miopen | vllm |
-                        // llama.cpp | ollama | transformers | xla
+                        // llama.cpp | ollama | transformers | xla | comfy-aimdo | os (the system ended it)
   std::string app;      // comfyui | vllm | llama.cpp | ollama | "" when the text does not say
   std::string os;       // linux | windows | macos | "" when neither the text nor the caller says
 
