@@ -7,6 +7,7 @@
 #include <string>
 
 #include "catch.hpp"
+#include "oom/oom_answers.hpp"
 #include "core/api/api.hpp"
 
 using headroom::api::explain;
@@ -16,17 +17,8 @@ namespace {
 
 std::uint64_t u(const json& v) { return v.get<std::uint64_t>(); }
 
-std::string fix_text(const json& r) {
-  std::string out;
-  for (const auto& f : r["fixes"]) out += f["text"].get<std::string>() + "\n";
-  return out;
-}
-
-bool has_fix(const json& r, const char* id) {
-  for (const auto& f : r["fixes"])
-    if (f["id"] == id) return true;
-  return false;
-}
+using oom_answers::has_fix;
+using oom_answers::fix_text;
 
 bool contains(const std::string& s, const char* t) { return s.find(t) != std::string::npos; }
 

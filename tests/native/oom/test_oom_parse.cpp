@@ -12,6 +12,7 @@
 #include <string>
 
 #include "catch.hpp"
+#include "oom/oom_answers.hpp"
 #include "core/api/api.hpp"
 #include "core/base/data_files.hpp"
 #include "core/oom/oom_parse.hpp"
@@ -535,17 +536,8 @@ const char* kTooBig =
     "of which 120.00 MiB is free. Of the allocated memory 11.20 GiB is allocated by PyTorch, and 40.00 MiB is "
     "reserved by PyTorch but unallocated.";
 
-std::string all_fix_text(const json& r) {
-  std::string out;
-  for (const auto& f : r["fixes"]) out += f["text"].get<std::string>() + "\n";
-  return out;
-}
-
-bool has_fix(const json& r, const char* id) {
-  for (const auto& f : r["fixes"])
-    if (f["id"] == id) return true;
-  return false;
-}
+using oom_answers::has_fix;
+inline std::string all_fix_text(const json& r) { return oom_answers::fix_text(r); }
 
 }  // namespace
 
