@@ -69,4 +69,9 @@ std::optional<FileIdentity> file_identity(const std::string& path) {
   }
 }
 
+std::string path_file_name(const std::string& path) {
+  const std::size_t slash = path.find_last_of("/\\");
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
 }  // namespace headroom

@@ -93,6 +93,10 @@ class MemorySource : public ByteSource {
   std::size_t size_;
 };
 
+// The last component of a path, with either separator ("C:\\models\\x.safetensors" -> "x.safetensors"):
+// Windows paths reach the core on every OS (workflows, model folder lists).
+std::string path_file_name(const std::string& path);
+
 // Whole text files (workflows, error logs) through the same checks: a regular file of at most
 // `max_bytes`, else Error naming `path` and the limit. Nothing is read from an over-long file.
 std::string read_text_file(const std::string& path, std::uint64_t max_bytes);

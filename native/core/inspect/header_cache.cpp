@@ -27,11 +27,6 @@ struct Answer {
   std::string error;                             // FileFormatError's message without the path
 };
 
-std::string base_name(const std::string& path) {
-  const std::size_t slash = path.find_last_of("/\\");
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
 bool settled(const FileIdentity& id) {
   const auto now = std::chrono::duration_cast<std::chrono::nanoseconds>(
                        std::chrono::system_clock::now().time_since_epoch())
@@ -102,7 +97,7 @@ Inspection answer_for(const Answer& a, const std::string& path) {
 Inspection inspect_file_cached(const std::string& path) {
   FileSource source(path);  // Error (not kept) when it cannot be opened or is no regular file
   const FileIdentity before = source.identity();
-  const Key key{before, base_name(path)};
+  const Key key{before, path_file_name(path)};
   if (auto hit = cache().find(key)) return answer_for(*hit, path);
 
   cache().counted_read();

@@ -9,6 +9,7 @@
 
 #include "core/base/data_files.hpp"
 #include "core/base/error.hpp"
+#include "core/base/file_reader.hpp"
 #include "core/base/data_reader.hpp"
 #include "core/catalog/catalog.hpp"
 
@@ -23,11 +24,6 @@ std::string squash(const std::string& s) {
   for (unsigned char c : s)
     if (std::isalnum(c)) out.push_back(static_cast<char>(std::tolower(c)));
   return out;
-}
-
-std::string base_name(const std::string& path) {
-  auto slash = path.find_last_of("/\\");
-  return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
 bool has(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
@@ -141,7 +137,7 @@ static bool named_by_rules(const std::string& role, const std::string& model) {
 
 NameRecognition recognise_file_name(const std::string& file, const std::string& loader_role) {
   NameRecognition g;
-  const std::string n = squash(base_name(file));
+  const std::string n = squash(path_file_name(file));
   // A checkpoint is named after the diffusion model it bundles.
   const std::string rules_role = loader_role == "checkpoint" ? "diffusion" : loader_role;
   const NameRule* hit = nullptr;
@@ -157,7 +153,7 @@ NameRecognition recognise_file_name(const std::string& file, const std::string& 
   // name a catalog model the rules never name (a family added since, such as a FLUX.2 file that a
   // "flux" rule would take for FLUX.1), so a new family is never taken for an older one.
   const ModelInfo* by_pattern = nullptr;
-  if (auto name = model_from_file_name(base_name(file)))
+  if (auto name = model_from_file_name(path_file_name(file)))
     if (const ModelInfo* info = find_model(*name); info && role_matches(*info, loader_role)) by_pattern = info;
   if (by_pattern && !named_by_rules(rules_role, by_pattern->name)) hit = nullptr;
   if (hit) {

@@ -153,8 +153,7 @@ class Analyser {
 
   const HeaderFacts& header_facts(const std::string& path, const std::string& role) {
     const std::optional<FileIdentity> id = file_identity(path);
-    const std::size_t slash = path.find_last_of("/\\");
-    FactsKey key{id, id && slash != std::string::npos ? path.substr(slash + 1) : path, role};
+    FactsKey key{id, id ? path_file_name(path) : path, role};
     auto it = facts_.find(key);
     if (it == facts_.end()) it = facts_.emplace(std::move(key), read_header_facts(path, role)).first;
     return it->second;
