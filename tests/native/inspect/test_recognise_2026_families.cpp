@@ -1,0 +1,142 @@
+// The 2026 families of issue 19 (Krea 2, Qwen3-VL-4B, Wan Animate 2, SCAIL-2, Wan Dancer, HuMo) and the
+// weight formats of their official files, recognised from the names the official templates load, and
+// from the tensors their `recognise` sections name; a name that only shares a word is not recognised.
+#include <set>
+#include <string>
+
+#include "catch.hpp"
+#include "core/base/data_files.hpp"
+#include "core/catalog/catalog.hpp"
+#include "core/inspect/recognise.hpp"
+
+using namespace headroom;
+using nlohmann::json;
+
+namespace {
+
+// A state dict holding the keys and shapes of models.json entries' `recognise` sections: one entry's,
+// or a variant's over its base model's, as a real variant file holds every tensor of the base.
+ModelFile header_of(std::initializer_list<const char*> models, const std::string& path) {
+  ModelFile f;
+  f.path = path;
+  f.format = "safetensors";
+  std::set<std::string> done;
+  for (const char* model : models) {
+    bool found = false;
+    for (const auto& m : data_file("models.json")["models"]) {
+      if (m["name"] != model) continue;
+      found = true;
+      const json& rec = m["recognise"];
+      const json shapes = rec.value("shapes", json::object());
+      for (const auto& [key, shape] : shapes.items())
+        if (done.insert(key).second)
+          f.tensors.push_back(TensorRecord{key, "bf16", shape.get<std::vector<std::uint64_t>>(), 1, 2, false});
+      for (const auto& k : rec["all_keys"])
+        if (done.insert(k.get<std::string>()).second)
+          f.tensors.push_back(TensorRecord{k.get<std::string>(), "bf16", {4}, 4, 8, false});
+    }
+    if (!found) FAIL("no models.json entry " << model);
+  }
+  return f;
+}
+
+struct Named {
+  const char* file;
+  const char* role;
+  const char* model;
+  const char* precision;
+};
+
+}  // namespace
+
+TEST_CASE("2026 families: the official file names name their model and format", "[recognise][families]") {
+  // The files the official templates of comfyui-workflow-templates-json 0.1.123 load.
+  const Named official[] = {
+      {"qwen3vl_4b_int8_convrot.safetensors", "text_encoder", "qwen3vl-4b", "int8_convrot"},
+      {"qwen3vl_4b_fp8_scaled.safetensors", "text_encoder", "qwen3vl-4b", "fp8_scaled"},
+      {"krea2_turbo_fp8_scaled.safetensors", "diffusion", "krea2-turbo", "fp8_scaled"},
+      {"krea2_turbo_int8_convrot.safetensors", "diffusion", "krea2-turbo", "int8_convrot"},
+      {"krea2_raw_bf16.safetensors", "diffusion", "krea2-raw", "bf16"},
+      {"wan_animate_2_int8_convrot.safetensors", "diffusion", "wan-animate-2-14b", "int8_convrot"},
+      {"wan_animate_2_distill_int8_convrot.safetensors", "diffusion", "wan-animate-2-14b", "int8_convrot"},
+      {"wan2.1_14B_SCAIL_2_fp16.safetensors", "diffusion", "wan2.1-scail-2-14b", "fp16"},
+      {"wan2.1_14B_SCAIL_2_int8_convrot.safetensors", "diffusion", "wan2.1-scail-2-14b", "int8_convrot"},
+      {"wan2.2_dancer_14b_global_fp8_scaled.safetensors", "diffusion", "wan2.2-dancer-14b", "fp8_scaled"},
+      {"wan2.2_dancer_14b_local_fp8_scaled.safetensors", "diffusion", "wan2.2-dancer-14b", "fp8_scaled"},
+      {"humo_17B_fp8_e4m3fn.safetensors", "diffusion", "humo-17b", "fp8_e4m3fn"},
+      {"qwen_image_vae.safetensors", "vae", "wan2.1-vae", ""},
+  };
+  for (const auto& n : official) {
+    INFO(n.file << " as " << n.role);
+    NameRecognition r = recognise_file_name(n.file, n.role);
+    CHECK(r.model == n.model);
+    CHECK(r.precision == n.precision);
+  }
+  // The Qwen-Image VAE is sized as the Wan 2.1 VAE, and the answer says why.
+  NameRecognition qvae = recognise_file_name("qwen_image_vae.safetensors", "vae");
+  bool says_why = false;
+  for (const auto& note : qvae.notes) says_why = says_why || note.find("Wan 2.1 VAE architecture") != std::string::npos;
+  CHECK(says_why);
+}
+
+TEST_CASE("2026 families: the new weight formats are read from names, whatever the model", "[recognise][families]") {
+  CHECK(precision_in_file_name("qwen3.5_9b_flux3_prompt_upsampler_w4a8.safetensors") == "w4a8");
+  CHECK(precision_in_file_name("minimax_h3_fl2va_pruned_int4_convrot.safetensors") == "convrot_w4a4");
+  CHECK(precision_in_file_name("some_dit_convrot_w4a4.safetensors") == "convrot_w4a4");
+  CHECK(precision_in_file_name("qwen3vl_32b_minimax_h3_nvfp4_awq.safetensors") == "nvfp4_awq");
+  CHECK(precision_in_file_name("flux1-dev-nvfp4.safetensors") == "nvfp4");       // the longer spelling only where written
+  CHECK(precision_in_file_name("flux2_klein_9b_int8.safetensors") == "int8");  // plain int8 stays int8
+  // The bytes of each format follow from its block: 8, 4 and 4.5 bits a weight.
+  const ModelInfo& te = resolve_model("qwen3vl-4b");
+  REQUIRE(te.params % 16 == 0);
+  CHECK(weight_bytes(te, resolve_precision("int8_convrot")) == te.params);
+  CHECK(weight_bytes(te, resolve_precision("convrot_w4a4")) == te.params / 2);
+  CHECK(weight_bytes(te, resolve_precision("w4a8")) == te.params / 16 * 9);
+  CHECK(weight_bytes(te, resolve_precision("nvfp4_awq")) == te.params / 16 * 9);
+}
+
+TEST_CASE("2026 families: a name that only shares a word with them names none of them", "[recognise][families]") {
+  const std::set<std::string> added = {"qwen3vl-4b", "krea2-turbo", "krea2-raw", "wan-animate-2-14b",
+                                       "wan2.1-scail-2-14b", "wan2.2-dancer-14b", "humo-17b"};
+  const Named near[] = {
+      {"qwen3_4b.safetensors", "text_encoder", "qwen3-4b", ""},                 // the text-only Qwen3
+      {"qwen3vl_8b_fp8_scaled.safetensors", "text_encoder", "", "fp8_scaled"},  // another Qwen3-VL
+      {"qwen3vl_32b_minimax_h3_nvfp4_awq.safetensors", "text_encoder", "", "nvfp4_awq"},
+      {"krea2_style_reference.safetensors", "diffusion", "", ""},               // a Krea 2 LoRA
+      {"flux1-krea-dev_fp8_scaled.safetensors", "diffusion", "flux1-krea-dev", "fp8_scaled"},
+      {"wan2.2_animate_14B_bf16.safetensors", "diffusion", "wan2.2-animate-14b", "bf16"},  // Animate 1
+      {"qwen_image_2.1_vae.safetensors", "vae", "", ""},                         // Qwen-Image 2.1's own VAE
+      {"humo.safetensors", "diffusion", "", ""},
+      {"dancer_pose_detector.safetensors", "diffusion", "", ""},
+  };
+  for (const auto& n : near) {
+    INFO(n.file << " as " << n.role);
+    NameRecognition r = recognise_file_name(n.file, n.role);
+    CHECK(r.model == n.model);
+    CHECK(!added.count(r.model));
+    CHECK(r.precision == n.precision);
+  }
+}
+
+TEST_CASE("2026 families: headers are told apart by their tensors", "[recognise][families]") {
+  // Qwen3-VL-4B carries the Qwen3-4B language model plus a vision tower: each header goes to its own entry.
+  CHECK(recognise_tensors(header_of({"qwen3vl-4b", "qwen3-4b"}, "/m/te.safetensors")).whole.model == "qwen3vl-4b");
+  CHECK(recognise_tensors(header_of({"qwen3-4b"}, "/m/te.safetensors")).whole.model == "qwen3-4b");
+  // Turbo and RAW share their tensors; the file name decides between them.
+  CHECK(recognise_tensors(header_of({"krea2-turbo"}, "/m/krea2_raw_bf16.safetensors")).whole.model == "krea2-raw");
+  CHECK(recognise_tensors(header_of({"krea2-raw"}, "/m/krea2_turbo_bf16.safetensors")).whole.model == "krea2-turbo");
+  // A Wan variant's file holds every tensor of the Wan model it extends plus the key ComfyUI's detection
+  // reads; the variant wins, under a name that says nothing.
+  const std::pair<const char*, const char*> variants[] = {
+      {"wan2.1-scail-2-14b", "wan2.1-i2v-14b"}, {"wan2.2-dancer-14b", "wan2.1-i2v-14b"}, {"humo-17b", "wan2.1-t2v-14b"}};
+  for (const auto& [variant, base] : variants) {
+    INFO(variant << " over " << base);
+    CHECK(recognise_tensors(header_of({variant, base}, "/m/dit.safetensors")).whole.model == variant);
+    CHECK(recognise_tensors(header_of({base}, "/m/dit.safetensors")).whole.model != variant);
+  }
+  // Wan Animate 2 is i2v-shaped: the Wan 2.1 I2V header, named as Animate 2, is Animate 2.
+  CHECK(recognise_tensors(header_of({"wan2.1-i2v-14b"}, "/m/wan_animate_2_bf16.safetensors")).whole.model ==
+        "wan-animate-2-14b");
+  CHECK(recognise_tensors(header_of({"wan2.1-i2v-14b"}, "/m/wan2.1_i2v_14B_bf16.safetensors")).whole.model ==
+        "wan2.1-i2v-14b");
+}
