@@ -1,7 +1,8 @@
 """The official templates of the 2026 families (issue 19 item 6), planned with their own models: every file a
-template loads for Krea 2, Qwen3-VL-4B, Wan Animate 2, SCAIL-2, Wan Dancer and HuMo is read as that catalog
-model in the format its name says, and none of them is what stops a plan. The templates come from the
-pinned comfyui-workflow-templates-json package, or from an unpacked wheel under HEADROOM_TEMPLATES_DIR."""
+template loads for Krea 2, Qwen3-VL-4B, Wan Animate 2, SCAIL-2, Wan Dancer, HuMo, ChronoEdit, Wan-Move and
+Bernini-R is read as that catalog model in the format its name says, and none of them is what stops a plan.
+The templates come from the pinned comfyui-workflow-templates-json package, or from an unpacked wheel under
+HEADROOM_TEMPLATES_DIR."""
 import importlib.resources
 import json
 import os
@@ -37,6 +38,11 @@ TEMPLATES = {
         (("diffusion", "wan2.2_dancer_14b_global_fp8_scaled.safetensors"), ("wan2.2-dancer-14b", "fp8_scaled")),
         (("diffusion", "wan2.2_dancer_14b_local_fp8_scaled.safetensors"), ("wan2.2-dancer-14b", "fp8_scaled"))],
     "video_humo": [(("diffusion", "humo_17B_fp8_e4m3fn.safetensors"), ("humo-17b", "fp8_e4m3fn"))],
+    "image_chrono_edit_14B": [(("diffusion", "chrono_edit_14B_fp16.safetensors"), ("chrono-edit-14b", "fp8_e4m3fn"))],
+    "video_wanmove_480p": [(("diffusion", "Wan21-WanMove_fp8_scaled_e4m3fn_KJ.safetensors"), ("wan-move-14b", "fp8_scaled"))],
+    "video_bernini_r_video_editing": [
+        (("diffusion", "wan2.2_bernini_r_high_noise_fp8_scaled.safetensors"), ("bernini-r-a14b", "fp8_scaled")),
+        (("diffusion", "wan2.2_bernini_r_low_noise_fp8_scaled.safetensors"), ("bernini-r-a14b", "fp8_scaled"))],
     # FLUX 3 Image Klein: its Qwen3-VL-4B encoder is known; its DiT is not in the catalog (see flux3 test below).
     "image_flux3_klein_t2i": [QWEN3VL_INT8],
     "image_flux3_klein_distilled_t2i": [QWEN3VL_INT8],
@@ -44,7 +50,7 @@ TEMPLATES = {
     "image_flux3_klein_distilled_image_edit": [QWEN3VL_INT8],
 }
 ADDED = {"qwen3vl-4b", "krea2-turbo", "krea2-raw", "wan-animate-2-14b", "wan2.1-scail-2-14b", "wan2.2-dancer-14b",
-         "humo-17b"}
+         "humo-17b", "chrono-edit-14b", "wan-move-14b", "bernini-r-a14b"}
 VERDICTS = {"fits", "tight", "streams", "does_not_fit"}
 
 
@@ -116,3 +122,19 @@ def test_flux3_klein_is_refused_for_its_dit_only():
         assert plan["verdict"] == "unknown"
         assert plan["not_covered"]["role"] == "diffusion"
         assert plan["not_covered"]["file"].startswith("flux3-image-klein")
+
+
+def test_chrono_edit_is_planned_on_its_template_shape():
+    # WanImageToVideo 720x720, length 5, KSampler cfg 4; UNETLoader's weight_dtype fp8_e4m3fn over the fp16 file.
+    job = _plan("image_chrono_edit_14B")["job"]
+    assert job["diffusion"]["model"] == "chrono-edit-14b"
+    assert (job["width"], job["height"], job["frames"], job["cfg"]) == (720, 720, 5, 4.0)
+    assert job["clip_vision"]["model"] == "clip-vision-h"
+
+
+def test_the_prompt_upsampler_says_what_it_does_not_count():
+    # Krea 2's template enhances the prompt with TextGenerate on its own text encoder.
+    plan = _plan("image_krea2_turbo_t2i")
+    assert "TextGenerate" not in [u["type"] for u in plan["unknown_nodes"]]
+    notes = [n for n in plan["job"]["notes"] if n.startswith("TextGenerate")]
+    assert len(notes) == 1 and "not counted" in notes[0]

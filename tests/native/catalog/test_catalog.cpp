@@ -51,11 +51,12 @@ TEST_CASE("every canonical name of issue #2 is in the catalog with its role", "[
       {"wan2.2-fun-control-a14b", Role::DiffusionModel}, {"wan2.2-fun-inpaint-a14b", Role::DiffusionModel},
       {"wan2.1-ati-14b", Role::DiffusionModel},
       // The 2026 families of issue 19: Krea 2 and its Qwen3-VL-4B encoder, the Wan-based Animate 2, SCAIL-2,
-      // Dancer and HuMo.
+      // Dancer, HuMo, and the Wan finetunes ChronoEdit, Wan-Move and Bernini-R.
       {"qwen3vl-4b", Role::TextEncoder},         {"krea2-turbo", Role::DiffusionModel},
       {"krea2-raw", Role::DiffusionModel},       {"wan-animate-2-14b", Role::DiffusionModel},
       {"wan2.1-scail-2-14b", Role::DiffusionModel}, {"wan2.2-dancer-14b", Role::DiffusionModel},
-      {"humo-17b", Role::DiffusionModel}};
+      {"humo-17b", Role::DiffusionModel},        {"chrono-edit-14b", Role::DiffusionModel},
+      {"wan-move-14b", Role::DiffusionModel},    {"bernini-r-a14b", Role::DiffusionModel}};
   for (const auto& [name, role] : names) {
     const ModelInfo& m = resolve_model(name);
     CHECK(m.name == name);
@@ -219,7 +220,7 @@ TEST_CASE("precisions a role cannot use are refused", "[catalog]") {
 
 TEST_CASE("api::catalog lists models, precisions and GPUs", "[catalog]") {
   auto c = api::catalog();
-  CHECK(c["models"].size() == 42);
+  CHECK(c["models"].size() == 45);
   CHECK(c["precisions"].size() >= 16);
   CHECK(c["gpus"].size() >= 10);
   bool found = false;

@@ -1,6 +1,7 @@
-// The 2026 families of issue 19 (Krea 2, Qwen3-VL-4B, Wan Animate 2, SCAIL-2, Wan Dancer, HuMo) and the
-// weight formats of their official files, recognised from the names the official templates load, and
-// from the tensors their `recognise` sections name; a name that only shares a word is not recognised.
+// The 2026 families of issue 19 (Krea 2, Qwen3-VL-4B, Wan Animate 2, SCAIL-2, Wan Dancer, HuMo, ChronoEdit,
+// Wan-Move, Bernini-R) and the weight formats of their official files, recognised from the names the
+// official templates load and from the tensors their `recognise` sections name; a name that only shares a
+// word is not recognised.
 #include <set>
 #include <string>
 
@@ -65,6 +66,10 @@ TEST_CASE("2026 families: the official file names name their model and format", 
       {"wan2.2_dancer_14b_local_fp8_scaled.safetensors", "diffusion", "wan2.2-dancer-14b", "fp8_scaled"},
       {"humo_17B_fp8_e4m3fn.safetensors", "diffusion", "humo-17b", "fp8_e4m3fn"},
       {"qwen_image_vae.safetensors", "vae", "wan2.1-vae", ""},
+      {"chrono_edit_14B_fp16.safetensors", "diffusion", "chrono-edit-14b", "fp16"},
+      {"Wan21-WanMove_fp8_scaled_e4m3fn_KJ.safetensors", "diffusion", "wan-move-14b", "fp8_scaled"},
+      {"wan2.2_bernini_r_high_noise_fp8_scaled.safetensors", "diffusion", "bernini-r-a14b", "fp8_scaled"},
+      {"wan2.2_bernini_r_low_noise_fp8_scaled.safetensors", "diffusion", "bernini-r-a14b", "fp8_scaled"},
   };
   for (const auto& n : official) {
     INFO(n.file << " as " << n.role);
@@ -96,8 +101,10 @@ TEST_CASE("2026 families: the new weight formats are read from names, whatever t
 }
 
 TEST_CASE("2026 families: a name that only shares a word with them names none of them", "[recognise][families]") {
-  const std::set<std::string> added = {"qwen3vl-4b", "krea2-turbo", "krea2-raw", "wan-animate-2-14b",
-                                       "wan2.1-scail-2-14b", "wan2.2-dancer-14b", "humo-17b"};
+  const std::set<std::string> added = {"qwen3vl-4b",         "krea2-turbo",       "krea2-raw",
+                                       "wan-animate-2-14b",  "wan2.1-scail-2-14b", "wan2.2-dancer-14b",
+                                       "humo-17b",           "chrono-edit-14b",   "wan-move-14b",
+                                       "bernini-r-a14b"};
   const Named near[] = {
       {"qwen3_4b.safetensors", "text_encoder", "qwen3-4b", ""},                 // the text-only Qwen3
       {"qwen3vl_8b_fp8_scaled.safetensors", "text_encoder", "", "fp8_scaled"},  // another Qwen3-VL
@@ -108,6 +115,7 @@ TEST_CASE("2026 families: a name that only shares a word with them names none of
       {"qwen_image_2.1_vae.safetensors", "vae", "", ""},                         // Qwen-Image 2.1's own VAE
       {"humo.safetensors", "diffusion", "", ""},
       {"dancer_pose_detector.safetensors", "diffusion", "", ""},
+      {"wan2.2_t2v_high_noise_14B_fp8_scaled.safetensors", "diffusion", "wan2.2-t2v-a14b", "fp8_scaled"},
   };
   for (const auto& n : near) {
     INFO(n.file << " as " << n.role);
