@@ -137,6 +137,9 @@ EncoderArch read_encoder(const JsonFields& entry) {
   a.attention_bias = arch.optional_flag("attention_bias").value_or(false);
   a.largest_linear_params = arch.number("largest_linear_params", kLayerParams);
   a.activation = activation_of(entry, arch);
+  if (auto gen = arch.optional_object("generation"))
+    a.kv_elems_per_token = 2.0 * gen->integer("kv_layers", kWidth) * gen->integer("kv_heads", kWidth) *
+                           gen->integer("head_dim", kWidth);
   return a;
 }
 

@@ -68,6 +68,9 @@ struct EncoderArch {
   int tokens = 0;                   // sequence length ComfyUI pads to
   bool attention_bias = false;      // T5's heads x seq x seq position bias
   double largest_linear_params = 0;
+  // Language models that also write text (ComfyUI's TextGenerate): key and value elements cached per
+  // token over the attention layers, 2 x kv_layers x kv_heads x head_dim; 0 = it only encodes.
+  double kv_elems_per_token = 0;
   Activation activation;
 };
 

@@ -72,12 +72,26 @@ void mark_cached(Stage& stage, const std::vector<std::pair<std::string, std::uin
 // dynamic VRAM on (Comfy-Org/ComfyUI#13953).
 bool gguf(const ResolvedComponent& c) { return c.precision->kind == "gguf"; }
 
+// A prompt upsampler that is not also one of the job's text encoders: one file, one residency.
+bool generator_only(const ResolvedJob& rj, const ResolvedComponent& g) {
+  return std::none_of(rj.text_encoders.begin(), rj.text_encoders.end(),
+                      [&](const ResolvedComponent& t) { return t.model == g.model; });
+}
+
+// Models already loaded by earlier stages, each once however many stages used it.
+void add_loaded(std::vector<std::pair<std::string, std::uint64_t>>& earlier, const ResolvedComponent& c) {
+  if (std::none_of(earlier.begin(), earlier.end(), [&](const auto& e) { return e.first == c.model->name; }))
+    earlier.push_back({c.model->name, c.weight_bytes});
+}
+
 std::uint64_t host_ram_needed(const ResolvedJob& rj, const Job& job) {
   // Every model's weights in host memory: the legacy loader reads them all to the CPU and keeps them
   // there; under dynamic VRAM it is what the run needs in the page cache to never read the disk again.
   std::uint64_t ram = job.lora_bytes;
   if (rj.diffusion) ram += rj.diffusion->weight_bytes * std::max(1, rj.diffusion->model->experts);
   for (const auto& t : rj.text_encoders) ram += t.weight_bytes;
+  for (const auto& g : rj.generators)
+    if (generator_only(rj, g)) ram += g.weight_bytes;
   if (rj.clip_vision) ram += rj.clip_vision->weight_bytes;
   if (rj.vae) ram += rj.vae->weight_bytes;
   return ram;
@@ -94,6 +108,8 @@ std::uint64_t host_ram_held(const ResolvedJob& rj, const Job& job, const Runtime
   if (rj.diffusion && gguf(*rj.diffusion)) ram += rj.diffusion->weight_bytes * std::max(1, rj.diffusion->model->experts);
   for (const auto& t : rj.text_encoders)
     if (gguf(t)) ram += t.weight_bytes;
+  for (const auto& g : rj.generators)
+    if (gguf(g) && generator_only(rj, g)) ram += g.weight_bytes;
   return ram;
 }
 
@@ -136,6 +152,8 @@ void mark_native_compute(ResolvedJob& rj, const Runtime& rt) {
   };
   if (rj.diffusion) mark(*rj.diffusion);
   for (auto& t : rj.text_encoders) mark(t);
+  for (auto& g : rj.generators)
+    if (generator_only(rj, g)) mark(g);
 }
 
 }  // namespace
@@ -190,6 +208,9 @@ json job_to_json(const Job& job) {
   j["diffusion"] = job.diffusion ? component_json(*job.diffusion) : json(nullptr);
   j["text_encoders"] = json::array();
   for (const auto& t : job.text_encoders) j["text_encoders"].push_back(component_json(t));
+  j["text_generations"] = json::array();
+  for (const auto& g : job.text_generations)
+    j["text_generations"].push_back({{"model", component_json(g.model)}, {"new_tokens", g.new_tokens}});
   j["clip_vision"] = job.clip_vision ? component_json(*job.clip_vision) : json(nullptr);
   j["vae"] = job.vae ? component_json(*job.vae) : json(nullptr);
   j["lora_bytes"] = job.lora_bytes;
@@ -256,17 +277,25 @@ Estimate estimate(const Job& job, const Runtime& runtime) {
   const PolicyContext pc_legacy = policy_context(legacy_rt);
   const std::uint64_t V = pc.vram_bytes;
   Estimate est;
-  est.stages.reserve(5);
+  est.stages.reserve(6);
   est.vram_bytes = V;
   est.notes = rj.notes;
   for (const auto& n : job.notes) est.notes.push_back(n);
   std::vector<std::pair<std::string, std::uint64_t>> earlier;  // models loaded by earlier stages
 
+  // A prompt upsampler writes the prompt before it is encoded.
+  if (auto gen = text_generate_demand(rj)) {
+    const bool any_gguf = std::any_of(rj.generators.begin(), rj.generators.end(), gguf);
+    est.stages.push_back(fit_stage(*gen, any_gguf ? pc_legacy : pc));
+    for (const auto& g : rj.generators) add_loaded(earlier, g);
+  }
   if (!rj.text_encoders.empty()) {
     const bool any_gguf = std::any_of(rj.text_encoders.begin(), rj.text_encoders.end(), gguf);
-    est.stages.push_back(fit_stage(text_encode_demand(rj), any_gguf ? pc_legacy : pc));
+    Stage s = fit_stage(text_encode_demand(rj), any_gguf ? pc_legacy : pc);
+    mark_cached(s, earlier, V);
+    est.stages.push_back(std::move(s));
     if (!job.text_encoder_on_cpu)
-      for (const auto& t : rj.text_encoders) earlier.push_back({t.model->name, t.weight_bytes});
+      for (const auto& t : rj.text_encoders) add_loaded(earlier, t);
   }
   if (rj.clip_vision) {
     Stage s = fit_stage(clip_vision_demand(rj), pc);

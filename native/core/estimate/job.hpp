@@ -17,6 +17,13 @@ struct Component {
   std::string file;       // file name it came from ("" when chosen by name only)
 };
 
+// A text encoder run as a language model before the prompt is encoded (ComfyUI's TextGenerate, the
+// prompt upsampler of the FLUX 3 Klein and Krea 2 templates).
+struct TextGeneration {
+  Component model;
+  int new_tokens = 0;  // max_length: the most tokens it writes
+};
+
 // How the VAE decode is run.
 enum class DecodeMode {
   Full,      // ComfyUI's VAE Decode: whole latent at once (falls back to tiled on OOM)
@@ -27,6 +34,7 @@ enum class DecodeMode {
 struct Job {
   std::optional<Component> diffusion;      // the diffusion model (for Wan 2.2 A14B: either expert)
   std::vector<Component> text_encoders;    // CLIP-L + T5-XXL for Flux, umT5-XXL for Wan
+  std::vector<TextGeneration> text_generations;  // prompt upsamplers, run one after another
   std::optional<Component> clip_vision;    // CLIP-vision-H for Wan 2.1 I2V
   std::optional<Component> vae;
   std::uint64_t lora_bytes = 0;            // LoRA weights patched into the diffusion model

@@ -182,6 +182,16 @@ ResolvedJob resolve_job(const Job& job) {
   for (std::size_t i = 0; i < job.text_encoders.size(); ++i)
     r.text_encoders.push_back(resolve_component(job.text_encoders[i], Role::TextEncoder,
                                                 "text_encoders[" + std::to_string(i) + "]"));
+  for (std::size_t i = 0; i < job.text_generations.size(); ++i) {
+    const std::string field = "text_generations[" + std::to_string(i) + "]";
+    const TextGeneration& g = job.text_generations[i];
+    check_range(field + ".new_tokens", g.new_tokens, 1, 1 << 20, "a number of tokens to write");
+    r.generators.push_back(resolve_component(g.model, Role::TextEncoder, field));
+    const ModelInfo& m = *r.generators.back().model;
+    if (encoder_of(m).kv_elems_per_token <= 0)
+      throw InputError(field, m.name + " only encodes text: models.json gives it no arch.generation (kv_layers, kv_heads, "
+                              "head_dim); give a language model that writes text");
+  }
   if (job.clip_vision) r.clip_vision = resolve_component(*job.clip_vision, Role::ClipVision, "clip_vision");
   if (job.vae) r.vae = resolve_component(*job.vae, Role::Vae, "vae");
   if (!r.diffusion && r.text_encoders.empty() && !r.clip_vision && !r.vae)
@@ -238,6 +248,36 @@ std::uint64_t comfy_decode_estimate(const ResolvedJob& rj) {
   const int s = v.spatial_stride();
   const std::uint64_t lh = ceil_div(rj.job->height, s), lw = ceil_div(rj.job->width, s);
   return static_cast<std::uint64_t>(v.comfy_decode_constant * lh * lw * s * s * vae_compute_bytes(*rj.vae));
+}
+
+std::optional<StageDemand> text_generate_demand(const ResolvedJob& rj) {
+  if (rj.generators.empty()) return std::nullopt;
+  StageDemand d;
+  d.name = "text_generate";
+  d.partial_loadable = true;
+  std::uint64_t cache = 0, act = 0, dq = 0, layer = 0;
+  for (std::size_t i = 0; i < rj.generators.size(); ++i) {
+    const ResolvedComponent& g = rj.generators[i];
+    const ModelInfo& m = *g.model;
+    const EncoderArch& arch = encoder_of(m);
+    const int cb = dtype_bytes(m.compute_dtype);
+    // The prompt is at most the encoder's padded length; every written token adds its keys and values.
+    const double tokens = static_cast<double>(arch.tokens) + rj.job->text_generations[i].new_tokens;
+    cache = std::max(cache, static_cast<std::uint64_t>(tokens * arch.kv_elems_per_token * cb));
+    act = std::max(act, static_cast<std::uint64_t>(arch.tokens * elems_per_token(m) * cb));  // the prompt's pass
+    dq = std::max(dq, dequant_transient(g, cb, false));
+    layer = std::max(layer, static_cast<std::uint64_t>(arch.largest_linear_params * cb));
+    if (std::none_of(d.weights.begin(), d.weights.end(), [&](const auto& w) { return w.first == m.name; })) {
+      d.weights.push_back({m.name, g.weight_bytes});
+      d.resident_labels.push_back(m.name);
+    }
+    d.flops_per_pass += 2.0 * m.params * tokens;
+  }
+  d.transient["kv_cache"] = cache;
+  d.transient["activations"] = act;
+  if (dq) d.transient["dequant_transient"] = dq;
+  d.stream_layer_bytes = layer;
+  return d;
 }
 
 StageDemand text_encode_demand(const ResolvedJob& rj) {

@@ -26,6 +26,7 @@ struct ResolvedComponent {
 struct ResolvedJob {
   std::optional<ResolvedComponent> diffusion;
   std::vector<ResolvedComponent> text_encoders;
+  std::vector<ResolvedComponent> generators;  // one per job.text_generations entry, in order
   std::optional<ResolvedComponent> clip_vision;
   std::optional<ResolvedComponent> vae;
   const Job* job = nullptr;
@@ -68,6 +69,9 @@ struct DemandOptions {
   std::uint64_t decode_budget_bytes = 0;  // for DecodeMode::Headroom; 0 = no limit
 };
 
+// The prompt upsamplers of job.text_generations, one after another: weights, the prompt's pass and the
+// key/value cache of the prompt plus every token written. nullopt when the job has none.
+std::optional<StageDemand> text_generate_demand(const ResolvedJob& job);
 StageDemand text_encode_demand(const ResolvedJob& job);
 StageDemand clip_vision_demand(const ResolvedJob& job);
 std::optional<StageDemand> vae_encode_demand(const ResolvedJob& job);   // I2V video / Kontext reference

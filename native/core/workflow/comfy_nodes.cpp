@@ -35,7 +35,7 @@ ComfyNode read_node(const std::string& type, const json& j, const Reader& r, con
   if (!j.is_object()) r.fail("(entry)", "expected an object");
   r.known(j, {"source", "widgets", "loads", "latent", "note", "latent_from_image", "reference_image", "cfg",
               "cfg_at_least", "decode", "tile_widget", "mode_widget", "output", "neutral", "virtual",
-              "value_outputs", "size_from_image", "switch", "run_note"});
+              "value_outputs", "size_from_image", "switch", "run_note", "generates"});
   ComfyNode n;
   n.type = type;
   n.source = r.text(j, "source");
@@ -80,6 +80,13 @@ ComfyNode read_node(const std::string& type, const json& j, const Reader& r, con
     n.on_false = sr.text(*it, "on_false", true);
   }
   n.run_note = r.text(j, "run_note");
+  if (auto it = j.find("generates"); it != j.end()) {
+    if (!it->is_object()) r.fail("generates", "expected {input, max_tokens}");
+    Reader gr{r.file, r.where + ".generates"};
+    gr.known(*it, {"input", "max_tokens"});
+    n.generator_input = gr.text(*it, "input", true);
+    n.new_tokens_widget = gr.text(*it, "max_tokens", true);
+  }
   return n;
 }
 

@@ -48,6 +48,9 @@ struct ComfyNode {
   // ComfySwitchNode: only the input the switch widget selects runs.
   std::string switch_widget, on_true, on_false;
   std::string run_note;  // reported when the node runs (what Headroom does not count)
+  // A node that runs a loaded text encoder as a language model (TextGenerate): the input carrying the
+  // encoder and the widget giving how many tokens it may write.
+  std::string generator_input, new_tokens_widget;
 };
 
 struct ComfyNodes {

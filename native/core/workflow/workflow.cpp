@@ -143,6 +143,17 @@ class Analyser {
   long long best_pixels_ = -1;
   bool image_sized_latent_ = false;  // the latent follows an input image (inpaint, Kontext, img2img)
   double cfg_ = -1;
+  // Text encoder loaders by node id, and the nodes that run one of them as a language model.
+  struct LoadedEncoder {
+    Component component;
+    std::string file;
+  };
+  std::map<std::string, LoadedEncoder> encoders_by_node_;
+  struct PendingGeneration {
+    std::string node, loader;  // "TextGenerate #12", the loader node id feeding it ("" = none found)
+    int new_tokens = 0;
+  };
+  std::vector<PendingGeneration> generations_;
   std::vector<std::string>& notes() { return info_.job.notes; }
   // --models: one walk of the folder and one answer per file and loader role, however many loaders name
   // it and however its path is spelled ("x", "./x", ".//x" are one file): keyed by the file's identity
@@ -304,6 +315,7 @@ class Analyser {
       } else if (role == "text_encoder") {
         if (c.model.empty()) notes().push_back("text encoder '" + file + "' not recognised; not counted");
         else if (!already_loaded(info_.job.text_encoders, c, n)) info_.job.text_encoders.push_back(c);
+        encoders_by_node_[n.id] = {c, file};
         if (text(resolved_value(g_, n, "device")) == "cpu") info_.job.text_encoder_on_cpu = true;
         if (auto r = ref(n, "device")) info_.text_encoder_device.push_back(*r);
       } else if (role == "vae") {
@@ -323,12 +335,7 @@ class Analyser {
     for (const auto& id : run_) {
       const Node* n = g_.node(id);
       for (const auto& name : comfy_nodes().sampled_latent_inputs) {
-        const Input* in = n ? n->input(name) : nullptr;
-        const Node* from = in && in->from_node ? g_.node(*in->from_node) : nullptr;
-        for (int hops = 0; from && is_virtual(from->type) && hops < 64; ++hops) {
-          const Input* through = from->inputs.empty() ? nullptr : &from->inputs.front();
-          from = through && through->from_node ? g_.node(*through->from_node) : nullptr;
-        }
+        const Node* from = n ? source_of(*n, name) : nullptr;
         if (from && !node_info(from->type)) return UnknownNode{from->id, from->type};
       }
     }
@@ -452,6 +459,51 @@ class Analyser {
     info_.decoders.push_back(d);
   }
 
+  // The node feeding input `name`, through Reroutes and other frontend-only nodes.
+  const Node* source_of(const Node& n, const std::string& name) const {
+    const Input* in = n.input(name);
+    const Node* from = in && in->from_node ? g_.node(*in->from_node) : nullptr;
+    for (int hops = 0; from && is_virtual(from->type) && hops < 64; ++hops) {
+      const Input* through = from->inputs.empty() ? nullptr : &from->inputs.front();
+      from = through && through->from_node ? g_.node(*through->from_node) : nullptr;
+    }
+    return from;
+  }
+
+  void generation(const Node& n, const ComfyNode& info) {
+    const Node* from = source_of(n, info.generator_input);
+    auto tokens = resolved_value(g_, n, info.new_tokens_widget);
+    const bool whole = tokens && tokens->is_number_integer() && tokens->get<long long>() >= 1 &&
+                       tokens->get<long long>() <= (1 << 20);
+    generations_.push_back({n.type + " #" + n.id, from ? from->id : "", whole ? tokens->get<int>() : 0});
+  }
+
+  // What each language-model node writes, now that every loader has been read.
+  void resolve_generations() {
+    for (const auto& p : generations_) {
+      auto it = encoders_by_node_.find(p.loader);
+      if (it == encoders_by_node_.end()) {
+        notes().push_back(p.node + ": no text encoder loader feeds it; what it writes is not counted");
+        continue;
+      }
+      const LoadedEncoder& e = it->second;
+      const ModelInfo* m = e.component.model.empty() ? nullptr : find_model(e.component.model);
+      if (!m || !m->encoder || m->encoder->kv_elems_per_token <= 0) {
+        notes().push_back(p.node + ": its language model '" + e.file + "' is " +
+                          (m ? "not known to write text (no arch.generation in models.json)" : "not in the catalog") +
+                          "; what it writes is not counted");
+        continue;
+      }
+      if (p.new_tokens < 1) {
+        notes().push_back(p.node + ": max_length is not a number Headroom can read; what it writes is not counted");
+        continue;
+      }
+      info_.job.text_generations.push_back({e.component, p.new_tokens});
+      notes().push_back(p.node + ": " + m->name + " writes up to " + std::to_string(p.new_tokens) +
+                        " tokens before the prompt is encoded (stage text_generate)");
+    }
+  }
+
   void visit(const Node& n) {
     const ComfyNode* info = node_info(n.type);
     if (!info) {
@@ -479,6 +531,7 @@ class Analyser {
       if (reference_sources_.insert(source).second) ++info_.job.reference_images;
       return;
     }
+    if (!info->generator_input.empty()) return generation(n, *info);
     if (!info->run_note.empty()) notes().push_back(n.type + " #" + n.id + ": " + info->run_note);
     if (info->neutral || info->is_virtual || !info->value_outputs.empty() || info->size_from_image ||
         !info->switch_widget.empty() || !info->run_note.empty())
@@ -488,6 +541,7 @@ class Analyser {
 
   void finish() {
     Job& job = info_.job;
+    resolve_generations();
     // Diffusion: Wan 2.2 A14B's two experts are one component (ComfyUI runs one at a time).
     if (!diffusion_.empty()) {
       // Several models run one after another (an all-in-one edit workflow): the largest sets the peak,
