@@ -3,11 +3,12 @@
 ComfyUI-Manager runs this file with ComfyUI's interpreter after cloning the pack; users can run it by
 hand the same way: `<python of ComfyUI> install.py`. First it looks for a prebuilt decoder wheel that
 matches the running torch X.Y, CUDA major, Python and platform exactly (nodes/decoder_wheels.json;
-never a near match) and proves it in a child process. Then, where a source build is wanted (see
-source_build_wanted: by default on Linux and macOS with CMake, never by default on Windows), it
-configures CMake with that interpreter, so the estimator (the C library headroom_core, no torch, any
-Python) lands in <pack>/build/capi and the decoders (_headroom_torch, against the running torch) in
-<pack>/build/python, where the nodes look for them. Each built library is then loaded once in a child
+never a near match) and proves it in a child process. Then it builds (toolchain_choice): with CMake and
+a compiler on the machine (Linux, macOS; Windows only when asked) it configures CMake with that
+interpreter, so the estimator (the C library headroom_core, no torch, any Python) lands in
+<pack>/build/capi and the decoders (_headroom_torch, against the running torch) in <pack>/build/python,
+where the nodes look for them. Without a compiler (Windows portable, desktop Linux) it fetches zig, CMake
+and Ninja from PyPI into <pack>/build/tools and builds the core alone (nodes/pypi_toolchain.py). Each built library is then loaded once in a child
 Python (prove_loads): Headroom starts processes only here, at install time, never inside ComfyUI. Exit status 0
 on success; on failure it says what is missing and the nodes keep working."""
 import json
@@ -169,22 +170,89 @@ def install_decoder_wheel(facts, dw):
 
 
 def source_build_wanted():
-    """HEADROOM_BUILD_FROM_SOURCE=1 asks for a build, =0 refuses one. Unset: build where a compiler toolchain
-    is the norm (Linux, macOS with CMake), never on Windows, where the portable build has none."""
+    """HEADROOM_BUILD_FROM_SOURCE=1 asks for a build, =0 refuses one. Unset: build the decoders too where a
+    compiler toolchain is the norm (Linux, macOS), never on Windows, where the portable build has none and
+    the decoders come only as exact wheels."""
     choice = os.environ.get("HEADROOM_BUILD_FROM_SOURCE", "").strip()
     if choice in ("0", "1"):
         return choice == "1"
-    return platform.system() != "Windows" and shutil.which("cmake") is not None
+    return platform.system() != "Windows"
 
 
-def toolchain_advice():
-    if platform.system() == "Linux":
-        return ("Install CMake >= 3.18, Ninja and a C++17 compiler (Debian/Ubuntu: apt install cmake ninja-build g++ "
-                "nlohmann-json3-dev; for the decoders also pip install pybind11)")
-    if platform.system() == "Darwin":
-        return "Install CMake >= 3.18, Ninja and Xcode's command-line tools (brew install cmake ninja nlohmann-json)"
-    return ("Install Visual Studio Build Tools (C++), CMake >= 3.18 and nlohmann_json (vcpkg install nlohmann-json), "
-            "and, for the decoders, pip install pybind11 into ComfyUI's Python")
+def system_compiler():
+    """A C++ compiler on the PATH (or $CXX), else None."""
+    cxx = os.environ.get("CXX", "").strip()
+    if cxx and shutil.which(cxx.split()[0]):
+        return cxx
+    return next((c for c in ("c++", "g++", "clang++", "cl") if shutil.which(c)), None)
+
+
+def toolchain_choice():
+    """'system' (CMake and a compiler on this machine: the core and, with torch, the decoders), 'pypi' (the
+    core alone, with zig, CMake and Ninja from PyPI: nodes/pypi_toolchain.py) or None (no build).
+    HEADROOM_TOOLCHAIN=system|pypi forces one; HEADROOM_BUILD_FROM_SOURCE=0 builds nothing."""
+    if os.environ.get("HEADROOM_BUILD_FROM_SOURCE", "").strip() == "0":
+        return None
+    forced = os.environ.get("HEADROOM_TOOLCHAIN", "").strip().lower()
+    if forced in ("system", "pypi"):
+        return forced
+    if source_build_wanted() and shutil.which("cmake") and system_compiler():
+        return "system"
+    return "pypi"
+
+
+def core_wheel_in_place():
+    """True when a headroom_core wheel in this Python gives the nodes their core (then nothing is built)."""
+    core_capi = nodes_module("core_capi")
+    return any(path.parent != BUILD / "capi" and path.is_file() for path in core_capi.candidates(BUILD))
+
+
+def minutes(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds // 60:.0f} min {seconds % 60:.0f} s"
+
+
+def build_core_with_pypi_toolchain(decoders_in_place=False):
+    """Builds the core library alone with PyPI's toolchain into BUILD/pypi-core and puts it where the nodes
+    look (BUILD/capi). Prints what it did; returns True when a library that loads is in place."""
+    tc_mod = nodes_module("pypi_toolchain")
+    started = time.monotonic()
+    print(f"Headroom: no C++ compiler here; fetching zig, CMake and Ninja from PyPI into {BUILD / 'tools'} "
+          "(once, ~250 MB) to build the estimator core")
+    tc, why = tc_mod.ensure(BUILD)
+    if tc is None:
+        print(f"Headroom: could not get the toolchain: {why}. The nodes load and say the core is missing; "
+              f"run again when that is fixed: \"{sys.executable}\" \"{PACK / 'install.py'}\"")
+        return False
+    fetched = time.monotonic() - started
+    tree = BUILD / "pypi-core"
+    log = BUILD / "pypi-core.log"
+    for step in tc_mod.build_steps(tc, PACK, tree, build_jobs()):
+        try:
+            with open(log, "a") as out:
+                result = subprocess.run(step, cwd=PACK, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        except OSError as e:
+            print(f"Headroom: the core build could not run ({e}); the nodes load and say the core is missing.")
+            return False
+        if result.returncode != 0:
+            print(f"Headroom: the core build failed (exit {result.returncode}); its output is in {log}. The nodes "
+                  f"load and say the core is missing. Report it with that file.")
+            return False
+    built = tree / "capi"
+    failures = prove_loads(tree)
+    if failures or not (built / (tc_mod.library_name() + RECORD_SUFFIX)).is_file():
+        why = failures[0][1] if failures else "left no record"
+        print(f"Headroom: the core built with zig {why}; the nodes will not load it. Report this with {log}.")
+        return False
+    try:
+        tc_mod.publish(built, BUILD / "capi", RECORD_SUFFIX)
+    except OSError as e:
+        print(f"Headroom: the core built but could not be put in {BUILD / 'capi'} ({e.strerror or e}).")
+        return False
+    decoders = ("the decoder wheel above decodes" if decoders_in_place else "the native decoders are left out (exact "
+                "wheels only without a system compiler), so decoding uses ComfyUI's own tiled decode")
+    print(f"Headroom: estimator core built with PyPI's zig {tc.zig_version() or '?'} in "
+          f"{minutes(time.monotonic() - started)} (toolchain {minutes(fetched)}); {decoders}.")
+    return True
 
 
 def core_report() -> str:
@@ -198,44 +266,36 @@ def core_report() -> str:
                 return f"Headroom: estimator core: this pack's build ({path})."
         elif path.is_file():
             return f"Headroom: estimator core: the headroom_core wheel ({path.parent})."
-    how = ("set HEADROOM_BUILD_FROM_SOURCE=1 and run install.py again with Visual Studio Build Tools, CMake and "
-           "nlohmann_json" if platform.system() == "Windows" else
-           "run install.py again where CMake and a C++17 compiler are installed")
+    how = "run install.py again where PyPI can be reached (it fetches its own compiler when the machine has none)"
     return (f"Headroom: estimator core: not installed (no headroom_core wheel in this Python, no build): {how}. "
             f"Until then Preflight, the estimates and the OOM explainer say the core is missing.")
 
 
-def main():
-    facts = torch_facts()
-    dw = decoder_wheels()
-    reason = install_decoder_wheel(facts, dw)
-    if reason is None:
-        print("Headroom: decoder wheel installed and checked.")
-    if not source_build_wanted():
-        if reason is not None:
-            print(dw.advice(reason))
-        print(core_report())
-        return 0
+def build_with_system_toolchain(facts):
+    """CMake and the machine's compiler: the core and CLI first, then the rest (the decoders against the
+    running torch), so a decoder that fails to compile never hides that the core built. Returns the exit
+    status: non-zero only when the core itself could not be built or crashes its loader."""
     print(f"Headroom: building for Python {platform.python_version()} ({sys.executable}), "
           f"torch {facts['torch_version'] or 'absent'}, CUDA {facts['cuda_version'] or 'none'}")
-    missing = [tool for tool in ("cmake",) if shutil.which(tool) is None]
-    if missing:
-        print(f"Headroom: cannot build: {', '.join(missing)} not found. {toolchain_advice()}, "
-              f"then run: \"{sys.executable}\" \"{PACK / 'install.py'}\"")
-        return 1
     jobs = str(build_jobs())
     info_file = BUILD / "python" / "headroom_build.json"
     if info_file.exists():
         info_file.unlink()  # a build that stops half-way must not leave the record of the previous one
     # --config: Visual Studio's generator (Windows without Ninja) ignores CMAKE_BUILD_TYPE and builds Debug.
-    steps = [configure_args(facts), ["cmake", "--build", str(BUILD), "--config", "Release", "-j", jobs]]
-    for step in steps:
+    build = ["cmake", "--build", str(BUILD), "--config", "Release", "-j", jobs]
+    decoders_failed = None
+    for name, step in (("configure", configure_args(facts)), ("core", build + ["--target", "headroom_capi", "headroom"]),
+                       ("decoders", build)):
         print("Headroom:", " ".join(step))
         result = subprocess.run(step, cwd=PACK)
-        if result.returncode != 0:
-            print(f"Headroom: build step failed (exit {result.returncode}); the nodes will load and say so. "
-                  f"Fix the error above and rerun: \"{sys.executable}\" \"{PACK / 'install.py'}\"")
-            return result.returncode
+        if result.returncode == 0:
+            continue
+        if name == "decoders":
+            decoders_failed = result.returncode
+            break
+        print(f"Headroom: build step failed (exit {result.returncode}); the nodes will load and say so. "
+              f"Fix the error above and rerun: \"{sys.executable}\" \"{PACK / 'install.py'}\"")
+        return result.returncode
     failures = prove_loads(BUILD)
     for path, why in failures:
         print(f"Headroom: the build's {path.name} {why}; the nodes will refuse it. Report this with the "
@@ -246,9 +306,32 @@ def main():
     tmp = info_file.with_suffix(".tmp")
     tmp.write_text(json.dumps(info, indent=1) + "\n")
     os.replace(tmp, info_file)  # all or nothing, like the modules it describes
-    if failures:
-        return 1
-    print(f"Headroom: built into {BUILD / 'capi'} and {BUILD / 'python'}; restart ComfyUI.")
+    if decoders_failed is not None:
+        print(f"Headroom: the native decoders did not build (exit {decoders_failed}, errors above); the estimator "
+              f"core did, and decoding falls back to ComfyUI's own tiled decode.")
+    elif not failures:
+        print(f"Headroom: built into {BUILD / 'capi'} and {BUILD / 'python'}; restart ComfyUI.")
+    print(core_report())
+    core_failed = any(path.parent.name == "capi" for path, _ in failures)
+    return 1 if core_failed else 0
+
+
+def main():
+    facts = torch_facts()
+    dw = decoder_wheels()
+    reason = install_decoder_wheel(facts, dw)
+    if reason is None:
+        print("Headroom: decoder wheel installed and checked.")
+    choice = toolchain_choice()
+    forced = os.environ.get("HEADROOM_TOOLCHAIN", "").strip().lower() == "pypi"
+    if choice == "pypi" and core_wheel_in_place() and not forced:
+        choice = None  # the wheel already gives the nodes their core
+    if choice == "system":
+        return build_with_system_toolchain(facts)
+    if reason is not None:
+        print(dw.advice(reason))
+    if choice == "pypi":
+        build_core_with_pypi_toolchain(decoders_in_place=reason is None)
     print(core_report())
     return 0
 
