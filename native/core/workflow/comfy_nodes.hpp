@@ -48,6 +48,9 @@ struct ComfyNode {
   // ComfySwitchNode: only the input the switch widget selects runs.
   std::string switch_widget, on_true, on_false;
   std::string run_note;  // reported when the node runs (what Headroom does not count)
+  // The estimator's stage whose memory this node uses when it runs ("" = none of them): the run recorder
+  // files a measured node under the stage the estimate predicted for it.
+  std::string stage;
 };
 
 struct ComfyNodes {
