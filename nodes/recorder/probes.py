@@ -113,16 +113,20 @@ def _windows_memory():
 
 
 def _meminfo():
-    fields = {}
+    """(MemAvailable, swap in use) from /proc/meminfo, read in one call: read line by line, the kernel
+    builds the file again for each read, which costs about 100 times more."""
     try:
-        with open("/proc/meminfo", "rb") as f:
-            for line in f:
-                key, _, rest = line.partition(b":")
-                parts = rest.split()
-                if parts and parts[0].isdigit():
-                    fields[key] = int(parts[0]) * 1024
+        with open("/proc/meminfo", "rb", buffering=0) as f:
+            text = f.read(16384)
     except OSError:
         return None, None
+    fields = {}
+    for line in text.split(b"\n"):
+        key, _, rest = line.partition(b":")
+        if key in (b"MemAvailable", b"SwapTotal", b"SwapFree"):
+            parts = rest.split()
+            if parts and parts[0].isdigit():
+                fields[key] = int(parts[0]) * 1024
     swap = None
     if b"SwapTotal" in fields and b"SwapFree" in fields:
         swap = fields[b"SwapTotal"] - fields[b"SwapFree"]
