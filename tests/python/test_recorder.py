@@ -237,3 +237,57 @@ def test_route_answers_the_cores_runs(core, tmp_path, monkeypatch):
         default = await client.get("/headroom/runs")
         assert len((await default.json())["runs"]) == 3
     run_with_client(check)
+
+
+class FakeCuda:
+    """torch.cuda as the recorder reads it: a context exists, peaks since the last reset."""
+
+    def __init__(self):
+        self.peak = 0
+        self.resets = 0
+
+    def is_initialized(self):
+        return True
+
+    def reset_peak_memory_stats(self):
+        self.resets += 1
+        self.peak = 0
+
+    def max_memory_reserved(self):
+        return self.peak
+
+    def max_memory_allocated(self):
+        return self.peak // 2
+
+    def memory_reserved(self):
+        return self.peak
+
+    def current_device(self):
+        return 0
+
+    def get_device_name(self, index):
+        return "Test GPU"
+
+    def get_device_properties(self, index):
+        return type("Props", (), {"total_memory": 24 << 30})()
+
+
+def test_device_peaks_are_reset_and_read_around_each_node(core, tmp_path, monkeypatch):
+    cuda = FakeCuda()
+    monkeypatch.setitem(sys.modules, "torch", type("Torch", (), {"cuda": cuda})())
+    rec, server = make(tmp_path)
+    rec.predictions.keep("g", PLAN)
+    server.prompt_queue.currently_running[1] = (1, "g", PROMPT, {}, ["9"])
+    server.send_sync("execution_start", {"prompt_id": "g"})
+    for node, peak in (("4", 1 << 30), ("8", 5 << 30), ("9", 2 << 20)):
+        server.send_sync("executing", {"node": node, "prompt_id": "g"})
+        cuda.peak = peak  # what the node allocated while it ran
+    server.send_sync("execution_success", {"prompt_id": "g"})
+    assert cuda.resets == 3
+    run = only_run(rec)
+    assert run["runtime"]["device"] == "Test GPU" and run["runtime"]["vram_total_bytes"] == 24 << 30
+    decode = stage(run, "vae_decode")
+    assert decode["measured_bytes"] == 5 << 30 and decode["measured_allocated_bytes"] == 5 << 29
+    other = stage(run, "other")
+    assert [n["peak_reserved_bytes"] for n in other["nodes"]] == [1 << 30, 2 << 20]
+    assert other["measured_bytes"] == 1 << 30  # the stage's peak is its largest node's

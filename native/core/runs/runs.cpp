@@ -142,7 +142,15 @@ json stage_json(const Run& r, const std::string& name, const std::vector<const j
   out["wall_s"] = wall;
   out["predicted_bytes"] = predicted("peak_bytes");
   out["predicted_min_bytes"] = predicted("min_bytes");
-  out["predicted_streamed_bytes"] = predicted("streamed_bytes");
+  // The estimate gives the weights streamed per forward pass per model; the stage streams their sum.
+  json streamed = p.is_null() ? json(nullptr) : predicted("streamed_bytes");
+  if (!p.is_null() && p.contains("streamed_bytes") && p["streamed_bytes"].is_object()) {
+    std::uint64_t sum = 0;
+    for (const auto& bytes : p["streamed_bytes"])
+      if (bytes.is_number_unsigned()) sum += bytes.get<std::uint64_t>();
+    streamed = sum;
+  }
+  out["predicted_streamed_bytes"] = streamed;
   // The estimate gives host RAM for the run as a whole; each predicted stage carries that figure.
   out["predicted_host_bytes"] = p.is_null() ? json(nullptr) : bytes_or_null(r.prediction, "host_ram_bytes");
   out["measured_bytes"] = reserved;

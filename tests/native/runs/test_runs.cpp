@@ -29,7 +29,7 @@ std::string line(json e) {
 // One decode run as the recorder writes it: start, prediction, a loader and a decoder node, a sample, end.
 std::string decode_run(const std::string& id, double t0, bool with_end) {
   json prediction = {{"stages", {{{"name", "vae_decode"}, {"peak_bytes", 3 * kGiB}, {"min_bytes", kGiB},
-                                  {"streamed_bytes", 0}}}},
+                                  {"streamed_bytes", {{"vae", 7}, {"other", 5}}}}}},
                      {"host_ram_bytes", 5 * kGiB},
                      {"node_stages", {{"8", "vae_decode"}}},
                      {"job", {{"vae", {{"file", "sub/dir/vae.safetensors"}}}}}};
@@ -74,6 +74,7 @@ TEST_CASE("a recorded run has its stages with predicted and measured figures", "
   CHECK(decode["predicted_bytes"] == 3 * kGiB);
   CHECK(decode["predicted_min_bytes"] == kGiB);
   CHECK(decode["predicted_host_bytes"] == 5 * kGiB);
+  CHECK(decode["predicted_streamed_bytes"] == 12);  // per model in the estimate, their sum per stage
   CHECK(decode["measured_bytes"] == 2 * kGiB + 5);
   CHECK(decode["measured_allocated_bytes"] == kGiB);
   CHECK(decode["rss_bytes"] == 4 * kGiB);
