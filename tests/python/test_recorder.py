@@ -291,3 +291,21 @@ def test_device_peaks_are_reset_and_read_around_each_node(core, tmp_path, monkey
     other = stage(run, "other")
     assert [n["peak_reserved_bytes"] for n in other["nodes"]] == [1 << 30, 2 << 20]
     assert other["measured_bytes"] == 1 << 30  # the stage's peak is its largest node's
+
+
+def test_install_records_into_comfyuis_user_directory_unless_turned_off(core, tmp_path, monkeypatch):
+    from headroom_pack import nodes
+    folder_paths = type("FolderPaths", (), {"get_user_directory": staticmethod(lambda: str(tmp_path / "user"))})
+    monkeypatch.setitem(sys.modules, "folder_paths", folder_paths)
+    monkeypatch.setattr(recorder_pkg, "_recorder", None)
+    monkeypatch.setenv("HEADROOM_RECORDER", "0")
+    nodes.start_recorder(FakeServer())
+    assert recorder_pkg.recorder() is None
+    monkeypatch.delenv("HEADROOM_RECORDER")
+    server = FakeServer()
+    nodes.start_recorder(server)
+    rec = recorder_pkg.recorder()
+    assert rec is not None and rec.store.path == str(tmp_path / "user" / "headroom" / "runs.jsonl")
+    run_prompt(server, "u")
+    assert only_run(rec)["outcome"] == "ok"
+    assert not rec.attach(server)  # a second install does not wrap ComfyUI's send_sync twice
