@@ -150,17 +150,17 @@ def host():
             rss, available, swap = _windows_memory()
         except Exception:
             rss, available, swap = None, None, None
-        psutil = sys.modules.get("psutil")
-        if psutil is not None:
-            try:
-                rss = int(psutil.Process().memory_info().rss)
-            except Exception:
-                pass
     else:
         rss = _proc_status_rss()
         available, swap = _meminfo()
-        if available is None:
+        if available is None:  # no /proc (macOS)
             available = comfy_runtime._ram()[1]
+    psutil = sys.modules.get("psutil")  # ComfyUI imports it; where /proc has no answer it has one
+    if rss is None and psutil is not None:
+        try:
+            rss = int(psutil.Process().memory_info().rss)
+        except Exception:
+            pass
     return {"rss_bytes": rss, "pinned_bytes": pinned_bytes(), "ram_available_bytes": available,
             "swap_used_bytes": swap}
 

@@ -309,3 +309,14 @@ def test_install_records_into_comfyuis_user_directory_unless_turned_off(core, tm
     run_prompt(server, "u")
     assert only_run(rec)["outcome"] == "ok"
     assert not rec.attach(server)  # a second install does not wrap ComfyUI's send_sync twice
+
+
+def test_without_proc_the_process_ram_comes_from_psutil(monkeypatch):
+    from headroom_pack.nodes.recorder import probes
+    fake = type("Psutil", (), {"Process": staticmethod(lambda: type("P", (), {
+        "memory_info": lambda self: type("M", (), {"rss": 123456789})()})())})
+    monkeypatch.setattr(probes, "_proc_status_rss", lambda: None)
+    monkeypatch.setitem(sys.modules, "psutil", fake)
+    assert probes.host()["rss_bytes"] == 123456789
+    monkeypatch.delitem(sys.modules, "psutil")
+    assert probes.host()["rss_bytes"] is None  # unknown, never a made-up figure
