@@ -39,7 +39,21 @@ def register_with_server():
     routes.register(instance.routes)
     instance.add_on_prompt_handler(prompt_handler.on_prompt)
     log_native_status()
+    start_recorder(instance)
     return True
+
+
+def start_recorder(instance):
+    """The run recorder (nodes/recorder), on unless HEADROOM_RECORDER=0; a failure only loses the records."""
+    import logging
+    import os
+    if os.environ.get("HEADROOM_RECORDER", "1").strip() == "0":
+        return
+    try:
+        from . import recorder
+        recorder.install(instance)
+    except Exception as e:
+        logging.getLogger("headroom").warning("Headroom: run recorder not started: %s", e)
 
 
 def log_native_status():

@@ -16,6 +16,7 @@ import threading
 import uuid
 
 from . import autofix, budget, comfy_adapters, native_loader, report_format, settings, verdicts
+from . import recorder as run_recorder
 from .preflight_worker import Job, LatestWins, one_line
 from .queue_gate import blocked_prompt
 
@@ -64,6 +65,25 @@ def _notify(payload, client_id):
         send(EVENT, payload, client_id)
     except Exception as e:  # a toast that cannot go out must not undo the decision it reports
         log.warning("Headroom preflight could not send its report to the browser: %s", one_line(e))
+
+
+def _keep_prediction(prompt_id, plan):
+    """Hands the estimate to the run recorder, which sets it beside the measured run (nodes/recorder)."""
+    rec = run_recorder.recorder()
+    if rec is None or prompt_id is None:
+        return
+    try:
+        rec.predictions.keep(prompt_id, plan)
+    except Exception as e:  # the recorder must not cost the preflight its answer
+        log.debug("Headroom recorder: prediction not kept: %s", one_line(e))
+
+
+def _recorded_prompt_id(json_data):
+    """The prompt_id the run will have, when the recorder is on (it may set one, hooks.ensure_prompt_id)."""
+    if run_recorder.recorder() is None:
+        return None
+    from .recorder.hooks import ensure_prompt_id
+    return ensure_prompt_id(json_data)
 
 
 # ---- reading the prompt (on the event loop: one pass, nothing else) ----
@@ -203,6 +223,7 @@ def _judge(json_data: dict, prompt: dict, action: str, node_fix: bool, current: 
         own = _preflight_budget(prompt) if node_fix else None
         fields = budget.resolve(current.get("budget", "auto") if own is None else own)
         plan = _plan(prompt, fields)
+        _keep_prediction(json_data.get("prompt_id"), plan)
         payload = _payload(plan, fields, action)
         # Only a run that will not complete is acted on (the verdict's `runs` flag is false: out of VRAM or
         # of host RAM); one that streams weights or runs with little margin is reported and left alone.
@@ -233,9 +254,9 @@ def _judge(json_data: dict, prompt: dict, action: str, node_fix: bool, current: 
 class _Background(Job):
     """Pass and warn: the stamp's fingerprint first (the handler may be waiting for it), then the toast."""
 
-    def __init__(self, prompt, stamp, action, current, client_id):
+    def __init__(self, prompt, stamp, action, current, client_id, prompt_id=None):
         self.prompt, self.stamp, self.action = prompt, stamp, action
-        self.current, self.client_id = current, client_id
+        self.current, self.client_id, self.prompt_id = current, client_id, prompt_id
         self.stamped = threading.Event()
 
     def run(self):
@@ -245,9 +266,15 @@ class _Background(Job):
         finally:
             self.stamped.set()
         if self.action != "pass":
-            _, payloads = _judge({"prompt": self.prompt}, self.prompt, self.action, False, self.current)
+            _, payloads = _judge({"prompt": self.prompt, "prompt_id": self.prompt_id}, self.prompt, self.action,
+                                 False, self.current)
             for payload in payloads:
                 _notify(payload, self.client_id)
+        elif self.prompt_id is not None:  # pass: no toast, but the recorder wants the estimate of the run
+            try:
+                _keep_prediction(self.prompt_id, _plan(self.prompt, budget.resolve(self.current.get("budget", "auto"))))
+            except Exception as e:
+                log.debug("Headroom recorder: no prediction for %s: %s", self.prompt_id, one_line(e))
 
     def dropped(self):
         self.stamped.set()
@@ -273,7 +300,7 @@ class _Decision(Job):
 
 # ---- the handler (on the event loop) ----
 
-def _stamp_in_background(prompt, nodes, action, current, client_id):
+def _stamp_in_background(prompt, nodes, action, current, client_id, prompt_id=None):
     """Marks each Preflight node with the fingerprint of the whole prompt's workload, computed on the
     worker, and hands it the warn toast if any.
 
@@ -285,9 +312,9 @@ def _stamp_in_background(prompt, nodes, action, current, client_id):
     never stale) rather than being served from the cache; the worker then writes the fingerprint into the
     same list, so the Preflight runs again exactly when its report would change."""
     stamp = [f"pending {uuid.uuid4().hex}"] if nodes else None
-    if stamp is None and action == "pass":
+    if stamp is None and action == "pass" and prompt_id is None:
         return
-    job = _Background(prompt, stamp, action, current, client_id)
+    job = _Background(prompt, stamp, action, current, client_id, prompt_id)
     quick = stamp is not None and len(prompt) <= STAMP_WAIT_MAX_NODES and worker.idle()
     worker.submit(job)
     for node in nodes:  # after the only step that can fail, so a failure leaves the prompt as it came
@@ -313,8 +340,9 @@ def _on_prompt(json_data):
     client_id = json_data.get("client_id")
     nodes, node_fix = _scan(prompt)
     action = "auto-fix" if node_fix else current.get("queue_action", "warn")
+    prompt_id = _recorded_prompt_id(json_data)
     if action not in ("block", "auto-fix"):
-        _stamp_in_background(prompt, nodes, action, current, client_id)
+        _stamp_in_background(prompt, nodes, action, current, client_id, prompt_id)
         return json_data
     job = _Decision(json_data, prompt, action, node_fix, current)
     worker.submit(job)

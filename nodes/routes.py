@@ -12,6 +12,7 @@ import os
 from aiohttp import web
 
 from . import budget, comfy_adapters, explain, native_loader, settings, vram_push, vram_snapshot
+from . import recorder as run_recorder
 
 MAX_BODY_BYTES = 16 * 1024 * 1024  # a large subgraph workflow is ~100 kB; refuse anything absurd
 # Bodies with no workflow in them: {"open": true, "client_id": "<32 hex>"} and a few settings.
@@ -327,6 +328,25 @@ async def post_panel(request):
     return web.json_response({"open_clients": len(pusher.clients)})
 
 
+@_guard
+async def get_runs(request):
+    """The recorded runs, newest first, as the core reads the history (api::runs)."""
+    text = request.query.get("limit", "20")
+    try:
+        limit = int(text)
+    except ValueError:
+        raise BadRequest(f"limit: expected a whole number from 1 to 200, got {text[:40]!r}")
+    rec = run_recorder.recorder()
+    if rec is not None:
+        loop = asyncio.get_running_loop()
+        return web.json_response(await loop.run_in_executor(None, rec.history, limit))
+    from .recorder import history_store
+    path = history_store.default_path()
+    if path is None:
+        return _error(503, "the run recorder is not running and ComfyUI's user directory is unknown")
+    return web.json_response(await _core("runs", {"history": path, "limit": limit}))
+
+
 pusher = vram_push.VramPusher()
 
 ROUTES = [
@@ -338,6 +358,7 @@ ROUTES = [
     ("POST", "/headroom/inspect", post_inspect),
     ("POST", "/headroom/settings", post_settings),
     ("POST", "/headroom/panel", post_panel),
+    ("GET", "/headroom/runs", get_runs),
 ]
 
 

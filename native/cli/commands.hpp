@@ -22,5 +22,6 @@ int cmd_inspect(const Argv& args);
 int cmd_explain(const Argv& args);
 int cmd_llm(const Argv& args);
 int cmd_train(const Argv& args);
+int cmd_runs(const Argv& args);
 
 }  // namespace headroom::cli

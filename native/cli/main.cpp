@@ -35,6 +35,7 @@ const char* kUsage =
     "  explain [FILE|-]            diagnose an out-of-memory error message\n"
     "  llm --model NAME ...        LLM inference memory (weights + KV cache)\n"
     "  train --model NAME ...      training memory (full, LoRA, QLoRA)\n"
+    "  runs [--history FILE]       recorded ComfyUI runs: predicted against measured, per stage\n"
     "  decode --vae F --latent F --out F [--force]   decode a saved latent (needs the LibTorch build)\n"
     "\n"
     "Run `headroom COMMAND --help` for a command's options.\n"
@@ -116,6 +117,7 @@ int main(int argc, char** argv) {
     if (command == "explain") return cmd_explain(args);
     if (command == "llm") return cmd_llm(args);
     if (command == "train") return cmd_train(args);
+    if (command == "runs") return cmd_runs(args);
     if (command == "--version" || command == "version") {
       std::cout << "headroom 0.1.0\n";
       return 0;

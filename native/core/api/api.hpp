@@ -26,6 +26,7 @@ const request::Fields& apply_preset_fields();
 const request::Fields& inspect_fields();
 const request::Fields& recognise_fields();
 const request::Fields& explain_fields();
+const request::Fields& runs_fields();
 
 // {models:[{name, role, family, aliases, ...}], gpus:[...], presets:[...], precisions:[...],
 //  verdicts:[{id, text, runs, fits, sized}]} (verdicts: every verdict and how it is spelled, core/catalog/verdict.hpp)
@@ -64,7 +65,8 @@ json estimate(const json& request);
 // estimate (smallest_gpu still sizes whole, empty catalog cards). A change's applies_by_preset is true
 // only where the "fit this card" preset would make it for this workflow and card. A workflow the catalog
 // does not cover answers {verdict: "unknown", reason, not_covered: {kind: "model", node_id, node_type,
-// role, file, file_bytes} | {kind: "no_diffusion_loader", nodes}, ...} instead of a plan.
+// role, file, file_bytes} | {kind: "no_diffusion_loader", nodes}, sized_stages, job, ...} instead of a plan;
+// sized_stages are the stages of the models it does know (a VAE decode alone), with no verdict on them.
 json plan(const json& request);
 
 // {workflow, preset, gpu? | vram_bytes? | vram?, free_bytes?} -> {workflow: rewritten, before:{peak_bytes},
@@ -108,5 +110,13 @@ json llm(const json& request);
 // Returns {components [{name, bytes, source}], model_states_bytes, activations_bytes, logits_bytes,
 // total_bytes, trainable_params, notes, verdict, ...} (core/llm/train_memory.hpp).
 json train(const json& request);
+
+// The run recorder's history: {history: path of runs.jsonl (its rotated runs.1.jsonl is read too), limit?
+// (1..200, default 20), active_prompt_id?} -> {v: 1, runs: [newest first: {prompt_id, started, ended,
+// outcome (ok|oom|error|interrupted|unfinished), message, runtime, stages [...], timeline [...], active,
+// unfinished? {stage, node, rss_bytes, ram_available_bytes, swap_used_bytes, likely_cause}}],
+// skipped_lines, skipped {damaged, too_long, newer_version}, history_found, skipped_files [{file, reason}]}.
+// A missing history is no runs (history_found false); a damaged line is counted and skipped (core/runs/runs.hpp).
+json runs(const json& request);
 
 }  // namespace headroom::api

@@ -14,6 +14,7 @@
 #include "core/catalog/presets.hpp"
 #include "core/plan/presets_apply.hpp"
 #include "core/base/units.hpp"
+#include "core/estimate/estimator.hpp"
 #include "core/workflow/workflow.hpp"
 
 namespace headroom::api {
@@ -109,6 +110,24 @@ json not_covered(const workflow::WorkflowInfo& info, const json& unknown_nodes) 
   return out;
 }
 
+// The stages of the models Headroom knows in a workflow it cannot size as a whole (its diffusion model is
+// missing or unknown): a VAE decode or a text encode alone, at the workflow's size. No verdict rests on
+// them; the run recorder sets them beside what those stages measured. Empty when none is known.
+json sized_stages(const workflow::WorkflowInfo& info, const Runtime& rt) {
+  Job job = info.job;
+  job.diffusion.reset();
+  auto unknown = [](const Component& c) { return c.model.empty(); };
+  job.text_encoders.erase(std::remove_if(job.text_encoders.begin(), job.text_encoders.end(), unknown), job.text_encoders.end());
+  if (job.vae && unknown(*job.vae)) job.vae.reset();
+  if (job.clip_vision && unknown(*job.clip_vision)) job.clip_vision.reset();
+  if (!job.vae && job.text_encoders.empty() && !job.clip_vision) return json::array();
+  try {
+    return headroom::estimate(job, rt).to_json()["stages"];
+  } catch (const Error&) {  // a part the estimator refuses alone: nothing sized, as before
+    return json::array();
+  }
+}
+
 }  // namespace
 
 const request::Fields& plan_fields() {
@@ -141,8 +160,8 @@ json plan(const json& body) {
     covered.erase("reason");
     return {{"verdict", spelling(Verdict::Unknown)}, {"reason", why}, {"not_covered", std::move(covered)},
             {"peak_bytes", nullptr}, {"stages", json::array()}, {"changes", json::array()},
-            {"unknown_nodes", unknown}, {"smallest_gpu", nullptr},
-            {"workflow", std::move(info_json)}, {"budget_bytes", budget_json(rt)}};
+            {"unknown_nodes", unknown}, {"smallest_gpu", nullptr}, {"sized_stages", sized_stages(info, rt)},
+            {"job", job_to_json(info.job)}, {"workflow", std::move(info_json)}, {"budget_bytes", budget_json(rt)}};
   }
   Plan p = make_plan(info.job, rt);
   const bool any_widget = std::any_of(p.changes.begin(), p.changes.end(), [](const PlanChange& c) { return c.widget; });

@@ -176,6 +176,7 @@ constexpr RuntimeConstantSpec kRuntimeConstants[] = {
     {"fallback_tile_px_image", {64, 8192}, true},
     {"tiled_retry_slowdown_image", {1, 100}, false},
     {"tiled_retry_slowdown_video", {1, 100}, false},
+    {"unfinished_run_ram_low_fraction", {0, 1}, false},
 };
 
 std::unordered_map<std::string_view, double> read_runtime_constants(const json& runtime, const std::string& file) {

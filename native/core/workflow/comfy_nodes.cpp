@@ -35,7 +35,7 @@ ComfyNode read_node(const std::string& type, const json& j, const Reader& r, con
   if (!j.is_object()) r.fail("(entry)", "expected an object");
   r.known(j, {"source", "widgets", "loads", "latent", "note", "latent_from_image", "reference_image", "cfg",
               "cfg_at_least", "decode", "tile_widget", "mode_widget", "output", "neutral", "virtual",
-              "value_outputs", "size_from_image", "switch", "run_note", "generates"});
+              "value_outputs", "size_from_image", "switch", "run_note", "generates", "stage"});
   ComfyNode n;
   n.type = type;
   n.source = r.text(j, "source");
@@ -87,6 +87,13 @@ ComfyNode read_node(const std::string& type, const json& j, const Reader& r, con
     n.generator_input = gr.text(*it, "input", true);
     n.new_tokens_widget = gr.text(*it, "max_tokens", true);
   }
+  n.stage = r.text(j, "stage");
+  // The stage names the estimator reports (memory_model.cpp); a typo would file every such node nowhere.
+  static const char* const kStages[] = {"text_generate", "text_encode", "clip_vision_encode", "vae_encode", "sample",
+                                       "vae_decode"};
+  if (!n.stage.empty() && std::find(std::begin(kStages), std::end(kStages), n.stage) == std::end(kStages))
+    r.fail("stage", "expected text_generate, text_encode, clip_vision_encode, vae_encode, sample or vae_decode, got '" + n.stage + "'");
+  if (n.decode != DecodeKind::None && n.stage.empty()) n.stage = "vae_decode";
   return n;
 }
 

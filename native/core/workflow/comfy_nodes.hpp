@@ -51,6 +51,9 @@ struct ComfyNode {
   // A node that runs a loaded text encoder as a language model (TextGenerate): the input carrying the
   // encoder and the widget giving how many tokens it may write.
   std::string generator_input, new_tokens_widget;
+  // The estimator's stage whose memory this node uses when it runs ("" = none of them): the run recorder
+  // files a measured node under the stage the estimate predicted for it.
+  std::string stage;
 };
 
 struct ComfyNodes {

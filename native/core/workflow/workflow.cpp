@@ -510,6 +510,7 @@ class Analyser {
       info_.unknown_nodes.push_back({n.id, n.type});
       return;
     }
+    if (!info->stage.empty()) info_.node_stages[n.id] = info->stage;
     if (!info->loads.empty()) return loader(n, info->loads);
     if (info->latent) return latent(n, *info);
     if (!info->cfg_widget.empty()) return sampler_cfg(n, info->cfg_widget);
@@ -635,6 +636,7 @@ json WorkflowInfo::to_json() const {
           {"size_known", size_known},
           {"size_from_unknown", size_from_unknown ? json{{"id", size_from_unknown->id}, {"type", size_from_unknown->type}}
                                                   : json(nullptr)},
+          {"node_stages", node_stages},
           {"notes", job.notes}};
 }
 

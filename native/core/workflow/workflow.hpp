@@ -61,8 +61,10 @@ struct WorkflowInfo {
   std::vector<WidgetRef> width, height, length, batch;
   std::vector<WidgetRef> text_encoder_device;  // CLIPLoader / DualCLIPLoader "device"
   std::vector<Decoder> decoders;
+  // Node id -> the estimator stage it runs (comfy_nodes.json "stage"), for the nodes that run one.
+  std::map<std::string, std::string> node_stages;
 
-  json to_json() const;  // {format, loaders, unknown_nodes, latent_node, size_known, notes}
+  json to_json() const;  // {format, loaders, unknown_nodes, latent_node, size_known, node_stages, notes}
 };
 
 struct ParseOptions {

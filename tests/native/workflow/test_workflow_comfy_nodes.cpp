@@ -85,3 +85,16 @@ TEST_CASE("comfy_nodes: a broken entry fails at load naming file, node type and 
   no_nodes.erase("nodes");
   CHECK_THAT(error_of(no_nodes), Catch::Contains("'nodes'"));
 }
+
+TEST_CASE("comfy_nodes: a node's stage is one the estimator reports; a decoder is vae_decode", "[workflow][comfy_nodes][runs]") {
+  json typo = minimal();
+  typo["nodes"]["VAELoader"]["stage"] = "decode";
+  CHECK_THAT(error_of(typo), Catch::Contains("nodes.VAELoader") && Catch::Contains("'stage'") &&
+                                 Catch::Contains("vae_decode") && Catch::Contains("'decode'"));
+  json decoder = minimal();
+  decoder["nodes"]["VAEDecode"] = {{"decode", "full"}};
+  CHECK(load_comfy_nodes(decoder, "nodes-test.json").find("VAEDecode")->stage == "vae_decode");
+  CHECK(comfy_nodes().find("KSampler")->stage == "sample");
+  CHECK(comfy_nodes().find("CLIPTextEncode")->stage == "text_encode");
+  CHECK(comfy_nodes().find("VAELoader")->stage.empty());
+}
