@@ -175,6 +175,7 @@ def resolve(budget, reserve_applied_by_core=True) -> dict:
     number = parse_gb(text)
     if number is not None:
         return {"vram_bytes": _gb_to_bytes(number, text)}
+    check_gpu_name(text)
     return {"gpu": text}
 
 
@@ -220,7 +221,31 @@ def validate(budget) -> str:
     number = parse_gb(text)
     if number is not None:
         _gb_to_bytes(number, text)
+    elif text.lower() not in ("", "auto"):
+        check_gpu_name(text)
     return text
+
+
+def check_gpu_name(text: str):
+    """ValueError in the words of the budget box when the core's catalog has no card by this name (the
+    core's own message is for the CLI, whose flags a ComfyUI user cannot type). Passes where no core can
+    say: the name then goes to the core with the request, which names the field."""
+    from . import native_loader
+    try:
+        answer = native_loader.call_json("recognise", {"gpu": text})
+    except (native_loader.NativeUnavailable, ValueError, RuntimeError):  # no core, or one without the lookup
+        return
+    if not isinstance(answer, dict) or answer.get("from") != "gpu" or answer.get("gpu"):
+        return
+    typed = _short(text)
+    how = "Type auto, a size in GB such as 12, or a card name such as RTX 4090 24GB."
+    matches = [str(m) for m in answer.get("matches") or []]
+    if matches:
+        raise ValueError(f"budget: {typed} could be any of {', '.join(matches[:6])}; type more of the card's "
+                         f"name, or its size in GB such as 12.")
+    closest = [str(m) for m in answer.get("closest") or []]
+    near = f" (closest: {', '.join(closest)})" if closest else ""
+    raise ValueError(f"budget: {typed} is neither a size in GB nor a card Headroom knows{near}. {how}")
 
 
 def describe(fields: dict) -> str:

@@ -1,17 +1,39 @@
 """HeadroomExplainOOM: an out-of-memory message (or the last failed run's) -> diagnosis and fixes."""
 import json
 import platform
+import sys
 
-from . import comfy_adapters, native_loader
+from . import comfy_adapters, comfy_runtime, native_loader
 
 _OS_NAMES = {"Linux": "linux", "Windows": "windows", "Darwin": "macos"}
+# The console lines sent with the last failed run: ComfyUI's own memory lines before the error ("Requested
+# to load", "Got an OOM, unloading all loaded models", the tiled-VAE retry) are in its last few dozen.
+TAIL_LINES = 40
+TAIL_ENTRIES = 400  # app.logger keeps 300 writes by default; a write may be part of a line
 
 
-def context_line(system=None) -> str:
+def context_line(system=None, loader=None) -> str:
     """The line that tells the core where the error happened (native/core/oom/oom_parse.hpp): in ComfyUI,
-    on this machine's OS, so the fixes are ComfyUI's levers and allocator settings that work here."""
+    on this machine's OS, with the loader that ran (comfy_runtime: dynamic VRAM or the legacy loader), so
+    the fixes are ComfyUI's levers for that loader and allocator settings that work here."""
     os_name = _OS_NAMES.get(system or platform.system())
-    return "headroom-context: app=comfyui" + (f" os={os_name}" if os_name else "")
+    loader = loader or comfy_runtime.detect().get("runtime")
+    return ("headroom-context: app=comfyui" + (f" os={os_name}" if os_name else "") +
+            (f" loader={loader}" if loader in ("dynamic", "legacy") else ""))
+
+
+def console_tail(lines=TAIL_LINES) -> str:
+    """The last lines of ComfyUI's console as its log buffer holds them (app.logger.get_logs, what the
+    frontend's terminal shows), or "" outside ComfyUI. Looked up, never imported: the module is ComfyUI's."""
+    get_logs = getattr(sys.modules.get("app.logger"), "get_logs", None)
+    if not callable(get_logs):
+        return ""
+    try:
+        entries = list(get_logs() or [])[-TAIL_ENTRIES:]
+    except Exception:  # a log buffer we cannot read is no reason to explain nothing
+        return ""
+    text = "".join(e["m"] for e in entries if isinstance(e, dict) and isinstance(e.get("m"), str))
+    return "\n".join(line for line in text.replace("\r", "\n").splitlines()[-lines:] if line.strip())
 
 
 def explain_text(text: str) -> dict:
@@ -51,9 +73,13 @@ class HeadroomExplainOOM:
                                                         "tooltip": "Paste the error; empty = the last failed run."})}}
 
     def explain(self, error_text=""):
-        text = (error_text or "").strip() or comfy_adapters.last_execution_error()
+        text = (error_text or "").strip()
         if not text:
-            out = "No error text given and no failed run in this session's history."
+            # The last failed run, with the console lines around it: what ComfyUI printed before the error
+            # (its OOM hint, a tiled retry, "Killed") is often all that says what ran out.
+            text = "\n".join(t for t in (comfy_adapters.last_execution_error(), console_tail()) if t)
+        if not text:
+            out = "No error text given, no failed run in this session's history and no console output."
         else:
             try:
                 out = format_explanation(explain_text(text))

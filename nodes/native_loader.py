@@ -36,7 +36,7 @@ import threading
 import time
 from pathlib import Path
 
-from . import binary_check
+from . import binary_check, core_json
 
 PACK_DIR = Path(__file__).resolve().parent.parent
 CORE_MODULE = "headroom_core"
@@ -504,7 +504,7 @@ def torch_ops():
 
 def call_json(function: str, request) -> dict:
     """core().<function>(json) -> dict. Native InputError stays a ValueError with the core's message."""
-    payload = request if isinstance(request, str) else json.dumps(request)
+    payload = request if isinstance(request, str) else core_json.dumps(request)
     return json.loads(getattr(core(), function)(payload))
 
 

@@ -74,7 +74,8 @@ class HeadroomPreflight:
         text = report_format.preflight_report(result, fields, budget_mod.describe(fields))
         applied = ((extra_pnginfo or {}).get("headroom") or {}).get("applied") if isinstance(extra_pnginfo, dict) else None
         if applied:
-            text += "\nApplied at queue time: " + "; ".join(report_format.change_text(c) for c in applied)
+            titles = report_format.node_titles(prompt)
+            text += "\nApplied at queue time: " + "; ".join(report_format.change_text(c, titles) for c in applied)
         if report_format.is_over_budget(result, fields) and action == "stop":
             raise RuntimeError("Headroom preflight stopped the run before sampling:\n" + text)
         return self._done(samples, text)

@@ -15,10 +15,10 @@ import logging
 import threading
 import uuid
 
-from . import autofix, budget, comfy_adapters, native_loader, report_format, settings, verdicts
+from . import autofix, budget, comfy_adapters, core_json, native_loader, report_format, settings, verdicts
 from . import recorder as run_recorder
 from .preflight_worker import Job, LatestWins, one_line
-from .queue_gate import blocked_prompt
+from .queue_gate import blocked_prompt, gate_node_id
 
 EVENT = "headroom.preflight"
 PREFLIGHT_CLASS = "HeadroomPreflight"
@@ -138,7 +138,7 @@ def _workflow_text(prompt: dict) -> str:
                 node = dict(node)
                 node.pop("is_changed", None)  # ComfyUI's cache key (or our stamp), not part of the workload
             chunk[key] = node
-        text = json.dumps(chunk)
+        text = core_json.dumps(chunk)  # NaN/Infinity a client or a node put in the prompt: as strings
         if len(text) > 2:
             parts.append(text[1:-1])
     return "{" + ",".join(parts) + "}"
@@ -148,7 +148,7 @@ def _plan_text(prompt: dict, fields: dict) -> str:
     """The core's plan request for `prompt` (comfy_adapters.plan_request) as JSON text."""
     rest = comfy_adapters.plan_request({}, fields)
     rest.pop("workflow", None)
-    tail = json.dumps(rest)[1:] if rest else "}"
+    tail = core_json.dumps(rest)[1:] if rest else "}"
     return '{"workflow":' + _workflow_text(prompt) + ("," + tail if rest else tail)
 
 
@@ -239,8 +239,10 @@ def _judge(json_data: dict, prompt: dict, action: str, node_fix: bool, current: 
             why = (f"{payload['verdict']}: {payload['verdict_reason']}" if payload.get("verdict_reason")
                    else "over budget")
             out = dict(json_data)
+            at = gate_node_id(prompt, payload["changes"], [k for k, n in prompt.items()
+                                                             if isinstance(n, dict) and n.get("class_type") == PREFLIGHT_CLASS])
             out["prompt"] = blocked_prompt(f"Headroom blocked this run ({why}; change the queue action in "
-                                           "the Headroom settings to allow it):\n" + payload["report"])
+                                           "the Headroom settings to allow it):\n" + payload["report"], at)
             return out, [{**payload, "blocked": True}]
         return json_data, [payload]
     except Exception as e:

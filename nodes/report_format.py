@@ -43,7 +43,19 @@ def is_over_budget(result: dict, fields: dict) -> bool:
     return limit is not None and peak is not None and peak > limit
 
 
-def change_text(change) -> str:
+def node_titles(prompt) -> dict:
+    """{node id: title} of an API prompt (the frontend writes each node's title in _meta.title), so a
+    message names "Load Diffusion Model", not the execution path "194:46" of a node inside a subgraph."""
+    out = {}
+    for key, node in (prompt.items() if isinstance(prompt, dict) else ()):
+        meta = node.get("_meta") if isinstance(node, dict) else None
+        title = meta.get("title") if isinstance(meta, dict) else None
+        if isinstance(title, str) and title.strip():
+            out[str(key)] = title.strip()
+    return out
+
+
+def change_text(change, titles=None) -> str:
     if not isinstance(change, dict):
         return str(change)
     for key in ("description", "summary", "text", "title"):
@@ -54,7 +66,9 @@ def change_text(change) -> str:
         if "preset" in change:
             text = f"preset {change['preset']}"
         elif "widget" in change:
-            text = f"node {change.get('node_id')}: {change['widget']} {change.get('from')} -> {change.get('to')}"
+            node_id = str(change.get("node_id"))
+            name = f'"{titles[node_id]}"' if titles and node_id in titles else f"node {node_id}"
+            text = f"{name}: {change['widget']} {change.get('from')} -> {change.get('to')}"
         else:
             text = ", ".join(f"{k}={v}" for k, v in change.items() if not isinstance(v, (dict, list)))
     after = change.get("new_peak_bytes", change.get("peak_after_bytes"))

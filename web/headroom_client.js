@@ -29,6 +29,8 @@ export function createClient(api) {
     applyPreset: (workflow, preset, budget) => call("/headroom/apply-preset", {
       workflow, preset, ...(budget && typeof budget === "object" ? budget : { budget }) }),
     explain: (text) => call("/headroom/explain", { text }),
+    // The run recorder's history (GET /headroom/runs): {v, runs: [newest first], skipped_lines}.
+    runs: (limit = 20) => call(`/headroom/runs?limit=${encodeURIComponent(limit)}`),
     settings: (values) => call("/headroom/settings", values),
     panel: (open, clientId) => call("/headroom/panel", { open, client_id: clientId ?? null }),
   };

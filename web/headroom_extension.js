@@ -3,6 +3,7 @@
 // than 1.9), the sidebarTab service (newest). Everything is reached through `app` and `api` given here.
 import { clientIdOf, createClient } from "./headroom_client.js";
 import { changeText, gib, loaderText, speedText } from "./headroom_format.js";
+import { nodeName } from "./headroom_graph.js";
 import { patchNodeType } from "./headroom_node_view.js";
 import { handleExecutionError } from "./headroom_oom.js";
 import { createPanel, ensureStyle } from "./headroom_panel.js";
@@ -32,7 +33,12 @@ export function toast(app, message) {
 export function createHeadroomExtension(app, api) {
   const client = createClient(api);
   const getBudget = () => readSetting(app, SETTING_IDS.budget, "auto");
-  const pushSettings = (values) => client.settings(values).catch(() => {});
+  // A value the server refuses (a budget of "banana") is said where it was typed, in the settings' words,
+  // at once, rather than later in red on every estimate; the server keeps the value it had.
+  const pushSettings = (values) => client.settings(values).catch((err) => {
+    if (err.status !== 400) return;
+    toast(app, { severity: "error", summary: "Headroom setting not accepted", detail: err.message, life: 10000 });
+  });
   const ext = { app, client, panel: null, host: null, watch: null, seenErrors: new Set() };
 
   function openPanel(el) {
@@ -121,7 +127,7 @@ export function createHeadroomExtension(app, api) {
       `${detail.verdict_reason ? ` (${detail.verdict_reason})` : ""}${loaderFor(detail)}`;
     if (detail.applied) {
       toast(app, { severity: "info", summary: "Headroom applied a fix", life: 8000,
-        detail: `${where}; applied: ${detail.applied.map(changeText).join("; ")}` });
+        detail: `${where}; applied: ${detail.applied.map((c) => changeText(c, (id) => nodeName(app, id))).join("; ")}` });
     } else if (detail.blocked) {
       toast(app, { severity: "error", summary: "Headroom blocked the run", detail: `${where}. Fix: ${detail.fix ?? "see the plan"}`, life: 10000 });
     } else {

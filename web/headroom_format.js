@@ -11,12 +11,15 @@ export function pct(part, whole) {
   return Math.max(0, Math.min(100, (part / whole) * 100));
 }
 
-// The text of a planner/preset change, whatever form the core gives it.
-export function changeText(change) {
+// The text of a planner/preset change, whatever form the core gives it. `nameOf(node_id)` names the node
+// as the user sees it (its title, headroom_graph.js nodeName); without it the id is all there is. Only a
+// function counts: `list.map(changeText)` passes the index there.
+export function changeText(change, nameOf) {
   if (!change || typeof change !== "object") return String(change ?? "");
+  if (typeof nameOf !== "function") nameOf = (id) => `node ${id}`;
   if (change.description || change.summary || change.title) return change.description || change.summary || change.title;
   if (change.preset) return `preset ${change.preset}`;
-  if (change.widget) return `node ${change.node_id}: ${change.widget} ${change.from ?? ""} → ${change.to}`;
+  if (change.widget) return `${nameOf(change.node_id)}: ${change.widget} ${change.from ?? ""} → ${change.to}`;
   return JSON.stringify(change);
 }
 

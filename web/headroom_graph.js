@@ -28,6 +28,15 @@ export function findNode(graph, id) {
   return node;
 }
 
+// A node as messages name it: its title on the canvas (the user's own, or its type's display name), so an
+// execution path such as "194:46" (node 46 inside subgraph instance 194) never reaches the user; "node
+// <id>" only when the node is not in the graph on screen.
+export function nodeName(app, id) {
+  const node = findNode(getGraph(app), id);
+  const title = node?.title ?? node?.getTitle?.() ?? node?.type;
+  return title ? `“${title}”` : `node ${id}`;
+}
+
 function markDirty(app, node) {
   node?.setDirtyCanvas?.(true, true);
   getGraph(app)?.setDirtyCanvas?.(true, true);

@@ -1,13 +1,44 @@
 // When a run fails with an out-of-memory error: a toast with Headroom's diagnosis and a button that
 // applies the suggested fix to the graph. Own DOM, so the button works on every frontend version.
-import { applyChanges, serializeWorkflow, undoChanges } from "./headroom_graph.js";
-import { changeText } from "./headroom_format.js";
+// Whether a failure is a memory failure is the core's answer (`recognised`): under dynamic VRAM most of
+// them never say "out of memory" (a VBAR MemoryError, "Fault failed", HostBuffer), so every failed run's
+// text goes to the core, and only a recognised one gets a toast.
+import { applyChanges, nodeName, serializeWorkflow, undoChanges } from "./headroom_graph.js";
+import { changeText, gib } from "./headroom_format.js";
 
-const OOM_PATTERN = /out of memory|OutOfMemoryError|CUDA error: out of memory|CUBLAS_STATUS_ALLOC_FAILED|failed to allocate/i;
-
-export function oomText(detail) {
+// The text ComfyUI's execution_error carries, as the Explain node reads it from the history.
+export function errorText(detail) {
   const text = [detail?.exception_type, detail?.exception_message].filter(Boolean).join(": ");
-  return OOM_PATTERN.test(text) ? text : null;
+  return text || null;
+}
+
+// The recorded run of this prompt (GET /headroom/runs, the run recorder's), or null: an older pack, a
+// recorder that is off or a run it did not see all leave the toast as it was.
+export async function recordedRun(client, promptId) {
+  if (!promptId || typeof client.runs !== "function") return null;
+  try {
+    const answer = await client.runs(20);
+    return (answer?.runs ?? []).find((r) => r?.prompt_id === promptId) ?? null;
+  } catch {
+    return null;
+  }
+}
+
+// What the recorder measured in that run, in one line: the stage it died in (the last one recorded)
+// against its prediction, the card, and the system RAM left, each only where it was measured.
+export function measuredText(run) {
+  const stages = (run?.stages ?? []).filter((s) => s && typeof s === "object");
+  const last = stages[stages.length - 1];
+  if (!last) return null;
+  const parts = [];
+  if (Number.isFinite(last.measured_bytes)) {
+    const predicted = Number.isFinite(last.predicted_bytes) ? ` (predicted ${gib(last.predicted_bytes)})` : "";
+    parts.push(`${last.name} reached ${gib(last.measured_bytes)} of VRAM${predicted}`);
+  }
+  const total = run.runtime?.vram_total_bytes;
+  if (Number.isFinite(total)) parts.push(`card ${gib(total)}`);
+  if (Number.isFinite(last.ram_available_bytes)) parts.push(`${gib(last.ram_available_bytes)} system RAM free`);
+  return parts.length ? `Measured in this run: ${parts.join(", ")}.` : null;
 }
 
 function diagnosisText(result) {
@@ -52,7 +83,7 @@ export async function suggestedFix({ app, client, result, getBudget }) {
   const own = presets.findIndex((p) => p.target === "request");
   if (own >= 0 && previews[own]?.changes?.length && !/not|over/.test(previews[own].after?.verdict ?? "not")) {
     const p = presets[own];
-    return { preset: p.name ?? p.id, text: p.title ?? p.name ?? p.id };
+    return { preset: p.name ?? p.id, title: p.title ?? p.name ?? p.id, text: p.title ?? p.name ?? p.id };
   }
   let best = null;
   presets.forEach((p, i) => {
@@ -61,7 +92,7 @@ export async function suggestedFix({ app, client, result, getBudget }) {
     const fits = after.verdict ? !/not|over/.test(after.verdict) : false;
     const key = [fits ? 0 : 1, fits ? i : after.peak_bytes ?? Infinity];
     if (!best || key[0] < best.key[0] || (key[0] === best.key[0] && key[1] < best.key[1])) {
-      best = { key, fix: { preset: p.name ?? p.id, text: p.title ?? p.name ?? p.id } };
+      best = { key, fix: { preset: p.name ?? p.id, title: p.title ?? p.name ?? p.id, text: p.title ?? p.name ?? p.id } };
     }
   });
   return best?.fix ?? null;
@@ -71,7 +102,16 @@ function fixText(fix) {
   return typeof fix === "string" ? fix : (fix?.text ?? fix?.description ?? fix?.title ?? JSON.stringify(fix));
 }
 
-export function showOomToast({ app, client, result, fix, getBudget = () => "auto", onApplied, doc = document }) {
+// The button says which preset it applies, in a few words; the fix's sentence (its cost, a launch flag)
+// goes in the toast's body, where it can be read.
+const LABEL_CHARS = 32;
+
+export function buttonLabel(fix) {
+  const name = String(fix?.title ?? fix?.preset ?? "fix");
+  return `Apply ${name.length > LABEL_CHARS ? `${name.slice(0, LABEL_CHARS - 1)}…` : name}`;
+}
+
+export function showOomToast({ app, client, result, fix, measured = null, getBudget = () => "auto", onApplied, doc = document }) {
   doc.querySelector(".headroom-toast")?.remove();
   const toast = doc.createElement("div");
   toast.className = "headroom-toast";
@@ -96,12 +136,19 @@ export function showOomToast({ app, client, result, fix, getBudget = () => "auto
     li.textContent = fixText(fix);
     fixes.appendChild(li);
   }
+  const figures = doc.createElement("div");
+  figures.className = "headroom-measured";
+  figures.textContent = measured ?? "";
+  const detail = doc.createElement("div");
+  detail.className = "headroom-fix-detail";
   const buttons = doc.createElement("div");
   buttons.style.marginTop = "6px";
   if (fix) {
     const apply = doc.createElement("button");
     apply.className = "headroom-apply-fix";
-    apply.textContent = `Apply: ${fixText(fix)}`;
+    apply.textContent = buttonLabel(fix);
+    apply.title = fixText(fix);
+    if (fixText(fix) !== String(fix.title ?? fix.preset ?? "")) detail.textContent = `${buttonLabel(fix)}: ${fixText(fix)}`;
     apply.addEventListener("click", async () => {
       apply.disabled = true;
       try {
@@ -122,15 +169,16 @@ export function showOomToast({ app, client, result, fix, getBudget = () => "auto
   dismiss.style.marginLeft = "6px";
   dismiss.addEventListener("click", () => toast.remove());
   buttons.appendChild(dismiss);
-  toast.append(title, diagnosis, fixes, buttons);
+  toast.append(title, diagnosis, ...(measured ? [figures] : []), fixes, ...(fix ? [detail] : []), buttons);
   doc.body.appendChild(toast);
 
   // After Apply: what changed, and an Undo that puts the widgets back.
   function showApplied(record) {
     diagnosis.textContent = record.length
-      ? `Applied ${fixText(fix)}: ${record.map(changeText).join("; ")}. Queue the workflow again.`
+      ? `Applied ${fixText(fix)}: ${record.map((c) => changeText(c, (id) => nodeName(app, id))).join("; ")}. Queue the workflow again.`
       : `${fixText(fix)} changes nothing in this workflow.`;
     fixes.replaceChildren();
+    detail.remove();
     const undo = doc.createElement("button");
     undo.className = "headroom-undo-fix";
     undo.textContent = "Undo";
@@ -144,16 +192,23 @@ export function showOomToast({ app, client, result, fix, getBudget = () => "auto
   return toast;
 }
 
-// execution_error listener body: explains OOMs, ignores everything else.
+// execution_error listener body: explains what the core recognises as a memory failure, ignores the rest.
 export async function handleExecutionError({ app, client, detail, getBudget, onApplied }) {
-  const text = oomText(detail);
+  const text = errorText(detail);
   if (!text) return null;
   let result;
   try {
     result = await client.explain(text);
   } catch (err) {
-    result = { diagnosis: `${text}\n(Headroom could not explain it: ${err.message})`, fixes: [] };
+    // Without the core nothing says whether this was a memory failure; a toast on every failed run would
+    // be wrong for all the others.
+    console.warn(`[Headroom] could not explain a failed run: ${err.message}`);
+    return null;
   }
-  const fix = await suggestedFix({ app, client, result, getBudget: getBudget ?? (() => "auto") });
-  return showOomToast({ app, client, result, fix, getBudget, onApplied });
+  if (!result?.recognised) return null;
+  const [fix, run] = await Promise.all([
+    suggestedFix({ app, client, result, getBudget: getBudget ?? (() => "auto") }),
+    recordedRun(client, detail?.prompt_id),
+  ]);
+  return showOomToast({ app, client, result, fix, measured: measuredText(run), getBudget, onApplied });
 }

@@ -27,6 +27,7 @@ from conftest import core_built, load_pack  # noqa: E402
 
 load_pack()
 from headroom_pack.nodes import native_loader, prompt_handler, settings  # noqa: E402
+from headroom_pack.nodes.queue_gate import gate_of  # noqa: E402
 
 # Widget names in the order of each node's widgets_values (None: a frontend-only widget such as
 # control_after_generate, which the API format does not carry). UI-only nodes (notes) are left out, as
@@ -152,7 +153,7 @@ def main():
                     workers.append(worker_s)
                     stalls.append(stall_s)
                     last = sent[-1] if sent else {}
-                    outcome = ("blocked" if "headroom_gate" in out["prompt"] else
+                    outcome = ("blocked" if gate_of(out["prompt"])[1] is not None else
                                f"error: {last['error'][:60]}" if "error" in last else
                                f"toast: {last.get('verdict')}" if last else "no toast")
                 print(f"{len(prompt):>6} {('yes' if with_preflight else 'no'):>9} {mode:>6} "

@@ -147,3 +147,56 @@ def test_auto_survives_an_aimdo_that_cannot_answer(monkeypatch, comfy_standin):
     sys.modules["comfy.model_management"].extra_reserved_memory = lambda: GIB // 2
     assert budget.resolve("auto", reserve_applied_by_core=False) == {"vram_bytes": 8 * GIB - GIB // 2}
 
+
+
+# Issue 23 #8: a budget of "banana" was stored by the settings and then answered, in red on every
+# estimate, with the CLI's "--vram GIB". The core's catalog decides what a card name means; the words are
+# the budget box's.
+def _real_core_with_gpu_lookup():
+    core = native_core_or_none()
+    if core is None:
+        pytest.skip("the core library is not built")
+    if json.loads(core.recognise(json.dumps({"gpu": "RTX 4090 24GB"}))).get("from") != "gpu":
+        pytest.skip("the built core predates the GPU lookup (rebuild)")
+    return core
+
+
+@pytest.fixture
+def gpu_core():
+    from conftest import natives_installed
+    with natives_installed(_real_core_with_gpu_lookup()) as core:
+        yield core
+
+
+def test_settings_refuse_a_budget_that_is_no_card_in_the_budgets_words(gpu_core):
+    from headroom_pack.nodes import settings
+    with pytest.raises(ValueError) as refused:
+        settings.update({"budget": "banana"})
+    message = str(refused.value)
+    assert message.startswith("budget: 'banana' is neither a size in GB nor a card Headroom knows (closest: ")
+    assert "--" not in message and "Type auto, a size in GB such as 12" in message
+    assert settings.get()["budget"] == "auto"  # the refused value is not kept
+
+
+def test_a_card_name_is_kept_and_resolved(gpu_core):
+    assert budget.validate("RTX 4090 24GB") == "RTX 4090 24GB"
+    assert budget.resolve("rtx 4090") == {"gpu": "rtx 4090"}
+
+
+def test_an_estimate_with_an_unknown_card_says_so_in_the_budgets_words(gpu_core):
+    with pytest.raises(ValueError, match="neither a size in GB nor a card") as refused:
+        budget.resolve("banana")
+    assert "--vram" not in str(refused.value)
+
+
+def test_without_a_core_a_card_name_goes_through(monkeypatch):
+    from conftest import natives_installed
+    with natives_installed(core_cause="not built (test)"):
+        assert budget.validate("banana") == "banana"  # the core judges it when there is one
+
+
+def test_a_name_of_several_cards_asks_for_more_of_it(gpu_core):
+    with pytest.raises(ValueError) as refused:
+        budget.validate("RTX 407")
+    message = str(refused.value)
+    assert "could be any of" in message and "RTX 4070 12GB" in message and "RTX 4070 Ti SUPER 16GB" in message

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from api_prompts import FLUX_API_PROMPT
 from conftest import BUILD_DIR, REPO
 
 COMFY = os.environ.get("COMFYUI_PATH")
@@ -141,22 +142,6 @@ def test_queue_gate_makes_comfyui_refuse_the_prompt_with_the_reason(comfy):
                                           "client_id": "headroom-test"})
     assert status == 400
     assert "test reason" in json.dumps(body["node_errors"])
-
-
-FLUX_API_PROMPT = {
-    "1": {"class_type": "UNETLoader", "inputs": {"unet_name": "flux1-dev.safetensors", "weight_dtype": "default"}},
-    "2": {"class_type": "DualCLIPLoader", "inputs": {"clip_name1": "clip_l.safetensors",
-                                                      "clip_name2": "t5xxl_fp16.safetensors", "type": "flux",
-                                                      "device": "default"}},
-    "3": {"class_type": "CLIPTextEncode", "inputs": {"clip": ["2", 0], "text": "a fox"}},
-    "4": {"class_type": "EmptySD3LatentImage", "inputs": {"width": 1024, "height": 1024, "batch_size": 1}},
-    "5": {"class_type": "KSampler", "inputs": {"model": ["1", 0], "positive": ["3", 0], "negative": ["3", 0],
-                                                "latent_image": ["4", 0], "seed": 1, "steps": 20, "cfg": 1.0,
-                                                "sampler_name": "euler", "scheduler": "simple", "denoise": 1.0}},
-    "6": {"class_type": "VAELoader", "inputs": {"vae_name": "ae.safetensors"}},
-    "7": {"class_type": "VAEDecode", "inputs": {"samples": ["5", 0], "vae": ["6", 0]}},
-    "8": {"class_type": "SaveImage", "inputs": {"images": ["7", 0], "filename_prefix": "headroom_test"}},
-}
 
 
 def test_queue_time_block_through_comfyuis_prompt_route(comfy):

@@ -110,3 +110,53 @@ def test_explain_node_keeps_non_memory_errors_unrecognised(real_core):
     result = explain.explain_text("KeyError: 'imd'")
     assert result["recognised"] is False and result["fixes"] == []
     assert explain.format_explanation(result).startswith("Not recognised")
+
+
+# Issue 22: the node says which loader ran (comfy_runtime's aimdo detection) and hands over the console.
+@pytest.mark.parametrize("aimdo,loader", [(True, "dynamic"), (False, "legacy")])
+def test_context_line_names_the_loader_comfyui_runs(comfy_standin, aimdo, loader):
+    comfy_standin("0.15.0", aimdo)
+    assert explain.context_line("Linux") == f"headroom-context: app=comfyui os=linux loader={loader}"
+
+
+def test_the_core_reads_the_loader_of_the_context(real_core, comfy_standin, monkeypatch):
+    monkeypatch.setattr(explain.platform, "system", lambda: "Linux")
+    comfy_standin("0.15.0", True)
+    assert explain.explain_text(TOO_BIG)["extra"].get("comfy_dynamic_vram") is True
+    comfy_standin("0.15.0", False)
+    assert explain.explain_text(TOO_BIG)["extra"].get("comfy_dynamic_vram") is False
+
+
+def _console(monkeypatch, writes):
+    import sys
+    import types
+    logger = types.ModuleType("app.logger")
+    logger.get_logs = lambda: [{"t": "2026-12-01T00:00:00", "m": m} for m in writes]
+    monkeypatch.setitem(sys.modules, "app.logger", logger)
+
+
+# ComfyUI's comfy/sd.py warning when a regular decode ran out (issue 22's tiled-retry family), as its
+# console prints it: split over writes, progress bars overwritten with \r.
+TILED_RETRY = ["Requested to load AutoencodingEngine\n", "100%|##########| 20/20\r",
+               "Warning: Ran out of memory when regular VAE decoding, retrying with tiled VAE decoding.\n"]
+
+
+def test_without_text_the_node_sends_the_console_tail(monkeypatch):
+    _console(monkeypatch, TILED_RETRY)
+    with natives_installed(fakes.FakeCore()) as core:
+        explain.HeadroomExplainOOM().explain("")
+    sent = core.calls[-1][1]
+    assert "Requested to load AutoencodingEngine" in sent and "retrying with tiled VAE decoding" in sent
+
+
+def test_a_pasted_error_is_explained_without_the_console(monkeypatch):
+    _console(monkeypatch, TILED_RETRY)
+    with natives_installed(fakes.FakeCore()) as core:
+        explain.HeadroomExplainOOM().explain(TOO_BIG)
+    assert "retrying with tiled" not in core.calls[-1][1]
+
+
+def test_the_console_tail_alone_is_recognised_by_the_core(real_core, monkeypatch):
+    _console(monkeypatch, TILED_RETRY)
+    out = explain.HeadroomExplainOOM().explain("")["ui"]["text"][0]
+    assert "Not recognised" not in out and "No error text" not in out

@@ -10,7 +10,7 @@ from conftest import load_pack, natives_installed
 
 load_pack()
 from headroom_pack.nodes import native_loader, prompt_handler, settings  # noqa: E402
-from headroom_pack.nodes.queue_gate import HeadroomQueueGate  # noqa: E402
+from headroom_pack.nodes.queue_gate import HeadroomQueueGate, gate_node_id, gate_of  # noqa: E402
 
 PROMPT = {
     "1": {"class_type": "UNETLoader", "inputs": {"unet_name": "flux1-dev.safetensors", "weight_dtype": "default"}},
@@ -76,8 +76,10 @@ def test_block_replaces_prompt_with_failing_gate(env):
     core, sent = env
     settings.update({"queue_action": "block", "budget": "12"})
     out = prompt_handler.on_prompt(request())
-    gate = out["prompt"]["headroom_gate"]
-    assert list(out["prompt"]) == ["headroom_gate"] and gate["class_type"] == "HeadroomQueueGate"
+    gate_id, gate = gate_of(out["prompt"])
+    assert gate is not None and gate["class_type"] == "HeadroomQueueGate"
+    # ComfyUI keys node_errors by this id and the issues panel locates it: the node the fix edits.
+    assert gate_id == "1" and gate_id in PROMPT
     verdict = HeadroomQueueGate.VALIDATE_INPUTS(**gate["inputs"])
     assert verdict is not True and "OVER BUDGET" in verdict and "fp8" in verdict
     assert sent[-1][1]["blocked"] is True
@@ -174,7 +176,8 @@ def test_real_core_blocks_and_auto_fixes_a_real_workflow(monkeypatch):
     assert "headroom" not in untouched.get("extra_data", {}).get("extra_pnginfo", {})
     settings.update({"queue_action": "block"})
     blocked = prompt_handler.on_prompt({"prompt": workflow, "client_id": "c"})
-    assert list(blocked["prompt"]) == ["headroom_gate"] and "OVER BUDGET" in blocked["prompt"]["headroom_gate"]["inputs"]["reason"]
+    gate_id, gate = gate_of(blocked["prompt"])
+    assert gate_id in {str(n["id"]) for n in workflow["nodes"]} and "OVER BUDGET" in gate["inputs"]["reason"]
     settings.reset()
 
 
@@ -344,7 +347,7 @@ def test_a_send_that_fails_costs_neither_the_run_nor_later_toasts(env, monkeypat
     data = request()
     out = prompt_handler.on_prompt(data)
     # The decision stands (ComfyUI's answer to the queue request carries the plan); the toast is logged lost.
-    assert list(out["prompt"]) == ["headroom_gate"] and unstamped(data["prompt"]) == PROMPT
+    assert gate_of(out["prompt"])[1] is not None and unstamped(data["prompt"]) == PROMPT
     assert_one_line_logged(caplog)
     # Warn toasts come from the worker: one that fails there leaves the worker serving the next prompt.
     settings.update({"queue_action": "warn"})
@@ -448,3 +451,18 @@ def test_newer_prompts_replace_the_waiting_one(held):
     assert prompt_handler.wait_idle()
     assert [sid for _, _, sid in sent] == ["first", "waiting 49"]
     assert len([c for c in core.calls if c[0] == "plan"]) == 2
+
+
+def test_the_gate_takes_the_id_of_a_node_in_the_users_graph():
+    # ComfyUI keys node_errors by the gate's id; the issues panel's locate button must find that node.
+    prompt = {"194:46": {"class_type": "KSampler"}, "7": {"class_type": "VAEDecode"},
+              "9": {"class_type": "HeadroomPreflight"}}
+    assert gate_node_id(prompt, [{"edits": [{"node_id": 7, "widget": "w"}]}], ["9"]) == "7"
+    assert gate_node_id(prompt, [{"node_id": "nowhere"}], ["9"]) == "9"
+    assert gate_node_id(prompt, [], []) == "7"  # top level first: a subgraph path may not be locatable
+    assert gate_node_id({"194:46": {"class_type": "KSampler"}}, [], []) == "194:46"
+
+
+def test_a_workflow_queued_in_the_ui_format_gates_on_one_of_its_nodes():
+    workflow = {"revision": 0, "extra": {"ds": {}}, "nodes": [{"id": 12, "type": "KSampler"}], "links": []}
+    assert gate_node_id(workflow, [], []) == "12"

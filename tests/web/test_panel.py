@@ -115,7 +115,7 @@ def test_oom_toast_appears_for_a_recorded_error_and_its_button_applies_the_fix(o
     assert explains[-1]["body"]["text"] == oom["text"]
     assert re.search(r"100\.0 MiB more was requested", page.text_content(".headroom-diagnosis"))
     # No preset named by the diagnosis: the first preset that makes this graph fit (fp8 weights, 21.0 GiB).
-    assert page.text_content(".headroom-apply-fix") == "Apply: fp8 weights"
+    assert page.text_content(".headroom-apply-fix") == "Apply fp8 weights"
     unet = next(n for n in read_json(REPO / "workflows" / "wan2.2_ti2v_5b.json")["nodes"] if n["type"] == "UNETLoader")
     page.click(".headroom-apply-fix")
     # The toast then says what changed and offers Undo (issue 13, item 14).
@@ -139,7 +139,7 @@ def test_the_oom_fix_prefers_the_catalogs_fit_this_card_preset_when_it_fits(open
       };
       return suggestedFix({ app: window.__comfy.app, client, result: { fixes: [] }, getBudget: () => "auto" });
     }""")
-    assert chosen == {"preset": "fit this card", "text": "fit this card"}
+    assert chosen == {"preset": "fit this card", "title": "fit this card", "text": "fit this card"}
 
 
 def test_queue_time_warning_becomes_a_toast_settings_are_declared_and_mirrored(open_panel, server):
@@ -365,7 +365,7 @@ def test_oom_toast_offers_no_unrelated_preset_and_fits_the_card_of_the_message(o
       return { forFragmentation, callsAfterFragmentation, forOom, calls, overflow, buttons };
     }""")
     assert result["forFragmentation"] is None and result["callsAfterFragmentation"] == 0
-    assert result["forOom"] == {"preset": "fit this card", "text": "fit this card"}
+    assert result["forOom"] == {"preset": "fit this card", "title": "fit this card", "text": "fit this card"}
     assert all(budget == {"vram_bytes": 12 * 2 ** 30} for _, budget in result["calls"])
     assert result["overflow"] <= 0 and result["buttons"] == 0
     assert errors == []

@@ -5,7 +5,9 @@
 //   file_name    a loader's file name, with an optional role (diffusion, checkpoint, text_encoder, vae,
 //                clip_vision; without one, the first role that recognises it);
 //   comfy_config {config_class, dim, in_channels}: a loaded MODEL's ComfyUI config;
-//   vae_keys     the key names of a VAE state dict: its native decoder family (vae_key_rules).
+//   vae_keys     the key names of a VAE state dict: its native decoder family (vae_key_rules);
+//   gpu          a typed card name: the catalog's card, or what it could mean (the nodes' settings word
+//                the answer for the UI; the CLI's resolve_gpu words it for its flags).
 #include <algorithm>
 #include <map>
 #include <set>
@@ -102,6 +104,17 @@ json from_vae_keys(const json& keys) {
   return {{"from", "vae_keys"}, {"vae_family", or_null(family)}};
 }
 
+json from_gpu(const json& g) {
+  if (!g.is_string() || g.get<std::string>().size() > 200)
+    throw InputError("gpu", "expected a GPU name of up to 200 characters such as \"RTX 4090 24GB\", got " + json_preview(g));
+  const GpuLookup found = look_up_gpu(g.get<std::string>());
+  if (found.gpu)
+    return {{"from", "gpu"}, {"gpu", found.gpu->name}, {"memory_bytes", found.gpu->memory_bytes},
+            {"matches", json::array()}, {"closest", json::array()}};
+  return {{"from", "gpu"}, {"gpu", nullptr}, {"memory_bytes", nullptr}, {"matches", found.matches},
+          {"closest", found.closest}};
+}
+
 }  // namespace
 
 const request::Fields& recognise_fields() {
@@ -112,6 +125,7 @@ const request::Fields& recognise_fields() {
       {"role", Kind::Enum, "with file_name: the loader's role", 0, 0, "diffusion|checkpoint|text_encoder|vae|clip_vision"},
       {"comfy_config", Kind::Object, "{config_class, dim, in_channels} of a loaded ComfyUI model"},
       {"vae_keys", Kind::List, "the key names of a VAE state dict: its native decoder family"},
+      {"gpu", Kind::String, "a typed GPU name, e.g. RTX 4090 24GB: the catalog's card or the closest names"},
   };
   return f;
 }
@@ -120,11 +134,12 @@ json recognise(const json& body) {
   const request::Request checked(body, "recognise", recognise_fields());
   const json& request = body;
   const int given = request.contains("tensors") + request.contains("file_name") + request.contains("comfy_config") +
-                    request.contains("vae_keys");
-  if (given == 0) throw InputError("tensors", "give one of tensors, file_name, comfy_config and vae_keys");
-  if (given > 1) throw InputError("request", "give one of tensors, file_name, comfy_config and vae_keys, not several");
+                    request.contains("vae_keys") + request.contains("gpu");
+  if (given == 0) throw InputError("tensors", "give one of tensors, file_name, comfy_config, vae_keys and gpu");
+  if (given > 1) throw InputError("request", "give one of tensors, file_name, comfy_config, vae_keys and gpu, not several");
   if (request.contains("role") && !request.contains("file_name"))
     throw InputError("role", "is read only with file_name");
+  if (request.contains("gpu")) return from_gpu(request["gpu"]);
   if (request.contains("file_name")) return from_file_name(request);
   if (request.contains("comfy_config")) return from_comfy_config(request["comfy_config"]);
   if (request.contains("vae_keys")) return from_vae_keys(request["vae_keys"]);

@@ -289,7 +289,7 @@ std::string join_names(const std::vector<const T*>& items) {
 }
 
 template <typename T>
-std::string close_names(const std::vector<T>& items, const std::string& text) {
+std::vector<std::string> closest_names(const std::vector<T>& items, const std::string& text) {
   std::string key = normalise(text);
   std::vector<std::pair<std::size_t, std::string>> scored;
   for (const auto& item : items) {
@@ -298,8 +298,15 @@ std::string close_names(const std::vector<T>& items, const std::string& text) {
     scored.emplace_back(best, item.name);
   }
   std::stable_sort(scored.begin(), scored.end());
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < scored.size() && i < 3; ++i) out.push_back(scored[i].second);
+  return out;
+}
+
+template <typename T>
+std::string close_names(const std::vector<T>& items, const std::string& text) {
   std::string out;
-  for (std::size_t i = 0; i < scored.size() && i < 3; ++i) out += (i ? ", " : "") + scored[i].second;
+  for (const auto& name : closest_names(items, text)) out += (out.empty() ? "" : ", ") + name;
   return out;
 }
 
@@ -380,15 +387,26 @@ const PrecisionInfo* precision_by_ggml_type(int ggml_type) {
   return nullptr;
 }
 
+GpuLookup look_up_gpu(const std::string& text) {
+  const auto& c = catalog_data();
+  GpuLookup out;
+  if (auto it = c.gpu_keys.find(text); it != c.gpu_keys.end()) return {&c.gpus[it->second], {}, {}};
+  if (normalise(text).empty()) return out;
+  if (const auto* g = exact_match(c.gpus, c.gpu_keys, text)) return {g, {}, {}};
+  auto subs = substring_matches(c.gpus, text);
+  if (subs.size() == 1) return {subs[0], {}, {}};
+  for (const auto* g : subs) out.matches.push_back(g->name);
+  if (subs.empty()) out.closest = closest_names(c.gpus, text);
+  return out;
+}
+
 const GpuInfo& resolve_gpu(const std::string& text, const std::string& field) {
   const auto& c = catalog_data();
-  if (auto it = c.gpu_keys.find(text); it != c.gpu_keys.end()) return c.gpus[it->second];
+  const GpuLookup found = look_up_gpu(text);
+  if (found.gpu) return *found.gpu;
   if (normalise(text).empty()) throw InputError(field, "is empty; expected a GPU name such as 4090 or H100");
-  if (const auto* g = exact_match(c.gpus, c.gpu_keys, text)) return *g;
-  auto subs = substring_matches(c.gpus, text);
-  if (subs.size() == 1) return *subs[0];
-  if (subs.size() > 1)
-    throw InputError(field, "'" + text_preview(text) + "' matches several GPUs: " + join_names(subs) +
+  if (!found.matches.empty())
+    throw InputError(field, "'" + text_preview(text) + "' matches several GPUs: " + join_names(substring_matches(c.gpus, text)) +
                                 "; give more of the name, or --vram GIB");
   throw InputError(field, "unknown GPU '" + text_preview(text) + "'; closest: " + close_names(c.gpus, text) +
                               ". Known GPUs: " + all_names(c.gpus) + ". Or give the memory with --vram GIB");

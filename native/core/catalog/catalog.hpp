@@ -105,6 +105,13 @@ const Catalog& catalog_data();
 const ModelInfo& resolve_model(const std::string& text, const std::string& field = "model");
 const PrecisionInfo& resolve_precision(const std::string& text, const std::string& field = "precision");
 const GpuInfo& resolve_gpu(const std::string& text, const std::string& field = "gpu");
+// What a typed GPU name means, for callers that word the answer themselves (the settings of the nodes):
+// the card, else the cards it could mean (several match) or the three closest names (none does).
+struct GpuLookup {
+  const GpuInfo* gpu = nullptr;
+  std::vector<std::string> matches, closest;
+};
+GpuLookup look_up_gpu(const std::string& text);
 
 // Non-throwing variants for callers that probe (nullptr when unknown).
 const ModelInfo* find_model(const std::string& text);

@@ -291,11 +291,17 @@ class Flattener {
   }
 };
 
+// An API prompt is an object of node objects. A node the browser's backend does not know is exported
+// without its class_type (it has inputs and _meta only), so one such node must not turn the whole prompt
+// into "not a workflow": it is read as a node of no known type and reported as not covered.
 bool looks_like_api(const json& wf) {
   if (!wf.is_object() || wf.empty()) return false;
-  for (auto it = wf.begin(); it != wf.end(); ++it)
-    if (!it.value().is_object() || !it.value().contains("class_type")) return false;
-  return true;
+  bool typed = false;
+  for (auto it = wf.begin(); it != wf.end(); ++it) {
+    if (!it.value().is_object()) return false;
+    typed = typed || it.value().contains("class_type");
+  }
+  return typed;
 }
 
 Graph build_api(const json& wf, const Pointer& at, const std::string& source) {
@@ -308,11 +314,12 @@ Graph build_api(const json& wf, const Pointer& at, const std::string& source) {
   for (auto it = wf.begin(); it != wf.end(); ++it) {
     const json& jn = it.value();
     Pointer np = at / it.key();
-    if (!jn["class_type"].is_string())
+    const bool untyped = !jn.contains("class_type");
+    if (!untyped && !jn["class_type"].is_string())
       throw FileFormatError(source, np.to_string() + "/class_type: expected a string");
     Node n;
     n.id = it.key();
-    n.type = jn["class_type"].get<std::string>();
+    n.type = untyped ? std::string(kNoClassType) : jn["class_type"].get<std::string>();
     n.where = np;
     if (jn.contains("inputs")) {
       if (!jn["inputs"].is_object()) throw FileFormatError(source, np.to_string() + "/inputs: expected an object");

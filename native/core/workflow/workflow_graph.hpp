@@ -43,6 +43,10 @@ struct Input {
   std::vector<Pointer> where;  // every place in the source JSON holding this literal
 };
 
+// The type of an API-format node exported without a class_type (its backend did not know it): no
+// ComfyUI class is spelt with parentheses and a space, so the catalog never matches it.
+inline constexpr const char* kNoClassType = "(no class_type)";
+
 struct Node {
   std::string id;       // "41", or "130:128" for a node inside subgraph instance 130 (ComfyUI's execution id)
   std::string type;     // class_type

@@ -7,6 +7,7 @@
 #include "core/api/api.hpp"
 #include "core/base/data_files.hpp"
 #include "core/base/error.hpp"
+#include "core/catalog/catalog.hpp"
 #include "core/inspect/recognise.hpp"
 
 using namespace headroom;
@@ -234,6 +235,21 @@ TEST_CASE("recognise: api::recognise answers for a file name and a config", "[re
   CHECK_THROWS_AS(api::recognise({{"role", "vae"}}), InputError);
   CHECK_THROWS_AS(api::recognise({{"file_name", "a"}, {"role", "lora"}}), InputError);
   CHECK_THROWS_AS(api::recognise({{"comfy_config", {{"config_class", "Flux"}, {"dim", "wide"}}}}), InputError);
+}
+
+TEST_CASE("recognise: a typed card name, answered without throwing for the nodes' settings", "[recognise][api][gpu]") {
+  json exact = api::recognise({{"gpu", "rtx 4090"}});
+  CHECK(exact["gpu"] == "RTX 4090 24GB");
+  CHECK(exact["memory_bytes"] == resolve_gpu("RTX 4090 24GB").memory_bytes);
+  json several = api::recognise({{"gpu", "RTX 407"}});
+  CHECK(several["gpu"].is_null());
+  CHECK(several["matches"] == json({"RTX 4070 12GB", "RTX 4070 Ti SUPER 16GB"}));
+  json none = api::recognise({{"gpu", "banana"}});
+  CHECK(none["gpu"].is_null());
+  CHECK(none["matches"].empty());
+  CHECK(none["closest"].size() == 3);
+  CHECK_THROWS_AS(api::recognise({{"gpu", 12}}), InputError);
+  CHECK_THROWS_AS(api::recognise({{"gpu", "x"}, {"file_name", "a"}}), InputError);
 }
 
 TEST_CASE("recognise: api::recognise names a VAE's decoder family from its keys", "[recognise][api]") {

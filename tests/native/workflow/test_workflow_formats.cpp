@@ -83,6 +83,26 @@ TEST_CASE("API format: the hand-converted Wan 2.1 T2V template gives INDEX.md's 
   }
 }
 
+TEST_CASE("API format: a node exported without class_type is not covered, the prompt still read", "[workflow][api]") {
+  // The frontend exports a node its backend does not know with inputs and _meta only (issue 23 #8).
+  json wf = wan_t2v_api();
+  wf["60"] = {{"inputs", {{"image", {"8", 0}}, {"factor", 2}}}, {"_meta", {{"title", "Super Upscale"}}}};
+  WorkflowInfo info = analyse_workflow(wf, "wan_api.json");
+  CHECK(info.api_format);
+  CHECK(info.job.frames == 33);
+  REQUIRE(info.unknown_nodes.size() == 1);
+  CHECK(info.unknown_nodes[0].id == "60");
+  CHECK(info.unknown_nodes[0].type == kNoClassType);
+  SECTION("a class_type that is not a string is still refused by name") {
+    wf["60"]["class_type"] = 7;
+    CHECK_THROWS_WITH(analyse_workflow(wf, "wan_api.json"), Catch::Contains("/60/class_type: expected a string"));
+  }
+  SECTION("an object of objects none of which has a class_type is no prompt") {
+    CHECK_THROWS_WITH(analyse_workflow(json::parse(R"({"1": {"inputs": {}}})"), "x"),
+                      Catch::Contains("not a ComfyUI workflow"));
+  }
+}
+
 TEST_CASE("UI format: modes, widget order and decoders", "[workflow][ui]") {
   SECTION("weight_dtype fp8_e4m3fn overrides the file's 16 bits; VAEDecodeTiled keeps its tile size") {
     WorkflowInfo info = analyse_workflow(small_ui(0, 4), "small");

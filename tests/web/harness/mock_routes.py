@@ -40,6 +40,20 @@ EXPLANATION = {
     "fixes": [{"id": "lower_precision", "text": "Load quantised weights (fp8)"}, {"id": "smaller_batch", "text": "Lower the batch size or the resolution"}],
 }
 BUDGET = 21.7 * GIB
+# The texts the stand-in core does not take for memory failures (the real core decides; the toast only
+# renders its `recognised`).
+NOT_MEMORY_FAILURES = {"ValueError: bad input", "KeyError: 'imd'"}
+NOT_RECOGNISED = {"recognised": False, "diagnosis": None, "fixes": []}
+# GET /headroom/runs in the recorder's contract: one run that died of OOM in decode (figures illustrative).
+RUNS = {"v": 1, "skipped_lines": 0, "runs": [{
+    "prompt_id": "p-oom-1", "started": 1764633600, "ended": 1764633642, "outcome": "oom",
+    "message": "torch.OutOfMemoryError: CUDA out of memory.",
+    "runtime": {"loader": "dynamic", "device": "NVIDIA GeForce RTX 4090", "vram_total_bytes": 25757220864},
+    "stages": [{"name": "sample", "model": "wan2.2_ti2v_5B_fp16.safetensors", "nodes": [], "wall_s": 30.0,
+                "predicted_bytes": 15 * GIB, "measured_bytes": 14 * GIB, "ram_available_bytes": 20 * GIB},
+               {"name": "decode", "model": None, "nodes": [], "wall_s": 2.0, "predicted_bytes": 19.5 * GIB,
+                "measured_bytes": 23.5 * GIB, "ram_available_bytes": 18 * GIB}],
+    "timeline": []}]}
 
 # JavaScript's `undefined`: such keys are dropped from replies.
 UNDEFINED = object()
@@ -143,7 +157,9 @@ def mock(method, route, body):
             "changes": changes,
         })
     if route == "/headroom/explain":
-        return 200, EXPLANATION
+        return 200, NOT_RECOGNISED if _get(body, "text") in NOT_MEMORY_FAILURES else EXPLANATION
+    if route == "/headroom/runs":
+        return 200, RUNS
     if route in ("/headroom/settings", "/headroom/panel"):
         return 200, {} if body is None else body
     return 404, {"error": "no such route"}
