@@ -30,6 +30,7 @@ const std::map<std::string, Handler>& handlers() {
       {"recognise", [](const json& r) { return headroom::api::recognise(r); }},
       {"llm", [](const json& r) { return headroom::api::llm(r); }},
       {"train", [](const json& r) { return headroom::api::train(r); }},
+      {"calibrate", [](const json& r) { return headroom::api::calibrate(r); }},
   };
   return table;
 }

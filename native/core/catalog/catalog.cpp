@@ -176,6 +176,10 @@ constexpr RuntimeConstantSpec kRuntimeConstants[] = {
     {"fallback_tile_px_image", {64, 8192}, true},
     {"tiled_retry_slowdown_image", {1, 100}, false},
     {"tiled_retry_slowdown_video", {1, 100}, false},
+    {"calibration_min_runs", {1, 100}, true},
+    {"calibration_max_runs", {1, 1000}, true},
+    {"calibration_factor_min", {0.1, 1}, false},
+    {"calibration_factor_max", {1, 10}, false},
 };
 
 std::unordered_map<std::string_view, double> read_runtime_constants(const json& runtime, const std::string& file) {
