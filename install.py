@@ -217,7 +217,7 @@ def build_core_with_pypi_toolchain(decoders_in_place=False):
     tc_mod = nodes_module("pypi_toolchain")
     started = time.monotonic()
     print(f"Headroom: no C++ compiler here; fetching zig, CMake and Ninja from PyPI into {BUILD / 'tools'} "
-          "(once, ~250 MB) to build the estimator core")
+          "(once, about 500 MB) to build the estimator core")
     tc, why = tc_mod.ensure(BUILD)
     if tc is None:
         print(f"Headroom: could not get the toolchain: {why}. The nodes load and say the core is missing; "

@@ -35,8 +35,9 @@ def register_with_server():
     instance = getattr(PromptServer, "instance", None)
     if instance is None or not hasattr(instance, "routes"):
         return False
-    from . import prompt_handler, routes
+    from . import calibration_routes, prompt_handler, routes
     routes.register(instance.routes)
+    calibration_routes.register(instance.routes)
     instance.add_on_prompt_handler(prompt_handler.on_prompt)
     log_native_status()
     start_recorder(instance)

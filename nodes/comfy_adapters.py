@@ -4,7 +4,7 @@ Everything is read through duck typing so the nodes run with small stand-ins in 
 import ComfyUI here."""
 import json
 
-from . import comfy_runtime
+from . import calibration, comfy_runtime
 
 # Latent channels -> (pixels per latent pixel, latent frames -> pixel frames). Sources: ComfyUI
 # comfy/latent_formats.py channel counts and comfy/sd.py upscale ratios (Wan 2.2 VAE: 48 ch, 16x;
@@ -156,8 +156,9 @@ def with_runtime(request: dict, runtime=None) -> dict:
     """The request with the live ComfyUI's loader and its knobs (comfy_runtime.request_fields: runtime,
     reserve_bytes, vram_headroom_bytes, ram_bytes), so a verdict is for the loader that will run; outside
     ComfyUI nothing is added and the core's default applies. The request's own fields win, and an explicit
-    `runtime` (the browser's choice) wins over the detected one."""
-    out = {**comfy_runtime.request_fields(), **request}
+    `runtime` (the browser's choice) wins over the detected one. With calibration on, the corrections
+    learned from this card's runs ride along (calibration.request_fields), which the core applies."""
+    out = {**comfy_runtime.request_fields(), **calibration.request_fields(), **request}
     if runtime is not None:
         if runtime not in RUNTIMES:
             raise ValueError(f"runtime: expected one of {', '.join(RUNTIMES)}, got {runtime!r}")

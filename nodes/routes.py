@@ -362,7 +362,8 @@ ROUTES = [
 ]
 
 
-def register(routes):
-    """Adds the handlers to an aiohttp RouteTableDef (ComfyUI's PromptServer.instance.routes)."""
-    for method, path, handler in ROUTES:
-        routes.route(method, path)(handler)
+def register(table, handlers=None):
+    """Adds the handlers (these routes, or another module's list of the same form) to an aiohttp
+    RouteTableDef (ComfyUI's PromptServer.instance.routes)."""
+    for method, path, handler in ROUTES if handlers is None else handlers:
+        table.route(method, path)(handler)

@@ -7,7 +7,9 @@ import threading
 from . import budget as budget_mod
 
 QUEUE_ACTIONS = ("pass", "warn", "block", "auto-fix")
-DEFAULTS = {"queue_action": "warn", "budget": "auto", "refresh_s": 1.0}
+# calibration: off until the user turns it on (docs/calibration.md); estimates then use corrections
+# learned from this card's own recorded runs.
+DEFAULTS = {"queue_action": "warn", "budget": "auto", "refresh_s": 1.0, "calibration": False}
 
 _lock = threading.Lock()
 _values = dict(DEFAULTS)
@@ -34,6 +36,10 @@ def update(changes: dict) -> dict:
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.2 <= value <= 60:
                 raise ValueError(f"refresh_s: expected seconds between 0.2 and 60, got {budget_mod._short(value)}")
             clean[key] = float(value)
+        elif key == "calibration":
+            if not isinstance(value, bool):
+                raise ValueError(f"calibration: expected true or false, got {budget_mod._short(value)}")
+            clean[key] = value
         else:
             raise ValueError(f"{str(key)[:40]}: unknown setting (known: {', '.join(DEFAULTS)})")
     with _lock:

@@ -33,6 +33,9 @@ export function createClient(api) {
     runs: (limit = 20) => call(`/headroom/runs?limit=${encodeURIComponent(limit)}`),
     settings: (values) => call("/headroom/settings", values),
     panel: (open, clientId) => call("/headroom/panel", { open, client_id: clientId ?? null }),
+    runs: (limit = 20) => call(`/headroom/runs?limit=${limit}`),
+    calibration: () => call("/headroom/calibration"),
+    resetCalibration: () => call("/headroom/calibration/reset", {}),
   };
 }
 

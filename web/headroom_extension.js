@@ -7,7 +7,7 @@ import { nodeName } from "./headroom_graph.js";
 import { patchNodeType } from "./headroom_node_view.js";
 import { handleExecutionError } from "./headroom_oom.js";
 import { createPanel, ensureStyle } from "./headroom_panel.js";
-import { readSetting, SETTING_IDS, settingDefinitions } from "./headroom_settings.js";
+import { readSetting, SETTING_IDS, settingDefinitions, writeSetting } from "./headroom_settings.js";
 
 // " (dynamic VRAM)" / " (legacy loader)": which loader the queue-time verdict is for.
 function loaderFor(detail) {
@@ -47,7 +47,8 @@ export function createHeadroomExtension(app, api) {
     // widget: keep the panel that is there, with its undo.
     if (ext.panel && ext.host === el && el.contains(ext.panel.element)) return;
     ensureStyle(el.ownerDocument);
-    ext.panel = createPanel({ app, client, getBudget });
+    ext.panel = createPanel({ app, client, getBudget,
+      setCalibration: (on) => writeSetting(app, SETTING_IDS.calibration, on).then(() => pushSettings({ calibration: on })) });
     ext.host = el;
     el.replaceChildren(ext.panel.element);
     ext.panel.refresh();
@@ -89,6 +90,7 @@ export function createHeadroomExtension(app, api) {
         budget: String(readSetting(app, SETTING_IDS.budget, "auto")),
         queue_action: readSetting(app, SETTING_IDS.queueAction, "warn"),
         refresh_s: Number(readSetting(app, SETTING_IDS.refresh, 1)) || 1,
+        calibration: Boolean(readSetting(app, SETTING_IDS.calibration, false)),
       });
     },
   };

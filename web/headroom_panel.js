@@ -2,6 +2,7 @@
 // presets as one-click rewrites with their before/after peaks and an undo. Plain DOM; takes `app`.
 import { applyChanges, serializeWorkflow, undoChanges } from "./headroom_graph.js";
 import { changeText, gib, loaderText, pct, speedText } from "./headroom_format.js";
+import { renderRunsView, RUNS_CSS } from "./headroom_runs_view.js";
 
 const STYLE_ID = "headroom-style";
 const CSS = `
@@ -32,7 +33,7 @@ export function ensureStyle(doc = document) {
   if (doc.getElementById(STYLE_ID)) return;
   const style = doc.createElement("style");
   style.id = STYLE_ID;
-  style.textContent = CSS;
+  style.textContent = CSS + RUNS_CSS;
   doc.head.appendChild(style);
 }
 
@@ -166,7 +167,7 @@ export function presetSummary(preview, verdicts = []) {
   return { changes, effect, better };
 }
 
-export function createPanel({ app, client, getBudget = () => "auto" }) {
+export function createPanel({ app, client, getBudget = () => "auto", setCalibration = async () => {} }) {
   const root = el("div", "headroom-panel");
   const state = { snapshot: null, estimate: null, presets: [], verdicts: [], previews: {}, previewErrors: {}, undo: null, applied: null,
     error: null, estimatedSignature: null };
@@ -174,13 +175,24 @@ export function createPanel({ app, client, getBudget = () => "auto" }) {
   const estimateSlot = el("div");
   const presetSlot = el("div", "headroom-presets");
   const errorSlot = el("div", "headroom-error");
+  const runsSlot = el("div", "headroom-runs-slot");
+  const runs = { answer: null, calibration: null, selected: 0, error: null };
   const header = el("div", "headroom-workflow-header");
   const refreshButton = el("button", "headroom-refresh", "Refresh");
   refreshButton.title = "Estimate the workflow as it is now";
   refreshButton.addEventListener("click", () => api.refresh());
   header.append(el("h3", "", "This workflow"), refreshButton);
   Object.assign(header.style, { display: "flex", justifyContent: "space-between", alignItems: "center" });
-  root.append(cardSlot, header, estimateSlot, presetSlot, errorSlot);
+  root.append(cardSlot, header, estimateSlot, presetSlot, runsSlot, errorSlot);
+
+  function renderRuns() {
+    runsSlot.replaceChildren(renderRunsView({
+      runs: runs.answer, calibration: runs.calibration, selected: runs.selected, error: runs.error,
+      onSelect: (i) => { runs.selected = i; renderRuns(); },
+      onToggle: (on) => api.setCalibration(on),
+      onReset: () => api.resetCalibration(),
+    }));
+  }
 
   // "fit this card" (the catalog's target "request") needs a card or a budget to fit.
   function needsCard(preset) {
@@ -240,6 +252,7 @@ export function createPanel({ app, client, getBudget = () => "auto" }) {
     cardSlot.replaceChildren(renderBar(state.snapshot));
     estimateSlot.replaceChildren(renderStages(state.estimate, state.snapshot?.total_bytes, state.verdicts));
     renderPresets();
+    renderRuns();
     errorSlot.textContent = state.error ?? "";
   }
 
@@ -278,6 +291,30 @@ export function createPanel({ app, client, getBudget = () => "auto" }) {
       } finally {
         if (workflow) state.estimatedSignature = graphSignature(workflow);
       }
+      render();
+      await api.refreshRuns();
+    },
+    // The recorded runs and the calibration: their own section, so a server without the run history (or
+    // an older pack) leaves the rest of the panel as it was.
+    async refreshRuns() {
+      const [answer, calibration] = await Promise.all([
+        client.runs?.(20).catch((err) => ({ error: err.message })),
+        client.calibration?.().catch(() => null)]);
+      runs.error = answer?.error ?? null;
+      runs.answer = answer?.error ? null : answer;
+      runs.calibration = calibration;
+      renderRuns();
+    },
+    async setCalibration(on) {
+      await setCalibration(on);
+      await api.refreshRuns();
+      await reestimate();
+      render();
+    },
+    async resetCalibration() {
+      runs.calibration = await client.resetCalibration().catch(() => runs.calibration);
+      renderRuns();
+      await reestimate();
       render();
     },
     // The graph changed since the last estimate (a widget, a node's mode, a link): estimate again.

@@ -4,6 +4,7 @@ export const SETTING_IDS = {
   budget: "Headroom.Budget",
   queueAction: "Headroom.QueueAction",
   refresh: "Headroom.RefreshSeconds",
+  calibration: "Headroom.Calibration",
 };
 
 export function settingDefinitions(onChange) {
@@ -25,7 +26,23 @@ export function settingDefinitions(onChange) {
       attrs: { min: 0.2, max: 60, step: 0.1 }, category: ["Headroom", "Panel", "Refresh"],
       onChange: (value) => onChange({ refresh_s: Number(value) || 1 }),
     },
+    {
+      id: SETTING_IDS.calibration, name: "Calibrate estimates from my own runs", type: "boolean", defaultValue: false,
+      category: ["Headroom", "Calibration", "Enabled"],
+      tooltip: "Corrections per model and stage learned from this card's recorded runs (docs/calibration.md).",
+      onChange: (value) => onChange({ calibration: Boolean(value) }),
+    },
   ];
+}
+
+export function writeSetting(app, id, value) {
+  try {
+    const set = app.extensionManager?.setting?.set ?? app.ui?.settings?.setSettingValue;
+    const owner = app.extensionManager?.setting?.set ? app.extensionManager.setting : app.ui?.settings;
+    return set ? Promise.resolve(set.call(owner, id, value)).catch(() => {}) : Promise.resolve();
+  } catch {
+    return Promise.resolve();
+  }
 }
 
 export function readSetting(app, id, fallback) {

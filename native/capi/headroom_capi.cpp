@@ -31,6 +31,7 @@ const std::map<std::string, Handler>& handlers() {
       {"llm", [](const json& r) { return headroom::api::llm(r); }},
       {"train", [](const json& r) { return headroom::api::train(r); }},
       {"runs", [](const json& r) { return headroom::api::runs(r); }},
+      {"calibrate", [](const json& r) { return headroom::api::calibrate(r); }},
   };
   return table;
 }

@@ -4,20 +4,21 @@
 # Included by CMakeLists.txt (which fails the configure on a violation) and run by a test with
 # `cmake -DROOT=<a tree> -P layers.cmake`, which must reject a tree that breaks a rule.
 cmake_policy(SET CMP0057 NEW)  # IN_LIST, also when run with -P
-set(HEADROOM_CORE_AREAS base catalog oom inspect llm estimate workflow plan runs api)
+set(HEADROOM_CORE_AREAS base catalog oom inspect llm calibrate estimate workflow plan runs api)
 set(HEADROOM_USES_base     base)
 set(HEADROOM_USES_catalog  base catalog)
 set(HEADROOM_USES_oom      base oom)
 set(HEADROOM_USES_inspect  base catalog inspect)
 set(HEADROOM_USES_llm      base catalog llm)
-set(HEADROOM_USES_estimate base catalog inspect estimate)
-set(HEADROOM_USES_workflow base catalog inspect estimate workflow)
-set(HEADROOM_USES_plan     base catalog inspect estimate workflow plan)
+set(HEADROOM_USES_calibrate base catalog calibrate)
+set(HEADROOM_USES_estimate base catalog inspect calibrate estimate)
+set(HEADROOM_USES_workflow base catalog inspect calibrate estimate workflow)
+set(HEADROOM_USES_plan     base catalog inspect calibrate estimate workflow plan)
 set(HEADROOM_USES_runs     base catalog runs)
 set(HEADROOM_USES_api      ${HEADROOM_CORE_AREAS})
 # Outside the core: the decoders may use the core's lower areas, never its façade.
 set(HEADROOM_OUTSIDE_LAYERS torch cuda)
-set(HEADROOM_USES_torch base catalog inspect estimate)
+set(HEADROOM_USES_torch base catalog inspect calibrate estimate)
 set(HEADROOM_USES_cuda)
 
 # Appends "file:line: message" for every include of a core area that `layer` may not use.

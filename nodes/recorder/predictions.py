@@ -6,7 +6,8 @@ import threading
 from collections import OrderedDict
 
 MAX_KEPT = 64
-_STAGE_KEYS = ("name", "peak_bytes", "min_bytes", "streamed_bytes", "mode")
+# uncalibrated_peak_bytes: a calibrated estimate's own figure, so calibration never learns from itself.
+_STAGE_KEYS = ("name", "peak_bytes", "uncalibrated_peak_bytes", "min_bytes", "streamed_bytes", "mode")
 _COMPONENTS = ("diffusion", "text_encoders", "clip_vision", "vae")
 
 

@@ -74,11 +74,12 @@ def run_with_client(check):
     from aiohttp import web
     from aiohttp.test_utils import TestClient, TestServer
     load_pack()
-    from headroom_pack.nodes import routes
+    from headroom_pack.nodes import calibration_routes, routes
 
     async def main():
         table = web.RouteTableDef()
         routes.register(table)
+        calibration_routes.register(table)
         app = web.Application()
         app.add_routes(table)
         async with TestClient(TestServer(app, host="127.0.0.1", port=0)) as client:

@@ -1,12 +1,11 @@
 """The web panel's logic in headless Chromium, on a page that loads web/*.js with a graph built from the
 real templates in ../shared/real-workflows (and the pack's own example workflows)."""
 import json
-import os
 import re
-import shutil
 
 import pytest
 
+from .harness import screenshot
 from .harness.mock_routes import SNAPSHOT, WIDGETS
 from .harness.server import HERE, REPO, SHARED, TEMPLATES
 
@@ -159,13 +158,13 @@ def test_queue_time_warning_becomes_a_toast_settings_are_declared_and_mirrored(o
         page.evaluate("() => window.__comfy.api.emit('headroom.preflight', { error: 'plan: unsupported node X' })")
     assert len(page.evaluate("() => window.__comfy.toasts")) == 2
     ids = page.evaluate("() => window.__comfy.extensions[0].settings.map((s) => s.id)")
-    assert ids == ["Headroom.Budget", "Headroom.QueueAction", "Headroom.RefreshSeconds"]
+    assert ids == ["Headroom.Budget", "Headroom.QueueAction", "Headroom.RefreshSeconds", "Headroom.Calibration"]
     page.evaluate("() => window.__comfy.extensions[0].settings[1].onChange('block')")
     # This page's setup mirrored every setting, then the change sent only what changed.
     posted = server.wait_until(lambda: len(server.routed("/headroom/settings")[earlier:]) >= 2)
     assert posted, "settings were not posted at setup and on change"
     posted = server.routed("/headroom/settings")[earlier:]
-    assert posted[0]["body"] == {"budget": "auto", "queue_action": "warn", "refresh_s": 1}
+    assert posted[0]["body"] == {"budget": "auto", "queue_action": "warn", "refresh_s": 1, "calibration": False}
     assert posted[-1]["body"] == {"queue_action": "block"}
 
 
@@ -203,14 +202,7 @@ def test_node_report_shows_in_a_dom_widget_after_execution(open_panel):
 # docs/panel.png, the README's picture, so a plain test run leaves the tree clean.
 def test_screenshot_of_the_panel_for_the_readme(open_panel):
     page, _ = open_panel("/workflows/wan2.2_ti2v_5b.json")
-    folder = HERE.parent / "artifacts"
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "panel.png"
-    page.locator("#sidebar").screenshot(path=str(path))
-    assert path.stat().st_size > 5000
-    if os.environ.get("HEADROOM_UPDATE_SCREENSHOT") == "1":
-        (REPO / "docs").mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(path, REPO / "docs" / "panel.png")
+    assert screenshot.save(page, "panel.png").stat().st_size > 5000
 
 
 # ---- issue 13: re-estimating, preset rows, the OOM toast, no card ----

@@ -27,6 +27,7 @@ const request::Fields& inspect_fields();
 const request::Fields& recognise_fields();
 const request::Fields& explain_fields();
 const request::Fields& runs_fields();
+const request::Fields& calibrate_fields();
 
 // {models:[{name, role, family, aliases, ...}], gpus:[...], presets:[...], precisions:[...],
 //  verdicts:[{id, text, runs, fits, sized}]} (verdicts: every verdict and how it is spelled, core/catalog/verdict.hpp)
@@ -73,6 +74,12 @@ json plan(const json& request);
 // after:{peak_bytes}, changes}. free_bytes sizes "fit this card" to the free memory (as in estimate);
 // "fit N GB" presets size for a whole, empty N GB card and ignore it.
 json apply_preset(const json& request);
+
+// Corrections from the user's own runs (docs/calibration.md). Request {runs: [run objects of the history,
+// newest first], card?: device, since?: unix seconds}. Returns {v: 1, rule: {min_runs, max_runs, factor_min, factor_max},
+// calibration: [{model, stage, card, factor, runs}], runs_seen, stages_used, stages_skipped}; the
+// calibration list is what estimate, plan and apply_preset take as their "calibration" field.
+json calibrate(const json& request);
 
 // Headers of .safetensors / .gguf files; one object per path.
 json inspect(const std::vector<std::string>& paths);

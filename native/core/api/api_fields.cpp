@@ -13,6 +13,7 @@ const request::Fields* fields_of(std::string_view entry) {
   if (entry == "recognise") return &recognise_fields();
   if (entry == "explain") return &explain_fields();
   if (entry == "runs") return &runs_fields();
+  if (entry == "calibrate") return &calibrate_fields();
   if (entry == "llm") return &headroom::llm::request_fields();
   if (entry == "train") return &headroom::train::request_fields();
   return nullptr;

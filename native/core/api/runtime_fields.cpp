@@ -23,6 +23,9 @@ request::Fields with_runtime_fields(request::Fields fields) {
       {"reserve_bytes", Kind::Bytes, "ComfyUI --reserve-vram", 0, static_cast<double>(1ull << 40)},
       {"vram_headroom_bytes", Kind::Bytes, "ComfyUI --vram-headroom (kept free, other programs counted)", 0, kPiB},
       {"ram_bytes", Kind::Bytes, "host RAM the weights must fit in", 1, kPiB},
+      {"calibration", Kind::List,
+       "corrections learned from this card's measured runs (the calibrate answer's entries): "
+       "[{model, stage, factor, runs, card}]"},
   };
   for (const auto& f : extra)
     if (std::none_of(fields.begin(), fields.end(), [&](const request::Field& g) { return g.key == f.key; }))
@@ -37,6 +40,7 @@ void apply_runtime_fields(const request::Request& r, Runtime& rt) {
   if (auto b = r.bytes_if("reserve_bytes")) rt.reserve_bytes = *b;
   if (auto b = r.bytes_if("vram_headroom_bytes")) rt.vram_headroom_bytes = *b;
   if (auto b = r.bytes_if("ram_bytes")) rt.ram_bytes = *b;
+  if (r.has("calibration")) rt.calibration = calibrate::read_corrections(r.raw("calibration"), "calibration");
 }
 
 void apply_gpu_rates(const GpuInfo& g, Runtime& rt) {

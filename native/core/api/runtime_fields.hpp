@@ -5,6 +5,7 @@
 //   reserve_bytes        ComfyUI --reserve-vram
 //   vram_headroom_bytes  ComfyUI --vram-headroom (dynamic VRAM keeps it free counting other programs)
 //   ram_bytes            host RAM the weights must fit in
+//   calibration          corrections learned from measured runs (docs/calibration.md)
 // and the card's transfer and compute rates taken from gpus.json when a catalog card is named.
 #include "core/base/request_fields.hpp"
 #include "core/catalog/card_budget.hpp"

@@ -177,6 +177,10 @@ constexpr RuntimeConstantSpec kRuntimeConstants[] = {
     {"tiled_retry_slowdown_image", {1, 100}, false},
     {"tiled_retry_slowdown_video", {1, 100}, false},
     {"unfinished_run_ram_low_fraction", {0, 1}, false},
+    {"calibration_min_runs", {1, 100}, true},
+    {"calibration_max_runs", {1, 1000}, true},
+    {"calibration_factor_min", {0.1, 1}, false},
+    {"calibration_factor_max", {1, 10}, false},
 };
 
 std::unordered_map<std::string_view, double> read_runtime_constants(const json& runtime, const std::string& file) {

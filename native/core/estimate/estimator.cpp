@@ -10,6 +10,7 @@
 #include "core/catalog/catalog.hpp"
 #include "core/catalog/verdict.hpp"
 #include "core/base/error.hpp"
+#include "core/estimate/apply_calibration.hpp"
 #include "core/estimate/memory_model.hpp"
 #include "core/estimate/runtime_policy.hpp"
 #include "core/base/units.hpp"
@@ -198,7 +199,16 @@ json Estimate::to_json() const {
                            {"seconds_per_step", s.seconds_per_step},
                            {"loader", s.loader},
                            {"notes", s.notes}});
+    if (s.calibration) {
+      json c = calibrate::to_json(*s.calibration);
+      c["uncalibrated_peak_bytes"] = s.uncalibrated_peak_bytes;
+      j["stages"].back()["calibration"] = c;
+    }
+    j["stages"].back()["uncalibrated_peak_bytes"] = s.calibration ? s.uncalibrated_peak_bytes : s.peak_bytes;
   }
+  j["calibrated"] = json::array();
+  for (const auto& s : stages)
+    if (s.calibration) j["calibrated"].push_back(calibrate::to_json(*s.calibration));
   j["notes"] = notes;
   return j;
 }
@@ -350,6 +360,8 @@ Estimate estimate(const Job& job, const Runtime& runtime) {
     mark_cached(s, before, V);
     est.stages.push_back(std::move(s));
   }
+
+  apply_calibration(est, job, runtime.calibration);
 
   est.runtime = loader_name(runtime.loader);
   est.host_ram_bytes = host_ram_needed(rj, job);

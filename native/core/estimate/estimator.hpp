@@ -2,11 +2,13 @@
 // The memory model: per-stage peak VRAM of a Job under ComfyUI's loading policy.
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "core/calibrate/calibration.hpp"
 #include "core/estimate/job.hpp"
 
 namespace headroom {
@@ -39,6 +41,9 @@ struct Runtime {
   double pcie_bytes_per_s = 0;            // the card's host-to-device rate; 0 = models.json's default
   double flops_per_s = 0;                 // the card's effective bf16 throughput; 0 = models.json's default
   double compute_capability = 0;          // CUDA compute capability of the card ("8.9" -> 8.9); 0 = unknown
+  // Corrections learned from this card's measured runs (api::calibrate); applied to the matching stages'
+  // peaks before the verdict (core/estimate/apply_calibration.hpp). Empty = the model's figures alone.
+  std::vector<calibrate::Correction> calibration;
   bool has_card() const { return vram_bytes != 0 || free_bytes != 0; }
 };
 const char* loader_name(Runtime::Loader loader);  // "legacy" | "dynamic"
@@ -66,6 +71,10 @@ struct Stage {
   std::map<std::string, std::uint64_t> streamed_bytes;  // per model: weights copied in per forward pass
   double seconds_per_step = 0;                      // sampling: estimated time of one step on this card
   std::string loader = "legacy";                    // which loader ran the stage ("legacy" for GGUF always)
+  // Set when a learned correction moved peak_bytes: the correction, and the peak before it (what a
+  // recorder stores as the prediction, so a correction is never learned from its own output).
+  std::optional<calibrate::Correction> calibration;
+  std::uint64_t uncalibrated_peak_bytes = 0;
 };
 
 struct Estimate {

@@ -141,6 +141,10 @@ json stage_json(const Run& r, const std::string& name, const std::vector<const j
   auto predicted = [&](const char* key) { return p.is_null() ? json(nullptr) : bytes_or_null(p, key); };
   out["wall_s"] = wall;
   out["predicted_bytes"] = predicted("peak_bytes");
+  // What the estimate said before a calibration scaled it: the figure the calibration learner compares
+  // measurements with (core/calibrate), so a correction never feeds on itself.
+  json uncalibrated = predicted("uncalibrated_peak_bytes");
+  out["predicted_uncalibrated_bytes"] = uncalibrated.is_null() ? out["predicted_bytes"] : uncalibrated;
   out["predicted_min_bytes"] = predicted("min_bytes");
   // The estimate gives the weights streamed per forward pass per model; the stage streams their sum.
   json streamed = p.is_null() ? json(nullptr) : predicted("streamed_bytes");

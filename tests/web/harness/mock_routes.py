@@ -9,6 +9,8 @@ import math
 import re
 from pathlib import Path
 
+from . import runs_routes
+
 WIDGETS = json.loads((Path(__file__).parent / "widgets.json").read_text(encoding="utf-8"))
 
 GIB = 1024 ** 3
@@ -136,6 +138,9 @@ def _verdict(peak):
 
 def mock(method, route, body):
     """Returns (status, reply) for one /headroom/* request; `body` is the parsed POST body or None."""
+    own = runs_routes.mock(method, route, body)
+    if own is not None:
+        return own
     if route == "/headroom/vram":
         return 200, {"snapshot": SNAPSHOT, "native": {"core": {"available": True}}}
     if route == "/headroom/presets":
