@@ -178,14 +178,14 @@ json plan(const json& body) {
   if (const auto& from = info.size_from_unknown) {
     // No verdict, change or card may rest on a size Headroom assumed: the stages stay as "what the
     // assumed size would need", and the answer says which node decides the real one.
-    const std::string why = "the sampled latent's size comes from " + from->type + " #" + from->id +
-                            ", a node Headroom does not know; the stages are for an assumed " +
+    const std::string why = "the sampled latent's size comes from " + from->type + " #" + from->id + ", " + from->why +
+                            "; the stages are for an assumed " +
                             std::to_string(info.job.width) + "x" + std::to_string(info.job.height) + ", " +
                             std::to_string(info.job.frames) + " frame(s), batch " + std::to_string(info.job.batch);
     out["verdict"] = spelling(Verdict::Unknown);
     out["verdict_reason"] = why;
     out["reason"] = why;
-    out["not_covered"] = {{"kind", "size"}, {"node_id", from->id}, {"node_type", from->type},
+    out["not_covered"] = {{"kind", "size"}, {"node_id", from->id}, {"node_type", from->type}, {"why", from->why},
                           {"assumed", {{"width", info.job.width}, {"height", info.job.height},
                                        {"frames", info.job.frames}, {"batch", info.job.batch}}}};
     out["changes"] = json::array();

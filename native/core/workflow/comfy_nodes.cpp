@@ -31,11 +31,32 @@ LoaderRole read_role(const json& j, const Reader& r) {
   return role;
 }
 
+// {"width": widget name or pixels, "height": ...}: a number is a fixed size, within ComfyUI's 16384.
+ImageSizeRule read_image_size(const json& j, const Reader& r) {
+  if (!j.is_object()) r.fail("(entry)", "expected {width, height}, each a widget name or a number of pixels");
+  r.known(j, {"width", "height"});
+  auto side = [&](const char* key) {
+    ImageSide s;
+    auto it = j.find(key);
+    if (it == j.end()) r.fail(key, "is missing");
+    if (it->is_number_integer()) {
+      const long long px = it->get<long long>();
+      if (px < 16 || px > 16384) r.fail(key, "expected 16 to 16384 pixels, got " + std::to_string(px));
+      s.fixed = static_cast<int>(px);
+    } else {
+      s.widget = r.text(j, key, true);
+    }
+    return s;
+  };
+  return {side("width"), side("height")};
+}
+
 ComfyNode read_node(const std::string& type, const json& j, const Reader& r, const ComfyNodes& so_far) {
   if (!j.is_object()) r.fail("(entry)", "expected an object");
   r.known(j, {"source", "widgets", "loads", "latent", "note", "latent_from_image", "reference_image", "cfg",
               "cfg_at_least", "decode", "tile_widget", "mode_widget", "output", "neutral", "virtual",
-              "value_outputs", "size_from_image", "switch", "run_note", "generates", "stage"});
+              "value_outputs", "size_from_image", "switch", "run_note", "generates", "stage", "image_input",
+              "image_through", "image_size", "image_size_unknown"});
   ComfyNode n;
   n.type = type;
   n.source = r.text(j, "source");
@@ -53,6 +74,11 @@ ComfyNode read_node(const std::string& type, const json& j, const Reader& r, con
   n.latent_note = r.text(j, "note");
   if (!n.latent_note.empty() && !n.latent) r.fail("note", "is only read for latent nodes");
   n.latent_from_image = r.text(j, "latent_from_image");
+  n.image_input = r.text(j, "image_input");
+  if (!n.image_input.empty() && n.latent_from_image.empty()) r.fail("image_input", "is only read for latent_from_image nodes");
+  n.image_through = r.text(j, "image_through");
+  n.image_size_unknown = r.text(j, "image_size_unknown");
+  if (auto it = j.find("image_size"); it != j.end()) n.image_size = read_image_size(*it, Reader{r.file, r.where + ".image_size"});
   n.reference_image = r.flag(j, "reference_image");
   n.cfg_widget = r.text(j, "cfg");
   if (auto it = j.find("cfg_at_least"); it != j.end()) {

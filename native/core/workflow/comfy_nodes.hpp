@@ -23,6 +23,17 @@ struct LatentSize {  // widget (or input) names
   std::string length;  // "" for image latents
 };
 
+// One side of an image a node sets: a widget it reads, or a fixed figure (the largest of the Kontext
+// rescale's resolutions, whatever the image).
+struct ImageSide {
+  std::string widget;
+  std::optional<int> fixed;
+};
+
+struct ImageSizeRule {
+  ImageSide width, height;
+};
+
 enum class DecodeKind { None, Full, Tiled, Headroom };
 
 struct ComfyNode {
@@ -33,6 +44,11 @@ struct ComfyNode {
   std::optional<LatentSize> latent;
   std::string latent_note;                          // caveat reported when the node sets the size
   std::string latent_from_image;                    // note text after "<type> #<id>": size follows an image
+  // The image a latent_from_image node encodes (its input name), and how image sizes travel to it: a
+  // node that sets an image's size (image_size), one that keeps its input's (image_through, the input),
+  // or why a node's output size is not known (image_size_unknown: a loaded image).
+  std::string image_input, image_through, image_size_unknown;
+  std::optional<ImageSizeRule> image_size;
   bool reference_image = false;                     // adds one reference image (Kontext ReferenceLatent)
   std::string cfg_widget;                           // a sampler or guider
   std::optional<double> cfg_at_least;               // a guider that batches this many conditionings

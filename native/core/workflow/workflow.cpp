@@ -17,6 +17,7 @@
 #include "core/base/units.hpp"
 #include "core/catalog/catalog.hpp"
 #include "core/workflow/comfy_nodes.hpp"
+#include "core/workflow/image_size.hpp"
 #include "core/workflow/workflow_models_dir.hpp"
 #include "core/workflow/workflow_names.hpp"
 
@@ -68,6 +69,21 @@ std::optional<json> resolved_value(const Graph& g, const Node& n, const std::str
     }
   }
   return g.value(n, name, where);
+}
+
+// ComfyUI's frontend leaves frontend-only nodes (a Reroute) out of the prompt it queues and links each
+// consumer to what the Reroute was fed. The reader does the same once, so that no rule below (a value
+// node's widget, a size measured from an image, one reference image fed to two conditionings) has to
+// look through them: a Reroute on a width link made a camera video read the stale stored 512 px.
+void link_past_virtual_nodes(Graph& g) {
+  for (auto& [id, n] : g.nodes)
+    for (auto& in : n.inputs)
+      for (int hops = 0; in.from_node && hops < 64; ++hops) {
+        const Node* from = g.node(*in.from_node);
+        if (!from || !is_virtual(from->type) || from->inputs.empty() || !from->inputs.front().from_node) break;
+        in.from_slot = from->inputs.front().from_slot;
+        in.from_node = from->inputs.front().from_node;
+      }
 }
 
 // Which nodes run: outputs and their ancestors. Muted nodes stop the walk; bypassed nodes pass their
@@ -142,6 +158,9 @@ class Analyser {
   int latent_nodes_ = 0;
   long long best_pixels_ = -1;
   bool image_sized_latent_ = false;  // the latent follows an input image (inpaint, Kontext, img2img)
+  std::optional<UnknownNode> image_unknown_;  // the first such image whose size the workflow does not give
+  std::optional<ImageSize> image_size_;       // the largest such image whose size it gives
+  std::string image_latent_type_;
   double cfg_ = -1;
   // Text encoder loaders by node id, and the nodes that run one of them as a language model.
   struct LoadedEncoder {
@@ -329,14 +348,14 @@ class Analyser {
     }
   }
 
-  // The first node Headroom does not know behind a sampler's latent input (through Reroutes and other
-  // frontend-only nodes), or nothing when every such input comes from a known node.
+  // The first node Headroom does not know behind a sampler's latent input (Reroutes are already linked
+  // past), or nothing when every such input comes from a known node.
   std::optional<UnknownNode> unknown_latent_source() const {
     for (const auto& id : run_) {
       const Node* n = g_.node(id);
       for (const auto& name : comfy_nodes().sampled_latent_inputs) {
         const Node* from = n ? source_of(*n, name) : nullptr;
-        if (from && !node_info(from->type)) return UnknownNode{from->id, from->type};
+        if (from && !node_info(from->type)) return UnknownNode{from->id, from->type, "a node Headroom does not know"};
       }
     }
     return std::nullopt;
@@ -446,6 +465,41 @@ class Analyser {
     if (!info.latent_note.empty()) notes().push_back(info.latent_note);
   }
 
+  // A latent with the size of an image (inpaint, InstructPix2Pix, the Kontext rescale): the size is the
+  // image's where the workflow sets it, else unknown (a loaded image's size is not in the workflow).
+  void image_latent(const Node& n, const ComfyNode& info) {
+    image_sized_latent_ = true;
+    notes().push_back(n.type + " #" + n.id + info.latent_from_image);
+    const ImageSize s = image_size_of(g_, n, [this](const Node& m, const std::string& w) {
+      return integer(resolved_value(g_, m, w));
+    });
+    if (!s.known()) {
+      if (!image_unknown_) image_unknown_ = UnknownNode{s.node_id, s.node_type, s.why};
+      return;
+    }
+    if (s.node_id != n.id)  // the Kontext rescale sets its own size, and its note says so
+      notes().push_back(n.type + " #" + n.id + ": the image is " + std::to_string(*s.width) + "x" +
+                        std::to_string(*s.height) + " px, set by " + s.node_type + " #" + s.node_id);
+    const auto pixels = [](const ImageSize& i) { return static_cast<long long>(*i.width) * *i.height; };
+    if (!image_size_ || pixels(s) > pixels(*image_size_)) {
+      image_size_ = s;
+      image_latent_type_ = n.type;
+    }
+  }
+
+  // An image-sized latent sets the size only where no latent node does: a Kontext workflow that samples
+  // an EmptySD3LatentImage keeps that size (and its widgets for presets) beside its rescaled reference.
+  void size_from_image_latent() {
+    if (info_.size_known || !image_size_) return;
+    info_.job.width = *image_size_->width;
+    info_.job.height = *image_size_->height;
+    info_.job.frames = 1;
+    info_.job.batch = 1;
+    info_.latent_node = image_latent_type_;
+    info_.size_known = true;
+    // No widget refs: a preset that rewrote the latent's size would have to rewrite the image's.
+  }
+
   void sampler_cfg(const Node& n, const std::string& widget) {
     auto v = resolved_value(g_, n, widget);
     if (!v || !v->is_number()) return;
@@ -507,7 +561,7 @@ class Analyser {
   void visit(const Node& n) {
     const ComfyNode* info = node_info(n.type);
     if (!info) {
-      info_.unknown_nodes.push_back({n.id, n.type});
+      info_.unknown_nodes.push_back({n.id, n.type, ""});
       return;
     }
     if (!info->stage.empty()) info_.node_stages[n.id] = info->stage;
@@ -519,11 +573,7 @@ class Analyser {
       return;
     }
     if (info->decode != DecodeKind::None) return decoder(n, *info);
-    if (!info->latent_from_image.empty()) {
-      image_sized_latent_ = true;
-      notes().push_back(n.type + " #" + n.id + info->latent_from_image);
-      return;
-    }
+    if (!info->latent_from_image.empty()) return image_latent(n, *info);
     if (info->reference_image) {
       // One reference image is one set of tokens, however many conditionings it is attached to (the
       // klein edit templates give the same latent to the positive and the negative side).
@@ -537,7 +587,7 @@ class Analyser {
     if (info->neutral || info->is_virtual || !info->value_outputs.empty() || info->size_from_image ||
         !info->switch_widget.empty() || !info->run_note.empty())
       return;
-    info_.unknown_nodes.push_back({n.id, n.type});
+    info_.unknown_nodes.push_back({n.id, n.type, ""});
   }
 
   void finish() {
@@ -576,10 +626,12 @@ class Analyser {
     if (!job.vae && checkpoint_vae_) job.vae = checkpoint_vae_;
 
     if (latent_nodes_ > 1) notes().push_back(std::to_string(latent_nodes_) + " latent nodes run; the largest sets the size");
+    size_from_image_latent();
     if (!info_.size_known && !image_sized_latent_ && latent_nodes_ == 0) info_.size_from_unknown = unknown_latent_source();
+    if (!info_.size_known && image_unknown_) info_.size_from_unknown = image_unknown_;
     if (info_.size_from_unknown) {
-      notes().push_back("the sampled latent comes from " + info_.size_from_unknown->type + " #" + info_.size_from_unknown->id +
-                        ", which Headroom does not know: its size is unknown, and the figures are for an assumed " +
+      notes().push_back("the sampled latent's size follows " + info_.size_from_unknown->type + " #" + info_.size_from_unknown->id +
+                        ", " + info_.size_from_unknown->why + ": it is unknown, and the figures are for an assumed " +
                         std::to_string(job.width) + "x" + std::to_string(job.height) + ", " + std::to_string(job.frames) +
                         " frame(s)");
     } else if (!info_.size_known) {
@@ -634,7 +686,8 @@ json WorkflowInfo::to_json() const {
           {"unknown_nodes", unknown},
           {"latent_node", latent_node.empty() ? json(nullptr) : json(latent_node)},
           {"size_known", size_known},
-          {"size_from_unknown", size_from_unknown ? json{{"id", size_from_unknown->id}, {"type", size_from_unknown->type}}
+          {"size_from_unknown", size_from_unknown ? json{{"id", size_from_unknown->id}, {"type", size_from_unknown->type},
+                                                         {"why", size_from_unknown->why}}
                                                   : json(nullptr)},
           {"node_stages", node_stages},
           {"notes", job.notes}};
@@ -642,6 +695,7 @@ json WorkflowInfo::to_json() const {
 
 WorkflowInfo analyse_workflow(const json& wf, const std::string& source, const ParseOptions& options) {
   Graph g = build_graph(wf, source);
+  link_past_virtual_nodes(g);
   return Analyser(g, options).run();
 }
 

@@ -43,6 +43,7 @@ struct Decoder {
 struct UnknownNode {
   std::string id;
   std::string type;
+  std::string why;  // for the node a size follows: why its size is not known ("a node Headroom does not know")
 };
 
 struct WorkflowInfo {
@@ -51,9 +52,9 @@ struct WorkflowInfo {
   std::vector<Loader> loaders;
   std::vector<UnknownNode> unknown_nodes;
   std::string latent_node;     // type of the node that sets the output size ("" when unknown)
-  bool size_known = false;     // false: the size follows an input image and 1024x1024 was assumed
-  // The node Headroom does not know that the sampled latent comes from: the size is then not known at
-  // all (not read from an image), and no verdict may rest on the assumed one.
+  bool size_known = false;     // false: no latent node or image size the workflow gives sets the size
+  // The node the sampled latent's size follows when that size is not known (a node Headroom does not
+  // know, a loaded image): no verdict may rest on the assumed size.
   std::optional<UnknownNode> size_from_unknown;
   bool is_video = false;
   // Knobs a preset may rewrite.

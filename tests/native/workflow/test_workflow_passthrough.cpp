@@ -57,3 +57,41 @@ TEST_CASE("a Reroute on the VAE, the text encoder or the latent changes nothing"
     }
   }
 }
+
+namespace {
+
+// `wf` with a Reroute between node `to`'s linked input `input` and its source.
+json one_reroute(json wf, const std::string& to, const std::string& input, const std::string& id) {
+  wf[id] = {{"class_type", "Reroute"}, {"inputs", {{"", wf[to]["inputs"][input]}}}};
+  wf[to]["inputs"][input] = json::array({id, 0});
+  return wf;
+}
+
+}  // namespace
+
+// Found by the templates corpus (a Reroute on every link): the rules that look at the node behind an
+// input saw the Reroute instead. A width from a value node fell back to the stale stored copy, one
+// reference image fed through two Reroutes counted twice.
+TEST_CASE("a Reroute between a value node and the size it sets changes nothing", "[workflow][passthrough]") {
+  json wf = flux_api();
+  wf["20"] = {{"class_type", "PrimitiveInt"}, {"inputs", {{"value", 1600}}}};
+  wf["5"]["inputs"]["width"] = json::array({"20", 0});
+  const WorkflowInfo plain = analyse_workflow(wf, "plain");
+  REQUIRE(plain.job.width == 1600);
+  const WorkflowInfo info = analyse_workflow(one_reroute(wf, "5", "width", "90"), "rerouted");
+  CHECK(info.job.width == 1600);
+  CHECK(info.size_known);
+}
+
+TEST_CASE("one reference image fed through Reroutes to two conditionings counts once", "[workflow][passthrough]") {
+  json wf = flux_api();
+  wf["30"] = {{"class_type", "VAEEncode"}, {"inputs", {{"pixels", json::array({"31", 0})}, {"vae", json::array({"3", 0})}}}};
+  wf["31"] = {{"class_type", "EmptyImage"}, {"inputs", {{"width", 1024}, {"height", 1024}, {"batch_size", 1}, {"color", 0}}}};
+  wf["32"] = {{"class_type", "ReferenceLatent"}, {"inputs", {{"conditioning", json::array({"4", 0})}, {"latent", json::array({"30", 0})}}}};
+  wf["33"] = {{"class_type", "ReferenceLatent"}, {"inputs", {{"conditioning", json::array({"4", 0})}, {"latent", json::array({"30", 0})}}}};
+  wf["6"]["inputs"]["positive"] = json::array({"32", 0});
+  wf["6"]["inputs"]["negative"] = json::array({"33", 0});
+  REQUIRE(analyse_workflow(wf, "plain").job.reference_images == 1);
+  const json rerouted = one_reroute(one_reroute(wf, "32", "latent", "90"), "33", "latent", "91");
+  CHECK(analyse_workflow(rerouted, "rerouted").job.reference_images == 1);
+}

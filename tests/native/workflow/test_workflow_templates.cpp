@@ -35,7 +35,7 @@ const std::map<std::string, Expected>& expected() {
        {{"flux1-schnell.safetensors"}, "flux1-schnell", "", {"clip_l.safetensors", "t5xxl_fp16.safetensors"}, 1024, 1024, 1, 1, 0}},
       {"flux_kontext_dev_basic.json",
        {{"flux1-dev-kontext_fp8_scaled.safetensors"}, "flux1-kontext-dev", "fp8_scaled",
-        {"clip_l.safetensors", "t5xxl_fp8_e4m3fn_scaled.safetensors"}, 0, 0, 1, 1, 0}},
+        {"clip_l.safetensors", "t5xxl_fp8_e4m3fn_scaled.safetensors"}, 1328, 800, 1, 1, 0}},
       {"flux_fill_inpaint_example.json",
        {{"flux1-fill-dev.safetensors"}, "flux1-dev", "", {"clip_l.safetensors", "t5xxl_fp16.safetensors"}, 0, 0, 1, 1, 0}},
       {"flux_redux_model_example.json",
@@ -164,7 +164,7 @@ TEST_CASE("templates: details INDEX.md spells out", "[workflow][templates]") {
   }
   SECTION("Kontext: the bypassed EmptySD3LatentImage is ignored; one reference latent") {
     WorkflowInfo info = load("flux_kontext_dev_basic.json");
-    CHECK(info.latent_node.empty());
+    CHECK(info.latent_node == "FluxKontextImageScale");  // the rescaled image sets the size, not the latent node
     CHECK(info.job.reference_images == 1);
     CHECK(info.job.text_encoders.size() == 2);
     CHECK(info.job.text_encoders[1].precision == "fp8_scaled");

@@ -32,7 +32,8 @@ const std::map<std::string, Expected>& expected() {
       {"03_video_wan2_2_14B_i2v_subgraphed.json", {"wan2.2-i2v-a14b", "fp8_scaled", "wan2.1-vae", 720, 720, 81, 0}},
       {"flux1_krea_dev.json", {"flux1-krea-dev", "fp8_scaled", "flux-vae", 1024, 1024, 1, 0}},
       {"flux_dev_checkpoint_example.json", {"flux1-dev", "", "flux-vae", 1024, 1024, 1, 0}},
-      {"flux_kontext_dev_basic.json", {"flux1-kontext-dev", "fp8_scaled", "flux-vae", 1024, 1024, 1, 1}},
+      // The Kontext rescale is sized at its largest resolution (comfy_nodes.json FluxKontextImageScale).
+      {"flux_kontext_dev_basic.json", {"flux1-kontext-dev", "fp8_scaled", "flux-vae", 1328, 800, 1, 1}},
       {"image_flux2.json", {"flux2-dev", "fp8mixed", "flux2-vae", 1248, 832, 1, 1}},
       {"image_flux2_fp8.json", {"flux2-dev", "fp8mixed", "flux2-vae", 1024, 1024, 1, 2}},
       {"image_flux2_klein_image_edit_4b_base.json", {"flux2-klein-base-4b", "fp8_e4m3fn", "flux2-vae", 1024, 1024, 1, 1}},

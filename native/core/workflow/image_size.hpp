@@ -1,0 +1,27 @@
+#pragma once
+// The size of the image a latent follows (an inpaint or InstructPix2Pix conditioning encodes its input
+// image): read from the node that sets it (ImageScale, EmptyImage, the Kontext rescale, as
+// comfy_nodes.json's image_size says), through nodes that keep an image's size (image_through). A
+// loaded image or a node Headroom does not know ends the walk: the size is then unknown, never 1024x1024.
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "core/workflow/workflow_graph.hpp"
+
+namespace headroom::workflow {
+
+struct ImageSize {
+  std::optional<int> width, height;  // both set: the size is known
+  std::string node_id, node_type;    // the node that sets it, or where the walk stopped
+  std::string why;                   // when unknown: why that node's size is not known
+  bool known() const { return width && height; }
+};
+
+// A positive whole widget value of a node, through value nodes (PrimitiveInt and the like).
+using IntegerOf = std::function<std::optional<long long>(const Node&, const std::string&)>;
+
+// Starts at `latent_node` (a comfy_nodes.json latent_from_image node) and walks its image_input.
+ImageSize image_size_of(const Graph& g, const Node& latent_node, const IntegerOf& integer_of);
+
+}  // namespace headroom::workflow

@@ -1,0 +1,125 @@
+// A latent with the size of an image (inpaint, InstructPix2Pix, the Kontext rescale) takes the image's
+// size where the workflow sets it, and is unknown where it does not (issue 19, item 2): before, every such
+// latent was taken as 1024x1024 with a note, and the verdict rested on it.
+#include "catch.hpp"
+#include "core/api/api.hpp"
+#include "core/workflow/workflow.hpp"
+
+using namespace headroom::workflow;
+using nlohmann::json;
+
+namespace {
+
+// A Flux fill workflow whose InpaintModelConditioning (or `conditioning`) encodes the image of node 10.
+json fill_with_image(const json& image_node, const std::string& conditioning = "InpaintModelConditioning") {
+  json wf = json::parse(R"({
+    "1": {"class_type": "UNETLoader", "inputs": {"unet_name": "flux1-fill-dev.safetensors", "weight_dtype": "default"}},
+    "2": {"class_type": "DualCLIPLoader", "inputs": {"clip_name1": "t5xxl_fp16.safetensors", "clip_name2": "clip_l.safetensors", "type": "flux"}},
+    "3": {"class_type": "VAELoader", "inputs": {"vae_name": "ae.safetensors"}},
+    "4": {"class_type": "CLIPTextEncode", "inputs": {"text": "a", "clip": ["2", 0]}},
+    "6": {"class_type": "KSampler", "inputs": {"model": ["1", 0], "positive": ["5", 0], "negative": ["5", 1],
+          "latent_image": ["5", 2], "seed": 1, "steps": 20, "cfg": 1, "sampler_name": "euler", "scheduler": "simple", "denoise": 1}},
+    "7": {"class_type": "VAEDecode", "inputs": {"samples": ["6", 0], "vae": ["3", 0]}},
+    "8": {"class_type": "SaveImage", "inputs": {"images": ["7", 0], "filename_prefix": "x"}}
+  })");
+  wf["5"] = {{"class_type", conditioning}, {"inputs", {{"positive", json::array({"4", 0})}, {"negative", json::array({"4", 0})},
+                                                       {"vae", json::array({"3", 0})}, {"pixels", json::array({"10", 0})}}}};
+  if (conditioning == "InpaintModelConditioning") wf["5"]["inputs"]["noise_mask"] = true;
+  wf["10"] = image_node;
+  return wf;
+}
+
+json load_image() { return {{"class_type", "LoadImage"}, {"inputs", {{"image", "photo.png"}}}}; }
+
+json scaled(int w, int h) {
+  return {{"class_type", "ImageScale"},
+          {"inputs", {{"image", json::array({"11", 0})}, {"upscale_method", "lanczos"}, {"width", w}, {"height", h}, {"crop", "center"}}}};
+}
+
+}  // namespace
+
+TEST_CASE("an inpaint latent from a loaded image has an unknown size naming the image", "[workflow][image_size]") {
+  for (const char* conditioning : {"InpaintModelConditioning", "InstructPixToPixConditioning"}) {
+    DYNAMIC_SECTION(conditioning) {
+      const WorkflowInfo info = analyse_workflow(fill_with_image(load_image(), conditioning), "fill");
+      CHECK(!info.size_known);
+      REQUIRE(info.size_from_unknown);
+      CHECK(info.size_from_unknown->id == "10");
+      CHECK(info.size_from_unknown->type == "LoadImage");
+      CHECK(info.size_from_unknown->why.find("loaded image") != std::string::npos);
+      CHECK(info.unknown_nodes.empty());
+    }
+  }
+}
+
+TEST_CASE("an inpaint latent takes the size an ImageScale sets, through nodes that keep it", "[workflow][image_size]") {
+  json wf = fill_with_image(scaled(832, 1216));
+  wf["11"] = load_image();
+  WorkflowInfo info = analyse_workflow(wf, "scaled");
+  CHECK(info.size_known);
+  CHECK(!info.size_from_unknown);
+  CHECK(info.job.width == 832);
+  CHECK(info.job.height == 1216);
+  // A Canny edge map keeps its input's size.
+  wf["10"] = {{"class_type", "Canny"}, {"inputs", {{"image", json::array({"12", 0})}, {"low_threshold", 0.4}, {"high_threshold", 0.8}}}};
+  wf["12"] = scaled(640, 480);
+  info = analyse_workflow(wf, "canny");
+  CHECK(info.job.width == 640);
+  CHECK(info.job.height == 480);
+  // An ImageScale with 0 for a side keeps the image's aspect: that side is the image's, not known.
+  wf = fill_with_image(scaled(1024, 0));
+  wf["11"] = load_image();
+  info = analyse_workflow(wf, "aspect");
+  CHECK(!info.size_known);
+  REQUIRE(info.size_from_unknown);
+  CHECK(info.size_from_unknown->type == "ImageScale");
+}
+
+TEST_CASE("the Kontext rescale sizes at its largest resolution, unless a latent node sets the size", "[workflow][image_size]") {
+  json wf = fill_with_image({{"class_type", "FluxKontextImageScale"}, {"inputs", {{"image", json::array({"11", 0})}}}});
+  wf["11"] = load_image();
+  wf["5"] = {{"class_type", "VAEEncode"}, {"inputs", {{"pixels", json::array({"10", 0})}, {"vae", json::array({"3", 0})}}}};
+  wf["6"]["inputs"]["positive"] = json::array({"4", 0});
+  wf["6"]["inputs"]["negative"] = json::array({"4", 0});
+  wf["6"]["inputs"]["latent_image"] = json::array({"5", 0});
+  WorkflowInfo info = analyse_workflow(wf, "kontext");
+  CHECK(info.size_known);
+  CHECK(info.job.width * info.job.height == 1328 * 800);
+  wf["13"] = {{"class_type", "EmptySD3LatentImage"}, {"inputs", {{"width", 1024}, {"height", 1024}, {"batch_size", 1}}}};
+  wf["6"]["inputs"]["latent_image"] = json::array({"13", 0});
+  info = analyse_workflow(wf, "kontext with a latent");
+  CHECK(info.job.width == 1024);
+  CHECK(info.job.height == 1024);
+  CHECK(info.width.size() == 1);  // the latent node's widgets stay there for a preset to rewrite
+}
+
+TEST_CASE("a plan of an inpaint on a loaded image says unknown and names the image", "[plan][image_size]") {
+  const json out = headroom::api::plan({{"workflow", fill_with_image(load_image())}, {"vram", "24GB"}});
+  CHECK(out["verdict"] == "unknown");
+  CHECK(out["not_covered"]["kind"] == "size");
+  CHECK(out["not_covered"]["node_type"] == "LoadImage");
+  CHECK(out["reason"].get<std::string>().find("LoadImage #10, a loaded image") != std::string::npos);
+  CHECK(out["changes"].empty());
+}
+
+TEST_CASE("the 2026 Wan dancer and SCAIL nodes set the latent from their widgets", "[workflow][image_size]") {
+  json wf = fill_with_image(load_image());
+  wf["5"] = {{"class_type", "WanDancerVideo"},
+             {"inputs", {{"positive", json::array({"4", 0})}, {"negative", json::array({"4", 0})}, {"vae", json::array({"3", 0})},
+                         {"width", 480}, {"height", 832}, {"length", 149}}}};
+  WorkflowInfo info = analyse_workflow(wf, "dancer");
+  CHECK(info.size_known);
+  CHECK(info.job.width == 480);
+  CHECK(info.job.height == 832);
+  CHECK(info.job.frames == 149);
+  CHECK(info.job.batch == 1);
+  wf["5"] = {{"class_type", "WanSCAILToVideo"},
+             {"inputs", {{"positive", json::array({"4", 0})}, {"negative", json::array({"4", 0})}, {"vae", json::array({"3", 0})},
+                         {"width", 512}, {"height", 896}, {"length", 81}, {"batch_size", 2}, {"pose_strength", 1.0},
+                         {"pose_start", 0.0}, {"pose_end", 1.0}, {"video_frame_offset", 0}, {"previous_frame_count", 5}}}};
+  info = analyse_workflow(wf, "scail");
+  CHECK(info.job.width == 512);
+  CHECK(info.job.height == 896);
+  CHECK(info.job.frames == 81);
+  CHECK(info.job.batch == 2);
+}
