@@ -89,7 +89,8 @@ def plan(binary, path, vram_gib):
 def _component(c):
     if not c:
         return None
-    return c["model"] + (f" {c['precision']}" if c.get("precision") else "")
+    name = c.get("model") or f"unknown ({c.get('file') or 'no file'})"
+    return name + (f" {c['precision']}" if c.get("precision") else "")
 
 
 def reading(rc, answer, stderr):
