@@ -263,6 +263,6 @@ def test_install_says_where_the_core_comes_from(tmp_path, monkeypatch):
     (tmp_path / "build" / "capi").mkdir(parents=True)
     library = tmp_path / "build" / "capi" / "libheadroom_core.so"
     library.write_bytes(b"x")
-    assert "not installed" in install.core_report() and "CMake" in install.core_report()
+    assert "not installed" in install.core_report() and "PyPI" in install.core_report()
     (tmp_path / "build" / "capi" / "libheadroom_core.so.record").write_text(record_of(b"x"))
     assert install.core_report() == f"Headroom: estimator core: this pack's build ({library})."

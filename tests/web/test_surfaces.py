@@ -3,7 +3,7 @@ issue 22): the toast follows the core's `recognised`, shows the recorded run's f
 has them, says a refused setting where it was typed, and names nodes by their titles."""
 import json
 
-from .harness.mock_routes import RUNS
+from .harness.mock_routes import OOM_RUN
 
 ABSENCE_MS = 300  # how long a failure that is no memory failure gets to (wrongly) raise a toast
 GIB = 1024 ** 3
@@ -23,7 +23,7 @@ def test_a_memory_failure_that_never_says_out_of_memory_gets_the_toast_with_its_
     assert [r["body"]["text"] for r in server.routed("/headroom/explain")[before:]] == ["ValueError: bad input"]
     assert page.query_selector(".headroom-toast") is None
     # comfy-aimdo's failure (Comfy-Org/ComfyUI#16225) says neither "out of memory" nor "failed to allocate".
-    emit_error(page, "MemoryError", "VBAR allocation failed", RUNS["runs"][0]["prompt_id"])
+    emit_error(page, "MemoryError", "VBAR allocation failed", OOM_RUN["prompt_id"])
     page.wait_for_selector(".headroom-toast .headroom-measured")
     measured = page.text_content(".headroom-measured")
     assert "decode reached 23.5 GiB of VRAM (predicted 19.5 GiB)" in measured
@@ -39,7 +39,7 @@ def test_the_toast_stands_without_the_runs_route_or_a_recorded_run(open_panel, s
     page.evaluate("() => document.querySelector('.headroom-toast').remove()")
     page.route("**/api/headroom/runs*", lambda route: route.fulfill(
         status=404, content_type="application/json", body=json.dumps({"error": "no such route"})))
-    emit_error(page, "MemoryError", "VBAR allocation failed", RUNS["runs"][0]["prompt_id"])
+    emit_error(page, "MemoryError", "VBAR allocation failed", OOM_RUN["prompt_id"])
     page.wait_for_selector(".headroom-toast .headroom-diagnosis")
     assert page.query_selector(".headroom-measured") is None
     assert errors == []

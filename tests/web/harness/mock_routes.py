@@ -9,7 +9,13 @@ import math
 import re
 from pathlib import Path
 
-from . import runs_routes
+try:
+    from . import runs_routes
+except ImportError:  # loaded as a lone file (tests/python/test_verdict_spellings.py reads VERDICTS)
+    import importlib.util as _util
+    _spec = _util.spec_from_file_location("runs_routes", Path(__file__).with_name("runs_routes.py"))
+    runs_routes = _util.module_from_spec(_spec)
+    _spec.loader.exec_module(runs_routes)
 
 WIDGETS = json.loads((Path(__file__).parent / "widgets.json").read_text(encoding="utf-8"))
 
@@ -46,16 +52,18 @@ BUDGET = 21.7 * GIB
 # renders its `recognised`).
 NOT_MEMORY_FAILURES = {"ValueError: bad input", "KeyError: 'imd'"}
 NOT_RECOGNISED = {"recognised": False, "diagnosis": None, "fixes": []}
-# GET /headroom/runs in the recorder's contract: one run that died of OOM in decode (figures illustrative).
-RUNS = {"v": 1, "skipped_lines": 0, "runs": [{
+# A run in the recorder's contract that died of OOM in decode (figures illustrative).
+OOM_RUN = {
     "prompt_id": "p-oom-1", "started": 1764633600, "ended": 1764633642, "outcome": "oom",
     "message": "torch.OutOfMemoryError: CUDA out of memory.",
     "runtime": {"loader": "dynamic", "device": "NVIDIA GeForce RTX 4090", "vram_total_bytes": 25757220864},
     "stages": [{"name": "sample", "model": "wan2.2_ti2v_5B_fp16.safetensors", "nodes": [], "wall_s": 30.0,
                 "predicted_bytes": 15 * GIB, "measured_bytes": 14 * GIB, "ram_available_bytes": 20 * GIB},
-               {"name": "decode", "model": None, "nodes": [], "wall_s": 2.0, "predicted_bytes": 19.5 * GIB,
+               {"name": "vae_decode", "model": None, "nodes": [], "wall_s": 2.0, "predicted_bytes": 19.5 * GIB,
                 "measured_bytes": 23.5 * GIB, "ram_available_bytes": 18 * GIB}],
-    "timeline": []}]}
+    "timeline": []}
+# GET /headroom/runs: the runs the panel's Recent runs view is tested on (runs_routes), then the OOM run.
+RUNS = {"v": 1, "skipped_lines": 0, "runs": runs_routes.RUNS["runs"] + [OOM_RUN]}
 
 # JavaScript's `undefined`: such keys are dropped from replies.
 UNDEFINED = object()
