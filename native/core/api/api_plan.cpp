@@ -141,7 +141,7 @@ json plan(const json& body) {
     covered.erase("reason");
     return {{"verdict", spelling(Verdict::Unknown)}, {"reason", why}, {"not_covered", std::move(covered)},
             {"peak_bytes", nullptr}, {"stages", json::array()}, {"changes", json::array()},
-            {"unknown_nodes", unknown}, {"smallest_gpu", nullptr},
+            {"unknown_nodes", unknown}, {"smallest_gpu", nullptr}, {"smallest_gpu_runs", nullptr},
             {"workflow", std::move(info_json)}, {"budget_bytes", budget_json(rt)}};
   }
   Plan p = make_plan(info.job, rt);
@@ -172,6 +172,7 @@ json plan(const json& body) {
     out["changes"] = json::array();
     out["cumulative"] = json::array();
     out["smallest_gpu"] = nullptr;
+    out["smallest_gpu_runs"] = nullptr;
     out["advice"] = nullptr;
   }
   out["unknown_nodes"] = unknown;
