@@ -135,9 +135,12 @@ def preflight_report(result: dict, fields: dict, budget_label: str) -> str:
     if over and changes:
         lines.append("Cheapest fixes:")
         lines += [f"  {i + 1}. {change_text(c)}" for i, c in enumerate(changes[:5])]
-    if result.get("smallest_gpu"):
-        smallest = result["smallest_gpu"]
-        lines.append(f"Smallest card that fits as is: {smallest.get('name') if isinstance(smallest, dict) else smallest}")
+    # The core names both cards; each line says which one it is.
+    for key, label in (("smallest_gpu_runs", "Smallest card that runs it unchanged"),
+                       ("smallest_gpu", "Smallest card that holds it fully resident")):
+        smallest = result.get(key)
+        if smallest:
+            lines.append(f"{label}: {smallest.get('name') if isinstance(smallest, dict) else smallest}")
     for note in (result.get("notes") or [])[:5]:
         lines.append(f"note: {note}")
     unknown = result.get("unknown_nodes") or []

@@ -35,7 +35,8 @@ const char* kHelp =
     "  --model-folder NAME=DIR  one more folder ComfyUI searches for NAME (\"loras=/data/sd/Lora\", as in\n"
     "                 extra_model_paths.yaml); repeatable, searched before --models\n"
     "  --json         one JSON object: estimate's fields plus verdict, changes, cumulative, unknown_nodes,\n"
-    "                 smallest_gpu, job; for a workflow it cannot size: verdict unknown, reason, not_covered\n"
+    "                 smallest_gpu (fully resident), smallest_gpu_runs (runs unchanged), job; for a workflow\n"
+    "                 it cannot size: verdict unknown, reason, not_covered\n"
     "\n"
     "Exit status: 0 it runs (fits, streams or tight), 1 does not fit, 2 bad input (the message names the\n"
     "field), 3 not covered: a valid workflow Headroom cannot size (no diffusion model loader runs, or its\n"
@@ -110,11 +111,18 @@ void print_table(const std::string& path, const api::json& r) {
       std::cout << "  + " << c["kind"].get<std::string>() << " -> " << bytes(c["new_peak_bytes"]) << " ("
                 << c["verdict"].get<std::string>() << ")\n";
   }
-  if (r["smallest_gpu"].is_object()) {
-    const auto& g = r["smallest_gpu"];
-    std::cout << "\nSmallest card that runs it unchanged: " << g["name"].get<std::string>();
-    if (g["price_eur_per_hour"].is_number()) std::cout << " (" << fixed(g["price_eur_per_hour"].get<double>(), 2) << " EUR/h)";
+  auto card = [](const api::json& g) {
+    std::string t = g["name"].get<std::string>();
+    if (g["price_eur_per_hour"].is_number()) t += " (" + fixed(g["price_eur_per_hour"].get<double>(), 2) + " EUR/h)";
+    return t;
+  };
+  if (r.contains("smallest_gpu_runs") && r["smallest_gpu_runs"].is_object()) {
+    const auto& g = r["smallest_gpu_runs"];
+    std::cout << "\nSmallest card that runs it unchanged: " << card(g);
+    if (g.value("verdict", "") != "fits") std::cout << ", " << g.value("verdict", "");
     std::cout << "\n";
+    if (r["smallest_gpu"].is_object() && r["smallest_gpu"]["name"] != g["name"])
+      std::cout << "Smallest card that holds it fully resident: " << card(r["smallest_gpu"]) << "\n";
   } else if (r["verdict"] != "unknown") {
     std::cout << "\nNo card in gpus.json runs it unchanged.\n";
   }

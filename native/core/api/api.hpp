@@ -62,8 +62,9 @@ json catalog();
 json estimate(const json& request);
 
 // {workflow: <UI or API format JSON>, gpu? | vram_bytes? | vram?, free_bytes?, models_dir?}
-// Returns estimate's shape plus {verdict, changes, unknown_nodes, smallest_gpu}. free_bytes as in
-// estimate (smallest_gpu still sizes whole, empty catalog cards). A change's applies_by_preset is true
+// Returns estimate's shape plus {verdict, changes, unknown_nodes, smallest_gpu (fully resident),
+// smallest_gpu_runs (runs unchanged)}. free_bytes as in estimate (the smallest cards are still whole,
+// empty catalog cards; without free_bytes the request's own card is one of them). A change's applies_by_preset is true
 // only where the "fit this card" preset would make it for this workflow and card. A workflow the catalog
 // does not cover answers {verdict: "unknown", reason, not_covered: {kind: "model", node_id, node_type,
 // role, file, file_bytes} | {kind: "no_diffusion_loader", nodes}, sized_stages, job, ...} instead of a plan;

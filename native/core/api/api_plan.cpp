@@ -160,8 +160,9 @@ json plan(const json& body) {
     covered.erase("reason");
     return {{"verdict", spelling(Verdict::Unknown)}, {"reason", why}, {"not_covered", std::move(covered)},
             {"peak_bytes", nullptr}, {"stages", json::array()}, {"changes", json::array()},
-            {"unknown_nodes", unknown}, {"smallest_gpu", nullptr}, {"sized_stages", sized_stages(info, rt)},
-            {"job", job_to_json(info.job)}, {"workflow", std::move(info_json)}, {"budget_bytes", budget_json(rt)}};
+            {"unknown_nodes", unknown}, {"smallest_gpu", nullptr}, {"smallest_gpu_runs", nullptr},
+            {"sized_stages", sized_stages(info, rt)}, {"job", job_to_json(info.job)}, {"workflow", std::move(info_json)},
+            {"budget_bytes", budget_json(rt)}};
   }
   Plan p = make_plan(info.job, rt);
   const bool any_widget = std::any_of(p.changes.begin(), p.changes.end(), [](const PlanChange& c) { return c.widget; });
@@ -191,6 +192,7 @@ json plan(const json& body) {
     out["changes"] = json::array();
     out["cumulative"] = json::array();
     out["smallest_gpu"] = nullptr;
+    out["smallest_gpu_runs"] = nullptr;
     out["advice"] = nullptr;
   }
   out["unknown_nodes"] = unknown;

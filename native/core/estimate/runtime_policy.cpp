@@ -181,12 +181,16 @@ Stage fit_stage_legacy(const StageDemand& d, const PolicyContext& c) {
 
   if (can_stream) {
     std::uint64_t resident = std::min(weights, std::max(min_resident, budget));
+    // --reserve-vram only shrinks what ComfyUI loads; nothing is allocated in it, so the activations
+    // of a partially loaded stage run in it (model_management.load_models_gpu, EXTRA_RESERVED_VRAM).
     // If ComfyUI's estimate leaves too little for the real activations, fewer weights must stay.
-    const std::uint64_t room = V > fixed + transient + layer ? V - fixed - transient - layer : 0;
+    const std::uint64_t used = c.context_bytes + transient + layer;
+    const std::uint64_t room = V > used ? V - used : 0;
     bool comfy_overfills = resident > room;
     if (comfy_overfills) resident = std::max(min_resident, room);
     Stage s = full;
     s.mode = "partial";
+    s.breakdown.erase("comfyui_reserve");
     // Scale each model's resident share alike; report what stays on the card.
     const double keep = weights ? static_cast<double>(resident) / weights : 1.0;
     for (const auto& w : d.weights) s.breakdown["weights:" + w.first] = static_cast<std::uint64_t>(w.second * keep);
@@ -215,8 +219,9 @@ Stage fit_stage_legacy(const StageDemand& d, const PolicyContext& c) {
       s.notes.push_back("ComfyUI's own estimate keeps " + format_bytes(comfy_resident) +
                         " of weights loaded, which leaves too little for the activations: it runs out of memory "
                         "here; start ComfyUI with --reserve-vram " +
-                        ratio((static_cast<double>(comfy_resident) - resident) / GiB + 0.5) +
-                        " (GB) or use block swap, and it runs with " + format_bytes(resident) + " resident");
+                        ratio((static_cast<double>(c.reserve_bytes) + comfy_resident - resident) / GiB + 0.5) +
+                        " (GB)" + (d.name == "sample" ? " or use block swap" : "") + ", and it runs with " +
+                        format_bytes(resident) + " resident");
     }
     return s;
   }

@@ -98,7 +98,9 @@ std::optional<ChangeOutcome> quant_file(const ChangeContext& c) {
 }
 
 std::optional<ChangeOutcome> block_swap(const ChangeContext& c) {
-  if (!c.job.diffusion) return std::nullopt;
+  // Dynamic VRAM already streams the weights that do not fit, layer by layer: a block swap node on
+  // top of it only moves the same weights by a slower path.
+  if (!c.job.diffusion || c.runtime.loader == Runtime::Loader::Dynamic) return std::nullopt;
   const ModelInfo* m = model_named(c.job.diffusion->model);
   const int blocks = m && m->diffusion ? m->diffusion->blocks : 0;
   if (blocks <= c.job.blocks_swapped) return std::nullopt;
@@ -159,12 +161,13 @@ std::optional<ChangeOutcome> resolution(const ChangeContext& c) {
 }  // namespace
 
 const std::map<std::string, ChangeKind, std::less<>>& change_kinds() {
+  static const char* const format = "diffusion weights";
   static const std::map<std::string, ChangeKind, std::less<>> kinds = {
       {"decode_tiled", {decode_tiled, false}},   {"text_encoder_fp8", {text_encoder_fp8, true}},
-      {"text_encoder_cpu", {text_encoder_cpu, false}}, {"weights_fp8", {weights_dtype, true}},
-      {"gguf_q8", {gguf_file, true}},            {"gguf_q5", {gguf_file, true}},
-      {"gguf_q4", {gguf_file, true}},            {"block_swap", {block_swap, false}},
-      {"weights_nvfp4", {quant_file, true}},
+      {"text_encoder_cpu", {text_encoder_cpu, false}}, {"weights_fp8", {weights_dtype, true, format}},
+      {"gguf_q8", {gguf_file, true, format}},    {"gguf_q5", {gguf_file, true, format}},
+      {"gguf_q4", {gguf_file, true, format}},    {"block_swap", {block_swap, false}},
+      {"weights_nvfp4", {quant_file, true, format}},
       {"batch", {batch, false}},                 {"frames", {frames, false}},
       {"resolution", {resolution, false}},
   };

@@ -29,6 +29,9 @@ using ChangeFn = std::optional<ChangeOutcome> (*)(const ChangeContext&);
 struct ChangeKind {
   ChangeFn apply = nullptr;
   bool needs_precision = false;  // its presets.json entry must name the target "precision"
+  // Kinds of one group are alternatives (one file or weight_dtype of the diffusion model): the plan
+  // may list each, but combines at most one. "" = combines with anything.
+  const char* exclusive_group = "";
 };
 
 const std::map<std::string, ChangeKind, std::less<>>& change_kinds();

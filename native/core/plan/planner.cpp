@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <map>
+#include <set>
 
 #include "core/catalog/catalog.hpp"
 #include "core/catalog/verdict.hpp"
@@ -17,42 +19,94 @@
 namespace headroom {
 
 using plan_search::fits;
-using plan_search::try_estimate;
-
-NeedBasis need_basis(const Estimate& e) {
-  return e.verdict == spelling(Verdict::DoesNotFit) ? NeedBasis::Runs : NeedBasis::FullyResident;
-}
-
-// Cached models are freed for a stage that needs the room, so they are not what a change must save.
-std::uint64_t need_bytes(const Estimate& e, NeedBasis basis) {
-  return basis == NeedBasis::Runs ? std::max(e.own_peak_bytes, e.required_bytes())
-                                  : std::max(e.own_peak_bytes, e.full_load_peak_bytes);
-}
-
-std::uint64_t need_bytes(const Estimate& e) { return need_bytes(e, need_basis(e)); }
 
 std::optional<PlanChange> plan_change(const std::string& kind, const Job& job, const Runtime& rt,
-                                      std::uint64_t baseline_need, NeedBasis basis) {
+                                      const Estimate& before, NeedBasis basis) {
   const PresetData& data = planner_preset_data();
   const ChangeSpec* spec = data.change(kind);
   if (!spec) throw InputError("change", "unknown change kind '" + kind + "'");
   const ChangeKind& fn = change_kinds().find(kind)->second;  // every kind of the data has one
   std::optional<ChangeOutcome> r = fn.apply(ChangeContext{job, rt, *spec, data.search});
   if (!r) return std::nullopt;
-  const Estimate& est = r->priced.est;
   PlanChange c;
   c.kind = kind;
   c.cost = spec->cost;
   c.widget = spec->widget;
   c.job = std::move(r->priced.job);
+  c.estimate = std::move(r->priced.est);
+  const Estimate& est = c.estimate;
   c.new_peak_bytes = est.peak_bytes;
   c.new_need_bytes = need_bytes(est, basis);
-  c.saving_bytes = baseline_need > c.new_need_bytes ? baseline_need - c.new_need_bytes : 0;
+  const StageSaving saved = stage_saving(before, est, basis);
+  c.saving_bytes = saved.bytes;
+  c.saving_stage = saved.stage;
   c.verdict = est.verdict;
   c.fits = fits(est);
   c.description = r->what + " (" + spec->effect + ")";
   return c;
 }
+
+namespace {
+
+const std::string& group_of(const std::string& kind) {
+  static const std::string none;
+  static std::map<std::string, std::string> groups = [] {
+    std::map<std::string, std::string> g;
+    for (const auto& [k, fn] : change_kinds()) g[k] = fn.exclusive_group;
+    return g;
+  }();
+  auto it = groups.find(kind);
+  return it == groups.end() ? none : it->second;
+}
+
+struct Combined {
+  std::vector<PlanChange> steps;
+  bool fits = false;
+  const Estimate& last(const Estimate& unchanged) const { return steps.empty() ? unchanged : steps.back().estimate; }
+};
+
+// Greedy, cheapest first, restarting from the cheapest after each accepted change: one that helps
+// nothing while another stage sets the need (an fp8 text encoder next to 16-bit diffusion weights)
+// is taken as soon as the cheaper changes have made it useful, before any dearer one. Of each
+// exclusive group only the first kind taken counts; `skip` leaves kinds out altogether.
+Combined combine(const Job& job, const Runtime& rt, const Estimate& unchanged, NeedBasis basis,
+                 const std::vector<std::string>& order, const std::function<bool(const std::string&)>& allowed,
+                 const std::set<std::string>& skip, const std::map<std::string, std::optional<PlanChange>>& first) {
+  Combined out;
+  Job cur = job;
+  const Estimate* cur_est = &unchanged;
+  std::set<std::string> taken, groups;
+  while (!out.fits) {
+    bool progress = false;
+    for (const auto& kind : order) {
+      if (!allowed(kind) || taken.count(kind) || skip.count(kind)) continue;
+      if (!group_of(kind).empty() && groups.count(group_of(kind))) continue;
+      auto cached = taken.empty() ? first.find(kind) : first.end();
+      auto c = cached != first.end() ? cached->second : plan_change(kind, cur, rt, *cur_est, basis);
+      if (!c || !improves(*cur_est, c->estimate, basis)) continue;
+      cur = c->job;
+      out.fits = c->fits;
+      taken.insert(kind);
+      if (!group_of(kind).empty()) groups.insert(group_of(kind));
+      out.steps.push_back(std::move(*c));
+      cur_est = &out.steps.back().estimate;
+      progress = true;
+      break;
+    }
+    if (!progress) break;
+  }
+  return out;
+}
+
+// The better of two combinations: the one that fits, else the better verdict, else the lower need.
+bool better(const Combined& a, const Combined& b, const Estimate& unchanged, NeedBasis basis) {
+  if (a.fits != b.fits) return a.fits;
+  const Estimate &ea = a.last(unchanged), &eb = b.last(unchanged);
+  if (verdict_rank(ea.verdict) != verdict_rank(eb.verdict)) return verdict_rank(ea.verdict) < verdict_rank(eb.verdict);
+  return need_bytes(ea, basis) < need_bytes(eb, basis);
+}
+
+}  // namespace
 
 Plan make_plan(const Job& job_in, const Runtime& rt, const PlanOptions& options) {
   Plan plan;
@@ -64,12 +118,6 @@ Plan make_plan(const Job& job_in, const Runtime& rt, const PlanOptions& options)
   job.notes.clear();
   plan.verdict = plan.estimate.verdict;
   const NeedBasis basis = need_basis(plan.estimate);
-  const std::uint64_t need = need_bytes(plan.estimate, basis);
-  const bool baseline_runs = plan.verdict != spelling(Verdict::DoesNotFit);
-  // A change is a fix when it lowers the need, makes the run fit, or makes a failing run run at all.
-  auto helps = [&](const PlanChange& c) {
-    return c.saving_bytes > 0 || c.fits || (!baseline_runs && c.verdict != spelling(Verdict::DoesNotFit));
-  };
   const PresetData& data = planner_preset_data();
 
   if (rt.has_card() && plan.verdict != spelling(Verdict::Fits)) {
@@ -85,42 +133,29 @@ Plan make_plan(const Job& job_in, const Runtime& rt, const PlanOptions& options)
       if (options.reuse && known != options.reuse->singles.end())
         c = known->second;
       else
-        c = plan_change(spec.kind, job, rt, need, basis);
+        c = plan_change(spec.kind, job, rt, plan.estimate, basis);
       first[spec.kind] = c;
-      if (c && helps(*c)) plan.changes.push_back(std::move(*c));
+      if (c && improves(plan.estimate, c->estimate, basis)) plan.changes.push_back(*c);
     }
     // What makes the run fit first, then what makes it run, each group in the data's cost order
     // (quality loss, then slowdown): the cheapest change that fits leads the list when one exists.
     auto rank = [](const PlanChange& c) { return c.fits ? 0 : (c.verdict != spelling(Verdict::DoesNotFit) ? 1 : 2); };
     std::stable_sort(plan.changes.begin(), plan.changes.end(),
                      [&](const PlanChange& a, const PlanChange& b) { return rank(a) < rank(b); });
-    Job cur = job;
-    std::uint64_t cur_need = need;
-    bool cur_fits = false;
-    bool cur_runs = baseline_runs;
-    // Greedy, cheapest first, restarting from the cheapest after each accepted change: one that
-    // saves nothing while another stage sets the need (an fp8 text encoder next to 16-bit diffusion
-    // weights) is taken as soon as the cheaper changes have made it useful, before any dearer one.
-    std::set<std::string> applied;
-    while (!cur_fits) {
-      bool progress = false;
-      for (const auto& kind : order) {
-        if (!allowed(kind) || applied.count(kind)) continue;
-        auto cached = applied.empty() ? first.find(kind) : first.end();
-        auto c = cached != first.end() ? cached->second : plan_change(kind, cur, rt, cur_need, basis);
-        if (!c || !(c->saving_bytes > 0 || c->fits || (!cur_runs && c->verdict != spelling(Verdict::DoesNotFit)))) continue;
-        cur = c->job;
-        cur_need = c->new_need_bytes;
-        cur_fits = c->fits;
-        cur_runs = c->verdict != spelling(Verdict::DoesNotFit);
-        applied.insert(kind);
-        progress = true;
-        plan.cumulative.push_back(std::move(*c));
-        break;
-      }
-      if (!progress) break;
+    // One combination per choice of exclusive kind: when the cheapest format taken does not make it
+    // fit, the same search again without it may take a stronger one instead (never both).
+    std::set<std::string> skip;
+    Combined best = combine(job, rt, plan.estimate, basis, order, allowed, skip, first);
+    for (Combined cur = best; !cur.fits;) {
+      auto format = std::find_if(cur.steps.begin(), cur.steps.end(),
+                                 [](const PlanChange& c) { return !group_of(c.kind).empty(); });
+      if (format == cur.steps.end()) break;
+      skip.insert(format->kind);
+      cur = combine(job, rt, plan.estimate, basis, order, allowed, skip, first);
+      if (better(cur, best, plan.estimate, basis)) best = cur;
     }
-    plan.cumulative_fits = cur_fits;
+    plan.cumulative = std::move(best.steps);
+    plan.cumulative_fits = best.fits;
     if (plan.verdict == spelling(Verdict::Streams)) {
       // Under dynamic VRAM a run that streams works as it is; it is only slower.
       char buf[48];
@@ -138,39 +173,18 @@ Plan make_plan(const Job& job_in, const Runtime& rt, const PlanOptions& options)
     if (c) c->job.notes = job_in.notes;
 
   if (options.smallest_gpu) {
-    std::vector<const GpuInfo*> gpus;
-    for (const auto& g : catalog_data().gpus) gpus.push_back(&g);
-    std::stable_sort(gpus.begin(), gpus.end(),
-                     [](const GpuInfo* a, const GpuInfo* b) { return a->memory_bytes < b->memory_bytes; });
-    for (const GpuInfo* g : gpus) {
-      // A card below the fully-resident peak can only run it with partial loading: not "unchanged".
-      if (g->memory_bytes < plan.estimate.full_load_peak_bytes) continue;
-      Runtime r = rt;
-      r.vram_bytes = g->memory_bytes;
-      r.free_bytes = 0;  // a whole other card, not this one's free memory
-      r.fp8_compute = g->fp8_compute ? (*g->fp8_compute ? 1 : 0) : -1;
-      auto e = try_estimate(job, r);
-      if (e && fits(*e)) {
-        plan.smallest_gpu = SmallestGpu{g->name, g->memory_bytes, g->price_eur_per_hour, e->peak_bytes};
-        break;
-      }
-    }
+    SmallestCards cards = smallest_cards(job, rt, plan.estimate);
+    plan.smallest_gpu = std::move(cards.resident);
+    plan.smallest_gpu_runs = std::move(cards.runs);
   }
   return plan;
 }
 
 nlohmann::json PlanChange::to_json() const {
   return {{"kind", kind},       {"cost", cost},   {"description", description},
-          {"saving_bytes", saving_bytes}, {"new_peak_bytes", new_peak_bytes},
+          {"saving_bytes", saving_bytes}, {"saving_stage", saving_stage}, {"new_peak_bytes", new_peak_bytes},
           {"new_full_load_bytes", new_need_bytes}, {"fits", fits},
           {"verdict", verdict}, {"applies_by_preset", by_preset.value_or(widget)}};
-}
-
-nlohmann::json SmallestGpu::to_json() const {
-  return {{"name", name},
-          {"memory_bytes", memory_bytes},
-          {"price_eur_per_hour", price_eur_per_hour ? nlohmann::json(*price_eur_per_hour) : nlohmann::json(nullptr)},
-          {"peak_bytes", peak_bytes}};
 }
 
 nlohmann::json Plan::to_json() const {
@@ -185,6 +199,7 @@ nlohmann::json Plan::to_json() const {
                      {"new_peak_bytes", cumulative.empty() ? nlohmann::json(nullptr)
                                                            : nlohmann::json(cumulative.back().new_peak_bytes)}};
   j["smallest_gpu"] = smallest_gpu ? smallest_gpu->to_json() : nlohmann::json(nullptr);
+  j["smallest_gpu_runs"] = smallest_gpu_runs ? smallest_gpu_runs->to_json() : nlohmann::json(nullptr);
   j["advice"] = advice;
   return j;
 }

@@ -1,7 +1,7 @@
 #pragma once
 // The planner: when a job does not fit the card, the changes that make it fit, cheapest first
 // (cost ranks in native/data/presets.json "changes"), each estimated on its own and then combined
-// cumulatively until the job fits; plus the smallest card of gpus.json that runs it unchanged.
+// cumulatively until the job fits; plus the smallest cards that run it unchanged and fully resident.
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -13,6 +13,8 @@
 
 #include "core/estimate/estimator.hpp"
 #include "core/estimate/job.hpp"
+#include "core/plan/change_gain.hpp"
+#include "core/plan/smallest_card.hpp"
 
 namespace headroom {
 
@@ -25,21 +27,15 @@ struct PlanChange {
   Job job;                   // the job after the change
   std::uint64_t new_peak_bytes = 0;
   std::uint64_t new_need_bytes = 0;  // peak with every model fully resident (no partial loading)
-  std::uint64_t saving_bytes = 0;    // old need - new need: what the change saves, even where partial
-                                     // loading (lowvram) hides it in the reserved peak
+  std::uint64_t saving_bytes = 0;    // what the change saves on the stage it changes most (saving_stage),
+                                     // with every model resident unless the run does not fit as it is
+  std::string saving_stage;
   std::string verdict;       // estimate's verdict of the changed job
   bool fits = false;         // verdict "fits" (no partial loading, inside the margin)
   // Whether a named preset would make this change for this workflow and card (set by api::plan from
   // the "fit this card" preset); unset = `widget`.
   std::optional<bool> by_preset;
-  nlohmann::json to_json() const;
-};
-
-struct SmallestGpu {
-  std::string name;
-  std::uint64_t memory_bytes = 0;
-  std::optional<double> price_eur_per_hour;
-  std::uint64_t peak_bytes = 0;
+  Estimate estimate;         // of `job` (not in the JSON): what a further change is judged against
   nlohmann::json to_json() const;
 };
 
@@ -53,7 +49,8 @@ struct Plan {
   // What the user may do instead of changing anything (a run that streams under dynamic VRAM: how much
   // slower, and the cheapest change that would make it fully resident); "" when there is nothing to say.
   std::string advice;
-  std::optional<SmallestGpu> smallest_gpu;  // nullopt when no catalog card runs it unchanged
+  std::optional<SmallestGpu> smallest_gpu;       // fully resident; nullopt when no card does it
+  std::optional<SmallestGpu> smallest_gpu_runs;  // runs unchanged, perhaps slower; nullopt when none
   // Every single change tried on the unchanged job (also those not listed), for PlanOptions::reuse.
   std::map<std::string, std::optional<PlanChange>> singles;
   nlohmann::json to_json() const;       // estimate's shape + {verdict, changes, cumulative, smallest_gpu}
@@ -72,16 +69,8 @@ Plan make_plan(const Job& job, const Runtime& runtime, const PlanOptions& option
 
 // Applies one change kind to `job` with the least reduction that makes it fit `runtime`
 // (the strongest one when nothing fits). nullopt when the change does not apply to the job.
-// `baseline_need` is need_bytes() of the unchanged job.
-// What a change is measured against. A run that does not fit must lower what it really needs (its own
-// peak, at least the required bytes); one that runs but streams or loads partially must lower what it
-// needs with every model resident. Both measures leave out models cached from earlier stages.
-enum class NeedBasis { Runs, FullyResident };
-NeedBasis need_basis(const Estimate& unchanged);
-std::uint64_t need_bytes(const Estimate& e, NeedBasis basis);
-std::uint64_t need_bytes(const Estimate& e);  // with need_basis(e)
-
+// `before` is the estimate of `job`, what the saving is measured against (on `basis`).
 std::optional<PlanChange> plan_change(const std::string& kind, const Job& job, const Runtime& runtime,
-                                      std::uint64_t baseline_need, NeedBasis basis = NeedBasis::FullyResident);
+                                      const Estimate& before, NeedBasis basis = NeedBasis::FullyResident);
 
 }  // namespace headroom

@@ -108,7 +108,7 @@ std::set<std::string> widget_kinds(const WorkflowInfo& info) {
 }
 
 Job preset_job(const PresetSpec& preset_spec, const WorkflowInfo& info, const Runtime& rt,
-               std::uint64_t before_need, std::vector<std::string>* kinds, std::vector<std::string>* notes,
+               const Estimate& before, std::vector<std::string>* kinds, std::vector<std::string>* notes,
                const Plan* reuse = nullptr) {
   const PresetSpec* preset = &preset_spec;
   // 1. Fixed settings.
@@ -124,7 +124,7 @@ Job preset_job(const PresetSpec& preset_spec, const WorkflowInfo& info, const Ru
   }
   if (decode == "full") job.decode_mode = DecodeMode::Full;
   if (decode == "tiled" && job.decode_mode == DecodeMode::Full && !info.decoders.empty()) {
-    if (auto c = plan_change("decode_tiled", job, rt, before_need)) {
+    if (auto c = plan_change("decode_tiled", job, rt, before)) {
       job = c->job;
       kinds->push_back("decode_tiled");
     }
@@ -208,8 +208,7 @@ std::vector<std::string> preset_change_kinds(const std::string& name, const Work
   // `plan` is of the request's runtime: reusable only when the preset sizes for that same card.
   if (!preset->target_request) plan = nullptr;
   std::vector<std::string> kinds, notes;
-  const std::uint64_t need = need_bytes(plan ? plan->estimate : estimate(info.job, rt));
-  preset_job(*preset, info, rt, need, &kinds, &notes, plan);
+  preset_job(*preset, info, rt, plan ? plan->estimate : estimate(info.job, rt), &kinds, &notes, plan);
   return kinds;
 }
 
@@ -235,7 +234,7 @@ PresetResult apply_preset(const json& wf, const std::string& name, const Runtime
   out.before_need = need_bytes(before);
 
   std::vector<std::string> kinds;
-  Job job = preset_job(*preset, info, rt, need_bytes(before), &kinds, &out.notes);
+  Job job = preset_job(*preset, info, rt, before, &kinds, &out.notes);
 
   // 3. Write the job back as widget values.
   Rewriter rw(wf);
