@@ -1,6 +1,7 @@
 // Issue 20, "advice that holds together": one rule per test, each on a shared 2026 template where the
 // planner broke it (scripts/check_plans.py counts them over all templates). Every claim is checked
 // against an independent estimate of the changed job or runtime, not against the plan itself.
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <optional>
@@ -52,9 +53,14 @@ TEST_CASE("plan: no block swap under dynamic VRAM, which streams the weights its
   REQUIRE(dynamic.verdict != "fits");
   CHECK_FALSE(lists(dynamic.changes, "block_swap"));
   CHECK_FALSE(lists(dynamic.cumulative, "block_swap"));
-  // The legacy loader loads what fits and fails on the rest: there block swap is a real change.
-  const Plan legacy = make_plan(*job, card(8, Runtime::Loader::Legacy));
-  CHECK(lists(legacy.changes, "block_swap"));
+  // The legacy loader loads what fits and fails on the rest: there block swap is a real change on some
+  // card (on 8 GiB the VACE job is past what block swap rescues; smaller changes come first).
+  bool legacy_swaps = false;
+  for (std::uint64_t gib : {8, 12, 16, 24}) {
+    const Plan legacy = make_plan(*job, card(gib, Runtime::Loader::Legacy));
+    legacy_swaps = legacy_swaps || lists(legacy.changes, "block_swap") || lists(legacy.cumulative, "block_swap");
+  }
+  CHECK(legacy_swaps);
 }
 
 TEST_CASE("plan: a listed change never makes the verdict worse", "[plan][coherence]") {
@@ -160,28 +166,35 @@ TEST_CASE("plan: a text encoder that limits the run gets its own changes", "[pla
       if (s.name == "text_encode") te = &s;
     REQUIRE(te);
     REQUIRE(te->mode != "full");  // the 24B encoder does not fit 16 GiB whole
-    bool fp8 = false;
-    for (const auto& c : plan.changes)
+    bool fp8 = false, on_cpu = false;
+    for (const auto& c : plan.changes) {
       if (c.kind == "text_encoder_fp8") {
         fp8 = true;
         CHECK(c.saving_stage == "text_encode");
         // The catalog's fp8 release, as ComfyUI's FLUX.2 fp8 template links it.
         CHECK(c.description.find("mistral_3_small_flux2_fp8.safetensors") != std::string::npos);
       }
-    CHECK(fp8);
+      on_cpu = on_cpu || c.kind == "text_encoder_cpu";
+    }
+    // Under dynamic VRAM the fp8 file halves what streams; the legacy loader, which cannot hold even the
+    // 24 GB fp8 file on 16 GiB, gets the encoder moved to the CPU instead (what ComfyUI users do there).
+    if (loader == Runtime::Loader::Dynamic) CHECK(fp8);
+    else CHECK((fp8 || on_cpu));
   }
 }
 
 TEST_CASE("plan: the --reserve-vram asked for is enough when it is given", "[plan][coherence][legacy]") {
   auto job = template_job("image_flux2.json");
   if (!job) return;
+  // The largest reserve any stage asks for: the one that makes the whole run load (as check_plans.py reads it).
   auto asked = [](const Estimate& e) -> std::optional<double> {
+    std::optional<double> most;
     for (const auto& s : e.stages)
       for (const auto& n : s.notes) {
         const auto at = n.find("--reserve-vram ");
-        if (at != std::string::npos) return std::stod(n.substr(at + 15));
+        if (at != std::string::npos) most = std::max(most.value_or(0.0), std::stod(n.substr(at + 15)));
       }
-    return std::nullopt;
+    return most;
   };
   Runtime rt = card(12, Runtime::Loader::Legacy);
   const Estimate as_is = estimate(*job, rt);

@@ -42,9 +42,15 @@ TEST_CASE("plan: a run that does not fit gets the changes that make it run first
   for (const auto& c : plan.changes) {
     const Estimate e = estimate(c.job, rt);
     INFO(c.description);
-    // Every listed fix lowers what the run needs at least, or makes it run at all.
-    CHECK((e.required_bytes() < before.required_bytes() || e.verdict != "does not fit"));
-    CHECK(e.own_peak_bytes < before.own_peak_bytes);
+    // Every listed fix makes the run run, or never raises what it needs and lowers a stage that limits
+    // it (issue 20: a tiled decode lowers the decode stage, not the sampling peak that sets own_peak).
+    CHECK((e.required_bytes() <= before.required_bytes() || e.verdict != "does not fit"));
+    bool lowers_a_stage = false;
+    for (const auto& after : e.stages)
+      for (const auto& was : before.stages)
+        if (after.name == was.name && (after.required_bytes() < was.required_bytes() || after.peak_bytes < was.peak_bytes))
+          lowers_a_stage = true;
+    CHECK((lowers_a_stage || e.verdict != "does not fit"));
   }
   CHECK(plan.changes.front().verdict != "does not fit");
 }
