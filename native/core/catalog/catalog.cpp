@@ -157,7 +157,8 @@ constexpr RuntimeConstantSpec kRuntimeConstants[] = {
     {"pcie_efficiency", {0.05, 1}, false},
     {"gpu_flops_utilisation", {0.01, 1}, false},
     {"aimdo_headroom_bytes", {0, 16 * kGiB}, true},
-    {"offload_streams", {1, 16}, true},
+    {"aimdo_headroom_bytes_windows", {0, 16 * kGiB}, true},
+    {"offload_streams", {0, 16}, true},
     {"cuda_context_bytes", {0, 16 * kGiB}, true},
     {"comfy_reserve_bytes_linux", {0, 16 * kGiB}, true},
     {"comfy_reserve_bytes_windows", {0, 16 * kGiB}, true},
@@ -175,6 +176,8 @@ constexpr RuntimeConstantSpec kRuntimeConstants[] = {
     {"fallback_tile_px_video", {64, 8192}, true},
     {"fallback_tile_px_image", {64, 8192}, true},
     {"tiled_retry_slowdown_image", {1, 100}, false},
+    {"tiled_retry_budget_share", {0.05, 1}, false},
+    {"pageable_copy_fraction", {0.05, 1}, false},
     {"tiled_retry_slowdown_video", {1, 100}, false},
 };
 

@@ -53,6 +53,9 @@ struct DiffusionArch {
   bool text_in_sequence = false;    // text tokens join the attention sequence (Flux)
   double largest_linear_params = 0;
   double largest_block_params = 0;
+  // Parameters of the block ComfyUI prefetches whole under dynamic VRAM (comfy/model_prefetch.py
+  // make_prefetch_queue, used by the model's block loop); 0 = the model streams layer by layer.
+  double block_prefetch_params = 0;
   ImageConditioning image_conditioning = ImageConditioning::None;
   Activation activation;
   double comfy_memory_usage_factor = 0;
@@ -68,6 +71,7 @@ struct EncoderArch {
   int tokens = 0;                   // sequence length ComfyUI pads to
   bool attention_bias = false;      // T5's heads x seq x seq position bias
   double largest_linear_params = 0;
+  double block_prefetch_params = 0; // as DiffusionArch: the layer prefetched whole, 0 = none
   Activation activation;
 };
 

@@ -284,6 +284,7 @@ Estimate estimate(const Job& job, const Runtime& runtime) {
     const PolicyContext& spc = gguf(*rj.diffusion) ? pc_legacy : pc;
     DemandOptions o;
     o.cfg_batched = false;
+    o.lora_in_host = spc.dynamic;
     Stage single = fit_stage(sample_demand(rj, o), spc);
     if (job.cfg != 1.0) {
       // ComfyUI batches cond+uncond only when its own estimate x1.5 is below free memory as the patcher
@@ -308,6 +309,7 @@ Estimate estimate(const Job& job, const Runtime& runtime) {
   }
   if (rj.vae) {
     DemandOptions o;
+    o.card_total_bytes = runtime_total_bytes(runtime);
     if (V) {
       const std::uint64_t used = pc.context_bytes + rj.vae->weight_bytes;
       const std::uint64_t free = V > used ? V - used : 0;

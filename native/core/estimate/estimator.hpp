@@ -39,6 +39,11 @@ struct Runtime {
   double pcie_bytes_per_s = 0;            // the card's host-to-device rate; 0 = models.json's default
   double flops_per_s = 0;                 // the card's effective bf16 throughput; 0 = models.json's default
   double compute_capability = 0;          // CUDA compute capability of the card ("8.9" -> 8.9); 0 = unknown
+  // ComfyUI's offload streams (model_management.NUM_STREAMS: --async-offload N, 0 with
+  // --disable-async-offload); -1 = ComfyUI's default (models.json offload_streams).
+  int offload_streams = -1;
+  std::uint64_t swap_bytes = 0;           // swap (Linux) beside ram_bytes, for ComfyUI's pinned-memory cap
+  bool pinned_memory = true;              // false with ComfyUI --disable-pinned-memory
   bool has_card() const { return vram_bytes != 0 || free_bytes != 0; }
 };
 const char* loader_name(Runtime::Loader loader);  // "legacy" | "dynamic"
