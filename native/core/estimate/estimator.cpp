@@ -328,7 +328,7 @@ Estimate estimate(const Job& job, const Runtime& runtime) {
   est.host_ram_bytes = host_ram_needed(rj, job);
   est.host_ram_held_bytes = host_ram_held(rj, job, runtime);
   est.ram_bytes = runtime.ram_bytes;
-  bool any_fail = false, any_degraded = false, any_streams = false, any_partial = false;
+  bool any_fail = false, any_degraded = false, any_streams = false, any_partial = false, any_retry = false;
   std::string fail_stage, stream_stage;
   double stream_slowdown = 1.0;
   for (const auto& s : est.stages) {
@@ -353,6 +353,7 @@ Estimate estimate(const Job& job, const Runtime& runtime) {
     any_streams = any_streams || s.mode == spelling(Verdict::Streams);
     any_degraded = any_degraded || s.mode == "partial" || s.mode == "tiled_fallback";
     any_partial = any_partial || s.mode == "partial";
+    any_retry = any_retry || s.mode == "tiled_fallback";
   }
   const bool ram_short = runtime.ram_bytes && est.host_ram_held_bytes > runtime.ram_bytes;
   // Under dynamic VRAM the file-backed rest only costs disk reads.
@@ -387,6 +388,11 @@ Estimate estimate(const Job& job, const Runtime& runtime) {
       } else if (any_partial) {
         est.verdict = spelling(Verdict::Tight);
         est.verdict_reason = "a GGUF model stays on the legacy loader and fits only with partial loading";
+      } else if (any_retry) {
+        // The untiled decode runs out of memory first: the run lives on ComfyUI's tiled retry, as on the
+        // legacy loader, not on a plan that fits.
+        est.verdict = spelling(Verdict::Tight);
+        est.verdict_reason = "fits only with ComfyUI's tiled retry after the untiled VAE pass runs out of memory";
       } else {
         est.verdict = spelling(Verdict::Fits);
       }
