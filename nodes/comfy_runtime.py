@@ -92,6 +92,37 @@ def _ram():
         return None, None
 
 
+def _swap():
+    """Swap in bytes (ComfyUI's pinned-memory cap counts it on Linux), or None where unknown."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                key, _, rest = line.partition(":")
+                if key == "SwapTotal" and rest.split() and rest.split()[0].isdigit():
+                    return int(rest.split()[0]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def _offload_streams(args):
+    """ComfyUI's offload streams: model_management.NUM_STREAMS once ComfyUI set it, else from the flags
+    (comfy/cli_args.py@03294572: --async-offload N, 2 without N, 0 with --disable-async-offload); None
+    when neither says (the core's default applies)."""
+    mm = _module("comfy.model_management")
+    n = getattr(mm, "NUM_STREAMS", None) if mm is not None else None
+    if isinstance(n, int) and not isinstance(n, bool) and 0 <= n <= 16:
+        return n
+    if _flag(args, "disable_async_offload"):
+        return 0
+    value = getattr(args, "async_offload", None) if args is not None else None
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 16:
+        return value
+    return None
+
+
 def detect() -> dict:
     """The runtime and its knobs, JSON-ready. runtime is "dynamic", "legacy" or None (no ComfyUI
     loaded: the caller decides, the CLI defaults to dynamic); reason says how it was decided."""
@@ -105,6 +136,9 @@ def detect() -> dict:
         "reserve_vram_bytes": _gb(args, "reserve_vram"),
         "vram_headroom_bytes": _gb(args, "vram_headroom") or 0,
         "pinned_memory": not _flag(args, "disable_pinned_memory"),
+        "offload_streams": _offload_streams(args),
+        "swap_bytes": _swap(),
+        "windows": sys.platform == "win32",
         "ram_bytes": total_ram,
         "free_ram_bytes": free_ram,
     }
@@ -130,7 +164,14 @@ def request_fields(info=None) -> dict:
     info = detect() if info is None else info
     if info.get("runtime") is None:
         return {}
-    fields = {"runtime": info["runtime"], "vram_headroom_bytes": info["vram_headroom_bytes"]}
+    fields = {"runtime": info["runtime"], "vram_headroom_bytes": info["vram_headroom_bytes"],
+              "windows": bool(info.get("windows"))}
+    if info.get("offload_streams") is not None:
+        fields["offload_streams"] = info["offload_streams"]
+    if info.get("pinned_memory") is False:
+        fields["pinned_memory"] = False
+    if info.get("swap_bytes") is not None and info.get("ram_bytes"):
+        fields["swap_bytes"] = info["swap_bytes"]
     if info.get("reserve_vram_bytes") is not None:
         fields["reserve_bytes"] = info["reserve_vram_bytes"]
     if info.get("ram_bytes"):

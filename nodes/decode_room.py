@@ -1,12 +1,15 @@
 """Room on the card for a VAE decode: free cached models through ComfyUI until the decode's need fits.
 
-Under dynamic VRAM ComfyUI does not evict cached dynamic models to make room for another dynamic
-model such as the VAE (model_management.free_memory skips them when asked `for_dynamic`), so a 16 GB
-card holding ~14 GB of streamed DiT and text-encoder weights failed a 1.2 GiB decode with "0 models
-unloaded" (Comfy-Org/ComfyUI#15453, 2026-08). Those weights are a cache: we ask ComfyUI to unload
-models, the dynamic ones included, until what the decode needs is free, and no more, so the next run
-does not reload what the decode never needed. The legacy loader (ComfyUI before 0.15) takes the same
-call without the `for_dynamic` argument.
+Under dynamic VRAM the cached models' weights are not in the way: comfy-aimdo evicts them on demand
+when the decode allocates ("the dynamic VRAM system will just kick the cached stuff out on demand",
+rattus128 in Comfy-Org/ComfyUI#15274), and ModelPatcher.get_free_memory counts them as free
+(model_management.get_free_memory + comfy_aimdo.model_vbar.vbars_analyze, comfy/model_patcher.py@08d0e510).
+Unloading them would only make the next run load them again, so under dynamic VRAM we count them as
+free and unload nothing that aimdo can evict: free_memory(..., for_dynamic=True) frees only models on
+the legacy loader (GGUF). Comfy-Org/ComfyUI#15453 (a decode that failed with "0 models unloaded") is
+an open bug of one VAE whose tiled retry is a no-op (fix PR #15456), not a rule for every VAE.
+On the legacy loader (ComfyUI before 0.15, --disable-dynamic-vram) nothing is evicted on demand: we
+ask ComfyUI to unload models until what the decode needs is free, and no more.
 """
 import inspect
 import sys
@@ -38,20 +41,26 @@ def make_room(need_bytes: int, device=None, keep=()) -> dict:
         out["note"] = "ComfyUI is not loaded: nothing to free"
         return out
     dev = device if device is not None else mm.get_torch_device()
-    free = int(mm.get_free_memory(dev))
+    from . import budget, comfy_runtime
+    dynamic = bool(comfy_runtime._aimdo_enabled())
+    evictable = budget.evictable_bytes(dev)  # 0 unless comfy-aimdo runs
+    free = int(mm.get_free_memory(dev)) + evictable
     out["free_before"] = out["free_after"] = free
+    gib = 1024 ** 3
     if free >= need_bytes:
-        out["note"] = "enough VRAM was free; no model unloaded"
+        out["note"] = ("enough VRAM is free once dynamic VRAM evicts cached weights on demand "
+                       f"({evictable / gib:.2f} GiB evictable); no model unloaded" if dynamic
+                       else "enough VRAM was free; no model unloaded")
         return out
     keep_loaded = [m for m in getattr(mm, "current_loaded_models", []) if m in keep or getattr(m, "model", None) in keep]
     kwargs = {"keep_loaded": keep_loaded}
     if _takes(mm.free_memory, "for_dynamic"):
-        kwargs["for_dynamic"] = False  # the decode is not a model ComfyUI will load on demand
-    unloaded = mm.free_memory(int(need_bytes), dev, **kwargs) or []
+        # Under dynamic VRAM only models aimdo cannot evict (the legacy loader's) are worth unloading.
+        kwargs["for_dynamic"] = dynamic
+    unloaded = mm.free_memory(int(need_bytes - evictable), dev, **kwargs) or []
     mm.soft_empty_cache()
     out["unloaded"] = [_name(m) for m in unloaded]
-    out["free_after"] = int(mm.get_free_memory(dev))
-    gib = 1024 ** 3
+    out["free_after"] = int(mm.get_free_memory(dev)) + budget.evictable_bytes(dev)
     if out["unloaded"]:
         out["note"] = (f"unloaded {', '.join(out['unloaded'])} to free {(out['free_after'] - free) / gib:.2f} GiB "
                        f"for the decode ({out['free_after'] / gib:.2f} GiB free now)")

@@ -30,6 +30,7 @@ const char* kEstimateUsage =
     "         [--references N] [--gpu NAME | --vram GIB] [--free GIB] [--decode full|tiled|headroom] [--tile PX]\n"
     "         [--block-swap N] [--lora SIZE] [--text-encoder-on-cpu] [--windows] [--reserve SIZE] [--json]\n"
     "         [--runtime dynamic|legacy] [--reserve-vram GB] [--vram-headroom GB] [--ram GIB]\n"
+    "         [--async-offload N | --disable-async-offload] [--os linux|windows]\n"
     "Per-stage peak VRAM (reserved memory, CUDA context and ComfyUI's reserve included) of one model\n"
     "with its usual companions, or of a text encoder or VAE alone. --free: memory free for the run as\n"
     "ComfyUI counts it (the CUDA context and other processes already outside it); verdicts are then\n"
@@ -193,10 +194,11 @@ int cmd_models(const Argv& argv) {
 
 int cmd_estimate(const Argv& argv) {
   Args args(argv,
-            {"model", "precision", "text-encoder-precision", "vae-precision", "width", "height", "frames", "batch",
-             "cfg", "references", "gpu", "vram", "free", "decode", "tile", "block-swap", "lora", "reserve",
-             "runtime", "reserve-vram", "vram-headroom", "ram"},
-            {"json", "help", "text-encoder-on-cpu", "windows"});
+            with_runtime_flags({"model", "precision", "text-encoder-precision", "vae-precision", "width", "height",
+                                "frames", "batch", "cfg", "references", "gpu", "vram", "free", "decode", "tile",
+                                "block-swap", "lora", "reserve"},
+                               runtime_flag_names()),
+            with_runtime_flags({"json", "help", "text-encoder-on-cpu", "windows"}, runtime_switch_names()));
   if (args.has("help")) {
     std::cout << estimate_usage();
     return 0;
@@ -231,6 +233,8 @@ int cmd_estimate(const Argv& argv) {
   if (auto v = args.get("lora")) req["lora_bytes"] = parse_size(*v, "--lora", MiB);
   if (auto v = args.get("reserve")) req["reserve_bytes"] = parse_size(*v, "--reserve", GiB);
   if (args.has("text-encoder-on-cpu")) req["text_encoder_on_cpu"] = true;
+  if (args.has("windows") && args.get("os") && *args.get("os") != "windows")
+    throw InputError("--windows", "contradicts --os " + *args.get("os") + "; give one of them");
   if (args.has("windows")) req["windows"] = true;
   if (args.get("reserve") && args.get("reserve-vram"))
     throw InputError("--reserve-vram", "give --reserve-vram or --reserve (the same setting), not both");

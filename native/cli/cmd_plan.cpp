@@ -23,6 +23,7 @@ const char* kHelp =
     "usage: headroom plan WORKFLOW.json [--gpu NAME | --vram GIB] [--free GIB] [--models DIR]\n"
     "         [--model-folder NAME=DIR ...] [--json]\n"
     "         [--runtime dynamic|legacy] [--reserve-vram GB] [--vram-headroom GB] [--ram GIB]\n"
+    "         [--async-offload N | --disable-async-offload] [--os linux|windows]\n"
     "\n"
     "Reads a ComfyUI workflow (UI format as saved by Workflow > Save, or API format), predicts the\n"
     "peak VRAM of each stage and, when it does not fit the card, lists the cheapest changes that do.\n"
@@ -146,8 +147,8 @@ int cmd_plan(const Argv& argv) {
       std::cout << help_text();
       return 0;
     }
-  Args args(argv, {"gpu", "vram", "free", "models", "model-folder", "runtime", "reserve-vram", "vram-headroom", "ram"},
-            {"json"});
+  Args args(argv, with_runtime_flags({"gpu", "vram", "free", "models", "model-folder"}, runtime_flag_names()),
+            with_runtime_flags({"json"}, runtime_switch_names()));
   if (args.positionals().size() != 1)
     throw InputError("WORKFLOW.json", "give exactly one workflow file (got " +
                                           std::to_string(args.positionals().size()) + ")\n\n" + help_text());

@@ -49,7 +49,29 @@ def test_dynamic_vram_on_with_its_knobs(comfy):
     assert info["pinned_memory"] is False
     fields = comfy_runtime.request_fields(info)
     assert fields == {"runtime": "dynamic", "vram_headroom_bytes": int(0.75 * GIB), "reserve_bytes": 2 * GIB,
-                      **({"ram_bytes": info["ram_bytes"]} if info["ram_bytes"] else {})}
+                      "windows": sys.platform == "win32", "pinned_memory": False,
+                      **({"ram_bytes": info["ram_bytes"]} if info["ram_bytes"] else {}),
+                      **({"swap_bytes": info["swap_bytes"]} if info["ram_bytes"] and info["swap_bytes"] is not None
+                         else {})}
+
+
+@pytest.mark.parametrize("flags, num_streams, expected", [
+    ({}, None, None),                                  # nothing says: the core's default (2)
+    ({"async_offload": 4}, None, 4),                   # --async-offload 4
+    ({"async_offload": None, "disable_async_offload": True}, None, 0),
+    ({"async_offload": 4}, 1, 1),                      # what model_management settled on wins
+])
+def test_offload_streams_follow_comfyui(comfy, flags, num_streams, expected):
+    """comfy/cli_args.py@03294572 --async-offload NUM_STREAMS / --disable-async-offload, and
+    comfy.model_management.NUM_STREAMS once ComfyUI computed it: what the core prices the streaming
+    working set with (offload_streams)."""
+    comfy("0.38.1", True, **flags)
+    if num_streams is not None:
+        sys.modules["comfy.model_management"].NUM_STREAMS = num_streams
+    info = comfy_runtime.detect()
+    assert info["offload_streams"] == expected
+    fields = comfy_runtime.request_fields(info)
+    assert fields.get("offload_streams") == expected
 
 
 def test_aimdo_as_a_function_is_read_too(comfy):

@@ -48,9 +48,9 @@ def test_the_nodes_answer_through_the_c_library(tmp_path):
     assert got["bad"] and got["bad"].startswith("width")
     assert any("estimator" in line and "loaded from" in line and "libheadroom_core" in line for line in got["lines"])
     cli = BUILD_DIR / "headroom"
-    if cli.is_file():  # the same core behind both doors (the API's loader is legacy unless asked)
+    if cli.is_file():  # the same core behind both doors, with the same runtime defaults (no flag given)
         out = subprocess.run([str(cli), "estimate", "--model", REQUEST["model"], "--width", "1024", "--height", "1024",
-                              "--gpu", REQUEST["gpu"], "--runtime", "legacy", "--json"],
+                              "--gpu", REQUEST["gpu"], "--json"],
                              capture_output=True, text=True, timeout=60, check=True)
         assert got["est"] == json.loads(out.stdout)
 

@@ -74,13 +74,51 @@ def install(monkeypatch):
     return put
 
 
-def test_the_15453_case_frees_cached_dynamic_weights(install):
-    # 16 GB card, ~14 GB of cached dynamic DiT and text-encoder weights, a 1.2 GiB decode.
+def _aimdo(monkeypatch, evictable):
+    """comfy.memory_management.aimdo_enabled and comfy_aimdo.model_vbar.vbars_analyze as ComfyUI 0.38
+    with comfy-aimdo leaves them: `evictable` bytes of cached weights aimdo gives back on demand."""
+    memory_management = types.ModuleType("comfy.memory_management")
+    memory_management.aimdo_enabled = True
+    vbar = types.ModuleType("comfy_aimdo.model_vbar")
+    vbar.vbars_analyze = lambda device=None: evictable()
+    monkeypatch.setitem(sys.modules, "comfy.memory_management", memory_management)
+    monkeypatch.setitem(sys.modules, "comfy_aimdo.model_vbar", vbar)
+
+
+def test_dynamic_vram_counts_cached_weights_as_free_and_unloads_none(install, monkeypatch):
+    """Follows ModelPatcher.get_free_memory (Comfy-Org/ComfyUI comfy/model_patcher.py@08d0e510: free +
+    vbars_analyze under aimdo): 16 GB card, ~14 GB of cached dynamic DiT and text-encoder weights, a
+    1.2 GiB decode. aimdo evicts them when the decode allocates; unloading them would make the next run
+    reload 14 GB, so nothing is unloaded."""
     dit, te = Loaded(DiT, 9 * GIB, True), Loaded(TextEncoder, 5 * GIB, True)
+    mm = install(fake_mm(16 * GIB, [dit, te], with_for_dynamic=True))
+    _aimdo(monkeypatch, lambda: sum(m.size for m in mm.current_loaded_models if m.model.is_dynamic()))
+    need = int(1.2 * GIB) + 2 * GIB
+    r = decode_room.make_room(need)
+    assert r["free_before"] == 16 * GIB  # 2 GiB free to torch + 14 GiB aimdo would evict
+    assert r["unloaded"] == [] and mm.current_loaded_models == [dit, te]
+    assert not [c for c in mm.calls if c[0] == "free_memory"]
+    assert "evicts cached weights on demand" in r["note"]
+
+
+def test_dynamic_vram_unloads_only_what_aimdo_cannot_evict(install, monkeypatch):
+    # A GGUF model sits on the legacy loader beside a dynamic one: only it is worth unloading.
+    gguf, dit = Loaded(TextEncoder, 10 * GIB, False), Loaded(DiT, 3 * GIB, True)
+    mm = install(fake_mm(16 * GIB, [gguf, dit], with_for_dynamic=True))
+    _aimdo(monkeypatch, lambda: sum(m.size for m in mm.current_loaded_models if m.model.is_dynamic()))
+    r = decode_room.make_room(8 * GIB)
+    assert ("free_memory", 8 * GIB - 3 * GIB, True) in mm.calls
+    assert r["unloaded"] == ["TextEncoder"] and mm.current_loaded_models == [dit]
+    assert r["free_after"] == 16 * GIB
+
+
+def test_the_legacy_loader_unloads_cached_models_until_the_decode_fits(install):
+    # --disable-dynamic-vram on a 2026 ComfyUI: no aimdo, free_memory takes for_dynamic=False.
+    dit, te = Loaded(DiT, 9 * GIB, False), Loaded(TextEncoder, 5 * GIB, False)
     mm = install(fake_mm(16 * GIB, [dit, te], with_for_dynamic=True))
     r = decode_room.make_room(int(1.2 * GIB) + 2 * GIB)
     assert r["free_before"] == 2 * GIB
-    assert ("free_memory", int(1.2 * GIB) + 2 * GIB, False) in mm.calls  # dynamic models are evictable for us
+    assert ("free_memory", int(1.2 * GIB) + 2 * GIB, False) in mm.calls
     assert r["unloaded"] == ["DiT"]  # the first one freed enough: the text encoder stays cached
     assert r["free_after"] == 11 * GIB
     assert "unloaded DiT" in r["note"]

@@ -60,7 +60,6 @@ const request::Fields& estimate_fields() {
       {"blocks_swapped", Kind::Int, "transformer blocks swapped to RAM", 0, 1000},
       {"text_encoder_on_cpu", Kind::Bool, "the text encoder runs on the CPU"},
       {"lora_bytes", Kind::Bytes, "LoRA weights on the card", 0, static_cast<double>(1ull << 42)},
-      {"windows", Kind::Bool, "ComfyUI on Windows (600 MiB reserve)"},
       {"reserve_bytes", Kind::Bytes, "ComfyUI --reserve-vram", 0, static_cast<double>(1ull << 40)},
       {"allow_lowvram", Kind::Bool, "partial loading when weights do not fit (ComfyUI's default: true)"},
       {"fp8_compute", Kind::Bool, "the card computes in fp8 (set from gpus.json with gpu)"},
@@ -127,7 +126,6 @@ json estimate(const json& body) {
 
   const CardBudget card = card_budget_of(request);
   Runtime rt = runtime_of(request, card);  // reserve_bytes is one of the loader fields
-  rt.windows = request.flag_or("windows", rt.windows);
   rt.allow_lowvram = request.flag_or("allow_lowvram", rt.allow_lowvram);
   if (request.has("fp8_compute")) rt.fp8_compute = request.flag("fp8_compute") ? 1 : 0;
 

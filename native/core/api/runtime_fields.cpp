@@ -17,15 +17,20 @@ request::Fields with_runtime_fields(request::Fields fields) {
   using request::Kind;
   const request::Fields extra = {
       {"runtime", Kind::Enum,
-       "ComfyUI's loader: dynamic (0.15 and later with dynamic VRAM) or legacy (before 0.15, "
-       "--disable-dynamic-vram); default legacy",
+       "ComfyUI's loader: dynamic (0.15 and later with dynamic VRAM, the default) or legacy (before 0.15, "
+       "--disable-dynamic-vram)",
        0, 0, "dynamic|legacy"},
+      {"offload_streams", Kind::Int,
+       "ComfyUI's offload streams: --async-offload N (default 2), 0 with --disable-async-offload", 0, 16},
+      {"windows", Kind::Bool, "ComfyUI on Windows (its reserve, and dynamic VRAM's 512 MiB WDDM headroom)"},
       {"reserve_bytes", Kind::Bytes, "ComfyUI --reserve-vram", 0, static_cast<double>(1ull << 40)},
       {"vram_headroom_bytes", Kind::Bytes, "ComfyUI --vram-headroom (kept free, other programs counted)", 0, kPiB},
       {"ram_bytes", Kind::Bytes, "host RAM the weights must fit in", 1, kPiB},
       {"calibration", Kind::List,
        "corrections learned from this card's measured runs (the calibrate answer's entries): "
        "[{model, stage, factor, runs, card}]"},
+      {"swap_bytes", Kind::Bytes, "swap beside ram_bytes (ComfyUI's pinned-memory cap on Linux)", 0, kPiB},
+      {"pinned_memory", Kind::Bool, "false with ComfyUI --disable-pinned-memory (streamed weights copied from pageable memory)"},
   };
   for (const auto& f : extra)
     if (std::none_of(fields.begin(), fields.end(), [&](const request::Field& g) { return g.key == f.key; }))
@@ -37,10 +42,14 @@ namespace {
 
 void apply_runtime_fields(const request::Request& r, Runtime& rt) {
   if (r.has("runtime")) rt.loader = r.text("runtime") == "dynamic" ? Runtime::Loader::Dynamic : Runtime::Loader::Legacy;
+  if (r.has("offload_streams")) rt.offload_streams = static_cast<int>(r.integer("offload_streams"));
+  rt.windows = r.flag_or("windows", rt.windows);
   if (auto b = r.bytes_if("reserve_bytes")) rt.reserve_bytes = *b;
   if (auto b = r.bytes_if("vram_headroom_bytes")) rt.vram_headroom_bytes = *b;
   if (auto b = r.bytes_if("ram_bytes")) rt.ram_bytes = *b;
   if (r.has("calibration")) rt.calibration = calibrate::read_corrections(r.raw("calibration"), "calibration");
+  if (auto b = r.bytes_if("swap_bytes")) rt.swap_bytes = *b;
+  rt.pinned_memory = r.flag_or("pinned_memory", rt.pinned_memory);
 }
 
 void apply_gpu_rates(const GpuInfo& g, Runtime& rt) {
@@ -61,8 +70,20 @@ void apply_gpu_rates(const GpuInfo& g, Runtime& rt) {
 
 }  // namespace
 
-Runtime runtime_of(const request::Request& request, const CardBudget& card) {
+Runtime runtime_defaults() {
   Runtime rt;
+  // What ComfyUI runs today unless told otherwise (dynamic VRAM on NVIDIA since 0.15, Linux, its own
+  // offload streams); host RAM unchecked until given. The CLI adds nothing of its own, the nodes send
+  // what they detect in the live ComfyUI, so one request gets one answer whoever sends it.
+  rt.loader = Runtime::Loader::Dynamic;
+  rt.windows = false;
+  rt.offload_streams = -1;
+  rt.ram_bytes = 0;
+  return rt;
+}
+
+Runtime runtime_of(const request::Request& request, const CardBudget& card) {
+  Runtime rt = runtime_defaults();
   rt.vram_bytes = card.vram_bytes;
   rt.free_bytes = card.free_bytes;
   if (card.gpu) {

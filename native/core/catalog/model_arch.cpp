@@ -96,6 +96,15 @@ ImageConditioning read_conditioning(const JsonFields& arch) {
   arch.fail("image_conditioning", "expected none, clip_concat or reference_tokens, got '" + c + "'");
 }
 
+// "block_prefetch": {"params": N, "source": "..."}: the model's block loop prefetches the next block
+// whole under dynamic VRAM. Absent: layer by layer.
+double block_prefetch_of(const JsonFields& arch) {
+  const auto p = arch.optional_object("block_prefetch");
+  if (!p) return 0;
+  p->text("source");  // which upstream loop prefetches: for people, but it must be there
+  return p->number("params", kLayerParams);
+}
+
 DiffusionArch read_diffusion(const JsonFields& entry) {
   const JsonFields arch = entry.object("arch");
   DiffusionArch a;
@@ -119,6 +128,7 @@ DiffusionArch read_diffusion(const JsonFields& entry) {
   a.text_in_sequence = arch.flag("text_in_sequence");
   a.largest_linear_params = arch.number("largest_linear_params", kLayerParams);
   a.largest_block_params = arch.number("largest_block_params", kLayerParams);
+  a.block_prefetch_params = block_prefetch_of(arch);
   a.image_conditioning = read_conditioning(arch);
   a.activation = activation_of(entry, arch);
   a.comfy_memory_usage_factor = value_of(entry, "comfy_memory_usage_factor");
@@ -136,6 +146,7 @@ EncoderArch read_encoder(const JsonFields& entry) {
   a.tokens = arch.integer("tokens", kWidth);
   a.attention_bias = arch.optional_flag("attention_bias").value_or(false);
   a.largest_linear_params = arch.number("largest_linear_params", kLayerParams);
+  a.block_prefetch_params = block_prefetch_of(arch);
   a.activation = activation_of(entry, arch);
   if (auto gen = arch.optional_object("generation"))
     a.kv_elems_per_token = 2.0 * gen->integer("kv_layers", kWidth) * gen->integer("kv_heads", kWidth) *

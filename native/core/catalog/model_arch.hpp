@@ -53,6 +53,9 @@ struct DiffusionArch {
   bool text_in_sequence = false;    // text tokens join the attention sequence (Flux)
   double largest_linear_params = 0;
   double largest_block_params = 0;
+  // Parameters of the block ComfyUI prefetches whole under dynamic VRAM (comfy/model_prefetch.py
+  // make_prefetch_queue, used by the model's block loop); 0 = the model streams layer by layer.
+  double block_prefetch_params = 0;
   ImageConditioning image_conditioning = ImageConditioning::None;
   Activation activation;
   double comfy_memory_usage_factor = 0;
@@ -71,6 +74,7 @@ struct EncoderArch {
   // Language models that also write text (ComfyUI's TextGenerate): key and value elements cached per
   // token over the attention layers, 2 x kv_layers x kv_heads x head_dim; 0 = it only encodes.
   double kv_elems_per_token = 0;
+  double block_prefetch_params = 0; // as DiffusionArch: the layer prefetched whole, 0 = none
   Activation activation;
 };
 

@@ -323,6 +323,7 @@ Estimate estimate(const Job& job, const Runtime& runtime) {
     const PolicyContext& spc = gguf(*rj.diffusion) ? pc_legacy : pc;
     DemandOptions o;
     o.cfg_batched = false;
+    o.lora_in_host = spc.dynamic;
     Stage single = fit_stage(sample_demand(rj, o), spc);
     if (job.cfg != 1.0) {
       // ComfyUI batches cond+uncond only when its own estimate x1.5 is below free memory as the patcher
@@ -347,6 +348,7 @@ Estimate estimate(const Job& job, const Runtime& runtime) {
   }
   if (rj.vae) {
     DemandOptions o;
+    o.card_total_bytes = runtime_total_bytes(runtime);
     if (V) {
       const std::uint64_t used = pc.context_bytes + rj.vae->weight_bytes;
       const std::uint64_t free = V > used ? V - used : 0;
@@ -367,7 +369,7 @@ Estimate estimate(const Job& job, const Runtime& runtime) {
   est.host_ram_bytes = host_ram_needed(rj, job);
   est.host_ram_held_bytes = host_ram_held(rj, job, runtime);
   est.ram_bytes = runtime.ram_bytes;
-  bool any_fail = false, any_degraded = false, any_streams = false, any_partial = false;
+  bool any_fail = false, any_degraded = false, any_streams = false, any_partial = false, any_retry = false;
   std::string fail_stage, stream_stage;
   double stream_slowdown = 1.0;
   for (const auto& s : est.stages) {
@@ -392,6 +394,7 @@ Estimate estimate(const Job& job, const Runtime& runtime) {
     any_streams = any_streams || s.mode == spelling(Verdict::Streams);
     any_degraded = any_degraded || s.mode == "partial" || s.mode == "tiled_fallback";
     any_partial = any_partial || s.mode == "partial";
+    any_retry = any_retry || s.mode == "tiled_fallback";
   }
   const bool ram_short = runtime.ram_bytes && est.host_ram_held_bytes > runtime.ram_bytes;
   // Under dynamic VRAM the file-backed rest only costs disk reads.
@@ -426,6 +429,11 @@ Estimate estimate(const Job& job, const Runtime& runtime) {
       } else if (any_partial) {
         est.verdict = spelling(Verdict::Tight);
         est.verdict_reason = "a GGUF model stays on the legacy loader and fits only with partial loading";
+      } else if (any_retry) {
+        // The untiled decode runs out of memory first: the run lives on ComfyUI's tiled retry, as on the
+        // legacy loader, not on a plan that fits.
+        est.verdict = spelling(Verdict::Tight);
+        est.verdict_reason = "fits only with ComfyUI's tiled retry after the untiled VAE pass runs out of memory";
       } else {
         est.verdict = spelling(Verdict::Fits);
       }

@@ -44,6 +44,11 @@ struct Runtime {
   // Corrections learned from this card's measured runs (api::calibrate); applied to the matching stages'
   // peaks before the verdict (core/estimate/apply_calibration.hpp). Empty = the model's figures alone.
   std::vector<calibrate::Correction> calibration;
+  // ComfyUI's offload streams (model_management.NUM_STREAMS: --async-offload N, 0 with
+  // --disable-async-offload); -1 = ComfyUI's default (models.json offload_streams).
+  int offload_streams = -1;
+  std::uint64_t swap_bytes = 0;           // swap (Linux) beside ram_bytes, for ComfyUI's pinned-memory cap
+  bool pinned_memory = true;              // false with ComfyUI --disable-pinned-memory
   bool has_card() const { return vram_bytes != 0 || free_bytes != 0; }
 };
 const char* loader_name(Runtime::Loader loader);  // "legacy" | "dynamic"

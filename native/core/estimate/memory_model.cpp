@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/estimate/decode_plan.hpp"
+#include "core/estimate/vae_retry.hpp"
 #include "core/base/error.hpp"
 #include "core/base/units.hpp"
 
@@ -244,9 +245,14 @@ std::uint64_t comfy_sampling_estimate(const ResolvedJob& rj, int batch) {
 
 std::uint64_t comfy_decode_estimate(const ResolvedJob& rj) {
   if (!rj.vae) return 0;
+  const int s = vae_of(*rj.vae->model).spatial_stride();
+  return comfy_decode_estimate(rj, ceil_div(rj.job->height, s), ceil_div(rj.job->width, s));
+}
+
+std::uint64_t comfy_decode_estimate(const ResolvedJob& rj, std::uint64_t lh, std::uint64_t lw) {
+  if (!rj.vae) return 0;
   const VaeArch& v = vae_of(*rj.vae->model);
   const int s = v.spatial_stride();
-  const std::uint64_t lh = ceil_div(rj.job->height, s), lw = ceil_div(rj.job->width, s);
   return static_cast<std::uint64_t>(v.comfy_decode_constant * lh * lw * s * s * vae_compute_bytes(*rj.vae));
 }
 
@@ -284,7 +290,7 @@ StageDemand text_encode_demand(const ResolvedJob& rj) {
   StageDemand d;
   d.name = "text_encode";
   d.partial_loadable = true;
-  std::uint64_t act = 0, dq = 0, layer = 0;
+  std::uint64_t act = 0, dq = 0, layer = 0, stored = 0, prefetch = 0;
   for (const auto& te : rj.text_encoders) {
     const ModelInfo& m = *te.model;
     const EncoderArch& arch = encoder_of(m);
@@ -296,6 +302,8 @@ StageDemand text_encode_demand(const ResolvedJob& rj) {
     act = std::max(act, a);  // encoders run one after the other
     dq = std::max(dq, dequant_transient(te, cb, false));
     layer = std::max(layer, static_cast<std::uint64_t>(arch.largest_linear_params * cb));
+    stored = std::max(stored, te.precision->bytes_for(static_cast<std::uint64_t>(arch.largest_linear_params)));
+    prefetch = std::max(prefetch, te.precision->bytes_for(static_cast<std::uint64_t>(arch.block_prefetch_params)));
     d.weights.push_back({m.name, te.weight_bytes});
     d.resident_labels.push_back(m.name);
     d.flops_per_pass += 2.0 * m.params * tokens;
@@ -303,6 +311,8 @@ StageDemand text_encode_demand(const ResolvedJob& rj) {
   d.transient["activations"] = act;
   if (dq) d.transient["dequant_transient"] = dq;
   d.stream_layer_bytes = layer;
+  d.stored_layer_bytes = stored;
+  d.prefetch_block_bytes = prefetch;
   if (rj.job->text_encoder_on_cpu) {
     d.weights.clear();
     d.transient.clear();
@@ -327,6 +337,7 @@ StageDemand clip_vision_demand(const ResolvedJob& rj) {
   d.transient["activations"] = static_cast<std::uint64_t>(tokens * elems_per_token(m) * cb);
   if (auto dq = dequant_transient(cv, cb, false)) d.transient["dequant_transient"] = dq;
   d.stream_layer_bytes = static_cast<std::uint64_t>(arch.largest_linear_params * cb);
+  d.stored_layer_bytes = cv.precision->bytes_for(static_cast<std::uint64_t>(arch.largest_linear_params));
   d.flops_per_pass = 2.0 * m.params * tokens;
   return d;
 }
@@ -403,7 +414,12 @@ StageDemand sample_demand(const ResolvedJob& rj, const DemandOptions& o) {
   }
   d.weights.push_back({label, weights});
   d.resident_labels.push_back(label);
-  if (job.lora_bytes) {
+  if (job.lora_bytes && o.lora_in_host) {
+    // Dynamic VRAM keeps the patches in pinned host buffers and bakes them into each weight as it is
+    // cast (ops.resolve_cast_module_with_vbar): they take host memory, not VRAM.
+    d.notes.push_back("LoRA (" + format_bytes(job.lora_bytes) +
+                      ") stays in pinned host memory and is applied to each layer as it is cast (dynamic VRAM)");
+  } else if (job.lora_bytes) {
     d.weights.push_back({"lora", job.lora_bytes});
     d.resident_labels.push_back("lora");
   }
@@ -417,6 +433,8 @@ StageDemand sample_demand(const ResolvedJob& rj, const DemandOptions& o) {
   if (auto dq = dequant_transient(dc, cb, job.lora_bytes > 0)) d.transient["dequant_transient"] = dq;
 
   d.stream_layer_bytes = static_cast<std::uint64_t>(arch.largest_linear_params * cb);
+  d.stored_layer_bytes = dc.precision->bytes_for(static_cast<std::uint64_t>(arch.largest_linear_params));
+  d.prefetch_block_bytes = dc.precision->bytes_for(static_cast<std::uint64_t>(arch.block_prefetch_params));
   d.comfy_minimum_bytes = comfy_sampling_estimate(rj, job.batch);
   const double n = static_cast<double>(g.sequence_tokens);
   d.flops_per_pass = eff_batch * (2.0 * m.params * n + 4.0 * n * n * arch.hidden * blocks);
@@ -490,9 +508,22 @@ StageDemand vae_decode_demand(const ResolvedJob& rj, const DemandOptions& o) {
                       " frames per conv): activations do not grow with frames; the RGB clip on the GPU does");
   if (!video && images < job.batch)
     d.notes.push_back("ComfyUI decodes " + std::to_string(images) + " of " + std::to_string(job.batch) + " images per call");
-  const int fb_tile = static_cast<int>(runtime_constant(video ? "fallback_tile_px_video" : "fallback_tile_px_image"));
-  d.fallback.push_back(tiled_decode(rj, fb_tile, video ? output_frames_for(job, ts) : 1,
-                                    "ComfyUI's automatic retry after an OOM in the full decode"));
+  int fb_tile = static_cast<int>(runtime_constant(video ? "fallback_tile_px_video" : "fallback_tile_px_image"));
+  std::uint64_t fb_frames = video ? output_frames_for(job, ts) : 1;
+  std::string why = "ComfyUI's automatic retry after an OOM in the full decode";
+  if (video) {
+    const int s = vae_of(vae).spatial_stride();
+    const std::uint64_t lh = ceil_div(job.height, s), lw = ceil_div(job.width, s);
+    const RetryTile3d t = retry_tile_3d(latent_frames_for(job, ts), lh, lw, static_cast<std::uint64_t>(fb_tile / s),
+                                        comfy_decode_estimate(rj), o.card_total_bytes,
+                                        [&](std::uint64_t, std::uint64_t tile) {
+                                          return comfy_decode_estimate(rj, std::min(lh, tile), std::min(lw, tile));
+                                        });
+    fb_tile = static_cast<int>(t.tile * s);
+    fb_frames = std::min<std::uint64_t>(fb_frames, (t.tile_t - 1) * ts + 1);
+    why += " (tiles grown to ComfyUI's own estimate within " + format_bytes(t.budget) + ")";
+  }
+  d.fallback.push_back(tiled_decode(rj, fb_tile, fb_frames, why));
   return d;
 }
 

@@ -52,6 +52,8 @@ struct StageDemand {
   std::map<std::string, std::uint64_t> reserved;    // already reserved-level bytes (no overhead added)
   bool partial_loadable = false;        // ComfyUI can stream these weights per layer (lowvram)
   std::uint64_t stream_layer_bytes = 0; // one layer cast to the compute dtype while streaming
+  std::uint64_t stored_layer_bytes = 0; // the same layer as stored (what an offload stream copies in)
+  std::uint64_t prefetch_block_bytes = 0;  // the block prefetched whole under dynamic VRAM; 0 = none
   std::uint64_t comfy_minimum_bytes = 0;  // ComfyUI's own estimate it keeps free for inference
   double flops_per_pass = 0;            // work per forward, for the offload slowdown
   double passes = 1;                    // forward passes per step that stream the weights
@@ -67,6 +69,8 @@ struct DemandOptions {
   bool cfg_batched = false;   // cond and uncond in one batch (decided by the runtime policy)
   int vae_batch = 0;          // images decoded per VAE call; 0 = the whole batch
   std::uint64_t decode_budget_bytes = 0;  // for DecodeMode::Headroom; 0 = no limit
+  std::uint64_t card_total_bytes = 0;     // the card's total memory (the 3-D tiled retry's budget); 0 = unknown
+  bool lora_in_host = false;  // dynamic VRAM: LoRA patches stay in pinned host memory
 };
 
 // The prompt upsamplers of job.text_generations, one after another: weights, the prompt's pass and the
@@ -82,6 +86,8 @@ StageDemand vae_decode_demand(const ResolvedJob& job, const DemandOptions& optio
 std::uint64_t comfy_sampling_estimate(const ResolvedJob& job, int batch);
 // ComfyUI's own per-image VAE decode estimate (comfy/sd.py memory_used_decode).
 std::uint64_t comfy_decode_estimate(const ResolvedJob& job);
+// The same for a latent of lh x lw (one tile of a tiled decode).
+std::uint64_t comfy_decode_estimate(const ResolvedJob& job, std::uint64_t latent_h, std::uint64_t latent_w);
 
 // Compute-dtype bytes of the VAE for a precision ("fp32" VAE runs in fp32, else 16-bit).
 int vae_compute_bytes(const ResolvedComponent& vae);

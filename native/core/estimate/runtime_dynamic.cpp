@@ -40,10 +40,10 @@ Stage fit_stage_dynamic(const StageDemand& d, const PolicyContext& c) {
   const std::uint64_t weights = demand_weight_bytes(d);
   const std::uint64_t fixed = c.context_bytes + c.keep_free_bytes;
   const std::uint64_t activations = full.peak_bytes - fixed - weights;  // transients, overhead, reserved items
-  // Layers in flight while streaming: one per offload stream, cast to the compute dtype. A stage whose
-  // layer size the data does not give (a VAE) cannot be priced as streaming: all its weights count.
-  const std::uint64_t layer = static_cast<std::uint64_t>(d.stream_layer_bytes * (1.0 + c.allocator_overhead));
-  const std::uint64_t in_flight = layer ? std::min<std::uint64_t>(weights, layer * c.offload_streams) : weights;
+  // Weights in flight while streaming (in_flight_bytes). A stage whose layer size the data does not give
+  // (a VAE) cannot be priced as streaming: all its weights count.
+  const std::uint64_t layer = in_flight_bytes(d, c);
+  const std::uint64_t in_flight = layer ? std::min<std::uint64_t>(weights, layer) : weights;
   // What aimdo keeps free is not an out-of-memory line: only a weight page is refused for it (vbar_fault);
   // torch and cast-buffer allocations evict what they can and are then made anyway (comfy-aimdo 0.6.0,
   // set_simple_vram_headroom: "counted against it but never refused"). So it decides how many weights stay
@@ -78,7 +78,7 @@ Stage fit_stage_dynamic(const StageDemand& d, const PolicyContext& c) {
     for (const auto& kv : s.breakdown) s.peak_bytes += kv.second;
     s.peak_bytes = std::min(s.peak_bytes, V);  // the card fills to its edge and no further
     const std::uint64_t streamed = weights - resident;
-    const double transfer = streamed / c.pcie_bytes_per_s;
+    const double transfer = transfer_seconds(streamed, c);
     s.slowdown = full.slowdown * (1.0 + transfer / std::max(forward_seconds(d, c), 1e-9));
     s.notes.push_back("dynamic VRAM: " + format_bytes(resident) + " of " + format_bytes(weights) +
                       " weights stay resident, " + format_bytes(streamed) + " are copied in per forward pass, about " +

@@ -61,7 +61,7 @@ Stage resident_stage(const StageDemand& d, const PolicyContext& c) {
   s.notes = d.notes;
   s.slowdown = d.slowdown;
   if (d.streamed_bytes) {
-    const double transfer = d.streamed_bytes / c.pcie_bytes_per_s;
+    const double transfer = transfer_seconds(d.streamed_bytes, c);
     s.slowdown *= 1.0 + transfer / std::max(forward_seconds(d, c), 1e-9);
   }
   s.full_load_bytes = s.peak_bytes;
@@ -102,6 +102,9 @@ PolicyContext policy_context(const Runtime& rt) {
   }
   c.allocator_overhead = runtime_constant("allocator_overhead_fraction");
   c.allow_lowvram = rt.allow_lowvram;
+  if (rt.ram_bytes || !rt.pinned_memory)
+    c.pinned_limit_bytes = pinned_limit_bytes(rt.ram_bytes, rt.swap_bytes, rt.windows, rt.pinned_memory);
+  c.offload_streams = rt.offload_streams >= 0 ? rt.offload_streams : static_cast<int>(runtime_constant("offload_streams"));
   c.pcie_bytes_per_s = rt.pcie_bytes_per_s > 0 ? rt.pcie_bytes_per_s : runtime_constant("pcie_bytes_per_s");
   c.flops_per_s = rt.flops_per_s > 0 ? rt.flops_per_s : runtime_constant("gpu_flops_per_s");
   if (rt.loader == Runtime::Loader::Dynamic) {
@@ -110,17 +113,42 @@ PolicyContext policy_context(const Runtime& rt) {
     // legacy EXTRA_RESERVED_VRAM default does not apply: --reserve-vram only when given.
     c.dynamic = true;
     c.reserve_bytes = 0;
-    c.keep_free_bytes = std::max<std::uint64_t>(static_cast<std::uint64_t>(runtime_constant("aimdo_headroom_bytes")),
-                                                rt.reserve_bytes) +
+    // On Windows aimdo polls the WDDM budget with a 512 MiB headroom instead (src-win/shmem-detect.c).
+    const char* headroom = rt.windows ? "aimdo_headroom_bytes_windows" : "aimdo_headroom_bytes";
+    c.keep_free_bytes = std::max<std::uint64_t>(static_cast<std::uint64_t>(runtime_constant(headroom)), rt.reserve_bytes) +
                         rt.vram_headroom_bytes;
-    c.offload_streams = static_cast<int>(runtime_constant("offload_streams"));
   }
   return c;
+}
+
+std::uint64_t pinned_limit_bytes(std::uint64_t ram, std::uint64_t swap, bool windows, bool pinned_memory) {
+  if (!pinned_memory) return 0;
+  const double r = static_cast<double>(ram);
+  if (windows) return static_cast<std::uint64_t>(0.4 * r);
+  const double g4 = 4.0 * GiB, g16 = 16.0 * GiB;
+  const double capped = std::min({0.9 * r, r - g4, r + static_cast<double>(swap) - g16});
+  return static_cast<std::uint64_t>(std::max(0.4 * r, capped));
+}
+
+double transfer_seconds(std::uint64_t streamed, const PolicyContext& c) {
+  const std::uint64_t pinned = std::min(streamed, c.pinned_limit_bytes);
+  const double pageable_rate = c.pcie_bytes_per_s * runtime_constant("pageable_copy_fraction");
+  return static_cast<double>(pinned) / c.pcie_bytes_per_s + static_cast<double>(streamed - pinned) / pageable_rate;
 }
 
 std::uint64_t runtime_total_bytes(const Runtime& rt) {
   if (rt.vram_bytes || !rt.free_bytes) return rt.vram_bytes;
   return rt.free_bytes + static_cast<std::uint64_t>(runtime_constant("cuda_context_bytes"));
+}
+
+std::uint64_t in_flight_bytes(const StageDemand& d, const PolicyContext& c) {
+  const std::uint64_t layer = d.stored_layer_bytes ? d.stored_layer_bytes : d.stream_layer_bytes;
+  if (!c.dynamic) return layer * (1 + static_cast<std::uint64_t>(c.offload_streams));
+  // make_prefetch_queue returns no queue when NUM_STREAMS is 0: the model then streams layer by layer.
+  // The next block is faulted in whole while the current one runs; before the first block that is the
+  // largest layer outside the blocks (an LLM's token embedding), whichever is larger.
+  if (d.prefetch_block_bytes && c.offload_streams > 0) return d.prefetch_block_bytes + std::max(d.prefetch_block_bytes, layer);
+  return layer * static_cast<std::uint64_t>(std::max(1, c.offload_streams));
 }
 
 double forward_seconds(const StageDemand& d) { return d.flops_per_pass / runtime_constant("gpu_flops_per_s"); }
@@ -157,9 +185,10 @@ Stage fit_stage_legacy(const StageDemand& d, const PolicyContext& c) {
   const std::uint64_t fixed = c.context_bytes + c.reserve_bytes;
   const std::uint64_t transient = full.peak_bytes - fixed - weights;  // incl. overhead and reserved items
 
-  // Smallest need when ComfyUI streams all it can (128 MiB of weights resident + one cast layer).
+  // Smallest need when ComfyUI streams all it can: min_lowvram_weights_bytes resident (no floor since
+  // lowvram_model_memory = max(0, ...)) and the offload buffer.
   const std::uint64_t min_resident = static_cast<std::uint64_t>(runtime_constant("min_lowvram_weights_bytes"));
-  const std::uint64_t layer = static_cast<std::uint64_t>(d.stream_layer_bytes * (1.0 + c.allocator_overhead));
+  const std::uint64_t layer = in_flight_bytes(d, c);
   if (d.partial_loadable && c.allow_lowvram && weights > min_resident)
     full.min_bytes = fixed + min_resident + transient + layer;
   std::optional<Stage> fallback;  // priced once: used for min_bytes and, when the full stage fails, as the stage
@@ -198,7 +227,7 @@ Stage fit_stage_legacy(const StageDemand& d, const PolicyContext& c) {
     s.peak_bytes = 0;
     for (const auto& kv : s.breakdown) s.peak_bytes += kv.second;
     const std::uint64_t streamed = weights - resident;
-    const double transfer = streamed / c.pcie_bytes_per_s;
+    const double transfer = transfer_seconds(streamed, c);
     s.slowdown = full.slowdown * (1.0 + transfer / std::max(forward_seconds(d, c), 1e-9));
     if (s.peak_bytes > V) {
       s.mode = spelling(Verdict::DoesNotFit);

@@ -14,7 +14,12 @@ using nlohmann::json;
 
 namespace {
 
-json run(json request) { return api::estimate(request); }
+// The policy cases here are the legacy loader's (partial loading, ComfyUI's reserve); the API's default
+// is dynamic VRAM, whose cases are in test_runtime_dynamic.cpp and test_runtime_upstream.cpp.
+json run(json request) {
+  if (!request.contains("runtime")) request["runtime"] = "legacy";
+  return api::estimate(request);
+}
 
 const json& stage(const json& r, const std::string& name) {
   for (const auto& s : r["stages"])

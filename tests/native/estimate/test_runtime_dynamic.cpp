@@ -1,8 +1,10 @@
 // The two loaders of ComfyUI on one stage and on whole runs. The stage figures are computed by hand
 // from the rules in runtime_dynamic.cpp and their sources: aimdo keeps max(256 MiB, --reserve-vram)
-// + --vram-headroom free (comfy-aimdo control.c), two offload streams hold one cast layer each
-// (ComfyUI --async-offload), and what does not stay resident is copied in every forward pass.
+// + --vram-headroom free (comfy-aimdo control.c), two offload streams hold one stored layer each
+// (ComfyUI --async-offload, in_flight_bytes), and what does not stay resident is copied in every
+// forward pass.
 #include "catch.hpp"
+#include "support/stages.hpp"
 #include "core/api/api.hpp"
 #include "core/base/units.hpp"
 #include "core/catalog/catalog.hpp"
@@ -17,17 +19,8 @@ namespace {
 
 constexpr std::uint64_t MiB_ = 1024ull * 1024;
 
-StageDemand sampling_demand() {
-  StageDemand d;
-  d.name = "sample";
-  d.weights = {{"dit", 10 * GiB}};
-  d.transient = {{"activations", 1 * GiB}};
-  d.partial_loadable = true;
-  d.stream_layer_bytes = 100 * MiB_;
-  d.flops_per_pass = 1e14;
-  d.passes = 1;
-  return d;
-}
+StageDemand sampling_demand() { return support::sampling_demand(100 * MiB_); }
+using support::stage_named;
 
 Runtime dynamic_card(std::uint64_t vram) {
   Runtime rt;
@@ -37,13 +30,6 @@ Runtime dynamic_card(std::uint64_t vram) {
   rt.pcie_bytes_per_s = 2e10;
   rt.flops_per_s = 1e14;  // one forward pass of 1e14 FLOPs takes 1 s
   return rt;
-}
-
-const Stage& stage_named(const Estimate& e, const std::string& name) {
-  for (const auto& s : e.stages)
-    if (s.name == name) return s;
-  FAIL("no stage " << name);
-  return e.stages.front();
 }
 
 Job flux_job(const std::string& precision, int size) {
@@ -68,7 +54,7 @@ TEST_CASE("dynamic VRAM: a stage whose weights do not fit streams them", "[runti
   const PolicyContext c = policy_context(dynamic_card(8 * GiB));
   const std::uint64_t context = c.context_bytes;                  // 450 MiB from models.json
   const double activations = 1.2 * GiB;                           // 1 GiB + 20% allocator overhead
-  const double in_flight = 2 * 100 * MiB_ * 1.2;                  // two cast layers
+  const double in_flight = 2 * 100 * MiB_;                        // one stored layer per offload stream
   const double keep = 768.0 * MiB_;
   const Stage s = fit_stage(sampling_demand(), c);
   REQUIRE(s.mode == "streams");
@@ -105,8 +91,8 @@ TEST_CASE("dynamic VRAM: everything resident when it fits, out of memory only fo
 // vbars_free(budget_deficit(size)) and are then made anyway (pyt-cu-plug-alloc-async.c, vrambuf.c).
 // So the kept-free room moves the fits/streams boundary and the resident share, never the OOM line.
 TEST_CASE("dynamic VRAM: what aimdo keeps free decides residency, not out of memory", "[runtime][dynamic]") {
-  const double context = 450.0 * MiB_, activations = 1.2 * GiB, in_flight = 2 * 100 * MiB_ * 1.2;
-  const double required = context + activations + in_flight;  // 1.87 GiB
+  const double context = 450.0 * MiB_, activations = 1.2 * GiB, in_flight = 2 * 100 * MiB_;
+  const double required = context + activations + in_flight;  // 1.84 GiB
   for (std::uint64_t reserve : {std::uint64_t{0}, 2 * GiB}) {
     Runtime rt = dynamic_card(8 * GiB);
     rt.reserve_bytes = reserve;  // --reserve-vram 2: aimdo keeps 2 GiB + --vram-headroom free
@@ -159,7 +145,7 @@ TEST_CASE("the legacy loader runs out when ComfyUI's own estimate is below the r
           "[runtime][legacy]") {
   // ComfyUI keeps max(0.8 GiB, its estimate) + reserve free and fills the rest with weights; with an
   // estimate of 0 that is 8 - 0.44 (context) - 0.8 - 0.39 (reserve) GiB of weights, which leaves less
-  // than the 1.2 GiB of activations and the 120 MiB cast layer.
+  // than the 1.2 GiB of activations and the offload buffer (the module and the next two, 300 MiB).
   Runtime rt = dynamic_card(8 * GiB);
   rt.loader = Runtime::Loader::Legacy;
   const PolicyContext c = policy_context(rt);

@@ -94,7 +94,7 @@ TEST_CASE("estimate: free_bytes is the usable memory, without a second CUDA cont
   REQUIRE(ctx > 0);
   // Flux dev fits a 4090 with every model resident, so no partial loading muddies the comparison.
   const std::uint64_t card = resolve_gpu("4090").memory_bytes;
-  json base = {{"model", "flux1-dev"}, {"vram_bytes", card}};
+  json base = {{"model", "flux1-dev"}, {"vram_bytes", card}, {"runtime", "legacy"}};  // ComfyUI's reserve
   json as_total = api::estimate(base);
   REQUIRE(as_total["stages"][0]["mode"] == "full");
 
@@ -116,7 +116,7 @@ TEST_CASE("estimate: free_bytes is the usable memory, without a second CUDA cont
 
   // Passing free memory as vram_bytes (the old node behaviour) counts the context a second time
   // inside an amount that already excludes it: here Flux no longer loads fully.
-  json double_counted = api::estimate({{"model", "flux1-dev"}, {"vram_bytes", card - ctx}});
+  json double_counted = api::estimate({{"model", "flux1-dev"}, {"vram_bytes", card - ctx}, {"runtime", "legacy"}});
   CHECK(double_counted["stages"][0]["breakdown"]["cuda_context"] == ctx);
   int compared = 0;
   for (std::size_t i = 0; i < as_free["stages"].size(); ++i)
@@ -132,7 +132,7 @@ TEST_CASE("estimate: free_bytes is the usable memory, without a second CUDA cont
         static_cast<std::uint64_t>(runtime_constant("comfy_reserve_bytes_linux")));
 
   // free_bytes alone is enough for a verdict.
-  json alone = api::estimate({{"model", "flux1-dev"}, {"free_bytes", card - ctx}});
+  json alone = api::estimate({{"model", "flux1-dev"}, {"free_bytes", card - ctx}, {"runtime", "legacy"}});
   CHECK(alone["verdict"] == as_free["verdict"]);
   CHECK(alone["peak_bytes"] == as_free["peak_bytes"]);
 
