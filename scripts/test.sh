@@ -22,6 +22,8 @@ echo "== native tests (ctest)"
 ctest --test-dir "$BUILD" --output-on-failure
 echo "== Windows build of the core (MinGW), its tests under Wine"
 bash scripts/test_windows.sh
+echo "== Windows build of the core with PyPI's zig (as install.py builds it without a compiler), its tests under Wine"
+HEADROOM_WINDOWS_TOOLCHAIN=zig HEADROOM_PYTHON="$PY" bash scripts/test_windows.sh
 echo "== macOS build of the core (zig, cross-compiled; checked, not run)"
 # The library and the CLI for Apple silicon: a cold build of both CPUs with the tests takes 14 minutes on
 # two cores, so the full set (scripts/test_macos.sh alone) is run by hand before a release.
