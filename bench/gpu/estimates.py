@@ -16,6 +16,9 @@ def estimate(hc, **req):
     """The whole estimate (dict), or {'error': message}."""
     if hc is None:
         return {"error": "the core library headroom_core is not loadable"}
+    # The bench runs torch directly with every weight on the card, which is ComfyUI's legacy loader
+    # (whole models loaded), not dynamic VRAM, the core's default since issue 20.
+    req.setdefault("runtime", "legacy")
     try:
         return json.loads(hc.estimate(json.dumps(req)))
     except Exception as e:  # noqa: BLE001 - the core's InputError arrives as an exception with the message
