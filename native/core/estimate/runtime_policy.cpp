@@ -31,9 +31,11 @@ std::uint64_t demand_weight_bytes(const StageDemand& d) {
 }
 
 std::string ratio_text(double x) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f", x);
-  return buf;
+  // Sized by snprintf itself: a huge ratio is written whole, never cut at a buffer's end.
+  const int n = std::snprintf(nullptr, 0, "%.1f", x);
+  std::string out(n > 0 ? static_cast<std::size_t>(n) : 0, '\0');
+  if (n > 0) std::snprintf(out.data(), out.size() + 1, "%.1f", x);
+  return out;
 }
 
 Stage tiled_retry(Stage s, const Stage& untiled, const std::string& stage_name, std::uint64_t vram) {

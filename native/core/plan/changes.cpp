@@ -3,7 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
+#include <iomanip>
+#include <sstream>
 
 #include "core/base/data_files.hpp"
 #include "core/base/error.hpp"
@@ -152,10 +153,10 @@ std::optional<ChangeOutcome> resolution(const ChangeContext& c) {
   }
   auto r = first_fitting(candidates, c.runtime);
   if (!r) return std::nullopt;
-  char buf[160];
-  std::snprintf(buf, sizeof buf, "render at %dx%d instead of %dx%d, then upscale x%.2f", r->job.width, r->job.height,
-                c.job.width, c.job.height, static_cast<double>(c.job.width) / r->job.width);
-  return ChangeOutcome{std::move(*r), buf};
+  std::ostringstream text;
+  text << "render at " << r->job.width << "x" << r->job.height << " instead of " << c.job.width << "x" << c.job.height
+       << ", then upscale x" << std::fixed << std::setprecision(2) << static_cast<double>(c.job.width) / r->job.width;
+  return ChangeOutcome{std::move(*r), text.str()};
 }
 
 }  // namespace
