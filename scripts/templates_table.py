@@ -83,7 +83,8 @@ def plan(binary, path, vram_gib):
         answer = json.loads(p.stdout) if p.stdout.strip() else None
     except json.JSONDecodeError:
         answer = None
-    return p.returncode, answer, p.stderr.strip()
+    # The table must not depend on where the checkout lies (CI clones elsewhere): the file's folder is cut.
+    return p.returncode, answer, p.stderr.strip().replace(str(path), path.name)
 
 
 def _component(c):
