@@ -2,27 +2,11 @@
 transformer per release, the Qwen2.5-VL-7B encoder, the Qwen-Image VAE as Wan 2.1), their recorded shape and
 their edit reference images; a near family whose transformer differs (Qwen-Image 2.1, Layered) stays
 unknown, never taken for a Qwen-Image release."""
-import importlib.util
-import json
-import subprocess
-
 import pytest
 
-from conftest import REPO
+from family_templates import SKIP, plan as _plan
 
-_spec = importlib.util.spec_from_file_location("templates_table", REPO / "scripts" / "templates_table.py")
-table = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(table)
-FOLDER = table.templates_dir()
-BINARY = table.headroom_binary()
-pytestmark = [pytest.mark.skipif(FOLDER is None, reason=f"{table.DISTRIBUTION} is not installed"),
-              pytest.mark.skipif(not BINARY.is_file(), reason=f"{BINARY} is not built")]
-
-
-def _plan(name, vram=24):
-    p = subprocess.run([str(BINARY), "plan", str(FOLDER / f"{name}.json"), "--vram", str(vram), "--json"],
-                       capture_output=True, text=True, timeout=120)
-    return json.loads(p.stdout)
+pytestmark = SKIP
 
 
 @pytest.mark.parametrize("template, model, precision, width, height, refs", [

@@ -1,28 +1,11 @@
 """Issue 26, Z-Image: the official Z-Image and Z-Image Turbo templates (bf16 and int8_convrot) are read with
 their own transformer, Qwen3-4B and the FLUX.1 VAE at their recorded size; another Lumina-2-architecture
-model (NetaYume Lumina, NewBie) is not taken for Z-Image, and a Z-Image Fun ControlNet patch file is not
-taken for the transformer."""
-import importlib.util
-import json
-import subprocess
-
+model (NetaYume Lumina, NewBie) is not taken for Z-Image."""
 import pytest
 
-from conftest import REPO
+from family_templates import SKIP, plan as _plan
 
-_spec = importlib.util.spec_from_file_location("templates_table", REPO / "scripts" / "templates_table.py")
-table = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(table)
-FOLDER = table.templates_dir()
-BINARY = table.headroom_binary()
-pytestmark = [pytest.mark.skipif(FOLDER is None, reason=f"{table.DISTRIBUTION} is not installed"),
-              pytest.mark.skipif(not BINARY.is_file(), reason=f"{BINARY} is not built")]
-
-
-def _plan(name, vram=24):
-    p = subprocess.run([str(BINARY), "plan", str(FOLDER / f"{name}.json"), "--vram", str(vram), "--json"],
-                       capture_output=True, text=True, timeout=120)
-    return json.loads(p.stdout)
+pytestmark = SKIP
 
 
 @pytest.mark.parametrize("template, model, precision", [
