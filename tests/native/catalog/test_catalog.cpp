@@ -56,7 +56,12 @@ TEST_CASE("every canonical name of issue #2 is in the catalog with its role", "[
       {"krea2-raw", Role::DiffusionModel},       {"wan-animate-2-14b", Role::DiffusionModel},
       {"wan2.1-scail-2-14b", Role::DiffusionModel}, {"wan2.2-dancer-14b", Role::DiffusionModel},
       {"humo-17b", Role::DiffusionModel},        {"chrono-edit-14b", Role::DiffusionModel},
-      {"wan-move-14b", Role::DiffusionModel},    {"bernini-r-a14b", Role::DiffusionModel}};
+      {"wan-move-14b", Role::DiffusionModel},    {"bernini-r-a14b", Role::DiffusionModel},
+      {"qwen-image", Role::DiffusionModel},      {"qwen-image-2512", Role::DiffusionModel},
+      {"qwen-image-edit", Role::DiffusionModel}, {"qwen-image-edit-2509", Role::DiffusionModel},
+      {"qwen-image-edit-2511", Role::DiffusionModel}, {"qwen2.5-vl-7b", Role::TextEncoder},
+      {"z-image-turbo", Role::DiffusionModel},   {"z-image", Role::DiffusionModel},
+      {"chroma1-hd", Role::DiffusionModel}};
   for (const auto& [name, role] : names) {
     const ModelInfo& m = resolve_model(name);
     CHECK(m.name == name);
@@ -220,7 +225,7 @@ TEST_CASE("precisions a role cannot use are refused", "[catalog]") {
 
 TEST_CASE("api::catalog lists models, precisions and GPUs", "[catalog]") {
   auto c = api::catalog();
-  CHECK(c["models"].size() == 45);
+  CHECK(c["models"].size() == 54);
   CHECK(c["precisions"].size() >= 16);
   CHECK(c["gpus"].size() >= 10);
   bool found = false;
