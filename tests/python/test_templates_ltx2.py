@@ -40,19 +40,28 @@ def test_an_ltx2_template_runs_its_own_models_and_shape(name, model, frames):
     assert [t["model"] for t in job["text_encoders"]] == ["gemma3-12b"]
     assert job["text_encoders"][0]["precision"] == "nvfp4"  # gemma_3_12B_it_fp4_mixed
     assert job["vae"]["model"] == "ltx2-vae"
-    assert (job["width"], job["height"], job["frames"]) == (768, 512, frames)
+    # EmptyLTXVLatentVideo 768x512, then LTXVLatentUpsampler (x2): the second sampler runs at 1536x1024.
+    assert (job["width"], job["height"], job["frames"]) == (1536, 1024, frames)
     stages = [s["name"] for s in p["stages"]]
     assert {"text_encode", "sample", "vae_decode"} <= set(stages)
-    # The audio stage and the second (upscaled) sampler are not estimated yet, and the plan says so.
+    # The audio stage is not estimated yet, and the plan says so; the upsampler's size is.
     notes = " ".join(job["notes"])
-    assert "audio" in notes and "upsampler" in notes
+    assert "audio" in notes
+    assert "latent upsampler enlarges the 768x512 latent" in notes
 
 
 def test_ltx2_sample_tokens_follow_the_32x_8x_latent():
-    # 768x512x97 -> 13 latent frames of 24 x 16 with patch 1: 4992 tokens (comfy LTXV latent [B,128,13,16,24]).
+    # 1536x1024x97 -> 13 latent frames of 48 x 32 with patch 1: 19968 tokens (comfy LTXV latent [B,128,13,32,48]).
     rc, p = plan("video_ltx2_3_t2v.json")
     sample = next(s for s in p["stages"] if s["name"] == "sample")
-    assert any("4992 tokens" in n for n in sample["notes"])
+    assert any("19968 tokens" in n for n in sample["notes"])
+
+
+def test_a_single_stage_ltx2_template_keeps_its_latent_size():
+    # The IC-LoRA template samples once, with no latent upsampler: its EmptyLTXVLatentVideo size stands.
+    rc, p = plan("video_ltx2_3_ic_lora.json")
+    assert p["job"]["diffusion"]["model"] == "ltx2.3-22b"
+    assert not any("latent upsampler" in n for n in p["job"]["notes"])
 
 
 @pytest.mark.parametrize("name", ["ltxv_text_to_video.json", "video_ltx2_5_t2v.json"])
