@@ -70,3 +70,15 @@ def test_other_lightricks_lines_are_not_taken_for_ltx2(name):
     job = p["job"] if isinstance(p, dict) else {}
     model = (job.get("diffusion") or {}).get("model", "")
     assert not model.startswith("ltx2"), model
+
+
+@pytest.mark.parametrize("bad", ["two", 1, 0.5, 100])
+def test_a_bad_latent_scale_is_refused_naming_the_field(tmp_path, bad):
+    nodes = json.loads((REPO / "native" / "data" / "comfy_nodes.json").read_text())
+    nodes["nodes"]["LTXVLatentUpsampler"]["latent_scale"] = bad
+    (tmp_path / "comfy_nodes.json").write_text(json.dumps(nodes))
+    out = subprocess.run([str(BINARY), "plan", str(FOLDER / "video_ltx2_3_t2v.json"), "--vram", "24"],
+                         capture_output=True, text=True, env={**__import__("os").environ, "HEADROOM_DATA_DIR": str(tmp_path)})
+    assert out.returncode == 2, out.stdout + out.stderr
+    message = out.stdout + out.stderr
+    assert "LTXVLatentUpsampler" in message and "latent_scale" in message and "expected a factor above 1" in message
