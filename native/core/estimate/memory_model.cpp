@@ -503,7 +503,10 @@ StageDemand vae_decode_demand(const ResolvedJob& rj, const DemandOptions& o) {
   DecodeCost c = decode_cost(rj, job.height, job.width, frames, images);
   d.transient["activations"] = c.activations;
   if (c.output) d.transient["output_buffers"] = c.output;
-  if (video)
+  if (video && !vae_of(vae).decode.causal_per_latent_frame)
+    d.notes.push_back("ComfyUI decodes this video VAE in temporal chunks: activations are sized per output frame area, "
+                      "not per clip");
+  else if (video)
     d.notes.push_back("causal decode one latent frame at a time (cache of " + std::to_string(vae_of(vae).cache_frames) +
                       " frames per conv): activations do not grow with frames; the RGB clip on the GPU does");
   if (!video && images < job.batch)

@@ -56,7 +56,7 @@ ComfyNode read_node(const std::string& type, const json& j, const Reader& r, con
   r.known(j, {"source", "widgets", "loads", "latent", "note", "latent_from_image", "reference_image", "cfg",
               "cfg_at_least", "decode", "tile_widget", "mode_widget", "output", "neutral", "virtual",
               "value_outputs", "size_from_image", "switch", "run_note", "generates", "stage", "image_input",
-              "image_through", "image_size", "image_size_unknown"});
+              "image_through", "image_size", "image_size_unknown", "latent_scale"});
   ComfyNode n;
   n.type = type;
   n.source = r.text(j, "source");
@@ -106,6 +106,11 @@ ComfyNode read_node(const std::string& type, const json& j, const Reader& r, con
     n.on_false = sr.text(*it, "on_false", true);
   }
   n.run_note = r.text(j, "run_note");
+  if (auto it = j.find("latent_scale"); it != j.end()) {
+    if (!it->is_number() || it->get<double>() <= 1.0 || it->get<double>() > 8.0)
+      r.fail("latent_scale", "expected a factor above 1 and at most 8 by which the node enlarges the latent, got " + it->dump());
+    n.latent_scale = it->get<double>();
+  }
   if (auto it = j.find("generates"); it != j.end()) {
     if (!it->is_object()) r.fail("generates", "expected {input, max_tokens}");
     Reader gr{r.file, r.where + ".generates"};

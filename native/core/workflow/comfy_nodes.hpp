@@ -64,6 +64,7 @@ struct ComfyNode {
   // ComfySwitchNode: only the input the switch widget selects runs.
   std::string switch_widget, on_true, on_false;
   std::string run_note;  // reported when the node runs (what Headroom does not count)
+  double latent_scale = 0;  // > 1: the node enlarges the latent's sides by this factor (LTX's latent upsampler)
   // A node that runs a loaded text encoder as a language model (TextGenerate): the input carrying the
   // encoder and the widget giving how many tokens it may write.
   std::string generator_input, new_tokens_widget;

@@ -156,6 +156,7 @@ class Analyser {
   std::vector<Component> checkpoint_text_encoders_;
   std::optional<Component> checkpoint_vae_;
   int latent_nodes_ = 0;
+  double latent_scale_ = 1.0;  // the largest latent upsampler that runs
   long long best_pixels_ = -1;
   bool image_sized_latent_ = false;  // the latent follows an input image (inpaint, Kontext, img2img)
   std::optional<UnknownNode> image_unknown_;  // the first such image whose size the workflow does not give
@@ -582,6 +583,8 @@ class Analyser {
       if (reference_sources_.insert(source).second) ++info_.job.reference_images;
       return;
     }
+    // A latent upsampler does not set the size: a second sampler runs on its larger latent, which sets the peak.
+    if (info->latent_scale > 1.0) latent_scale_ = std::max(latent_scale_, info->latent_scale);
     if (!info->generator_input.empty()) return generation(n, *info);
     if (!info->run_note.empty()) notes().push_back(n.type + " #" + n.id + ": " + info->run_note);
     if (info->neutral || info->is_virtual || !info->value_outputs.empty() || info->size_from_image ||
@@ -627,6 +630,14 @@ class Analyser {
 
     if (latent_nodes_ > 1) notes().push_back(std::to_string(latent_nodes_) + " latent nodes run; the largest sets the size");
     size_from_image_latent();
+    if (info_.size_known && latent_scale_ > 1.0) {
+      const int w = static_cast<int>(std::lround(job.width * latent_scale_)), h = static_cast<int>(std::lround(job.height * latent_scale_));
+      notes().push_back("a latent upsampler enlarges the " + std::to_string(job.width) + "x" + std::to_string(job.height) +
+                        " latent " + json_preview(latent_scale_, 8) + "x and a second sampler runs on it: sized at " +
+                        std::to_string(w) + "x" + std::to_string(h));
+      job.width = w;
+      job.height = h;
+    }
     if (!info_.size_known && !image_sized_latent_ && latent_nodes_ == 0) info_.size_from_unknown = unknown_latent_source();
     if (!info_.size_known && image_unknown_) info_.size_from_unknown = image_unknown_;
     if (info_.size_from_unknown) {

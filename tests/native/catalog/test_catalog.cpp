@@ -61,7 +61,10 @@ TEST_CASE("every canonical name of issue #2 is in the catalog with its role", "[
       {"qwen-image-edit", Role::DiffusionModel}, {"qwen-image-edit-2509", Role::DiffusionModel},
       {"qwen-image-edit-2511", Role::DiffusionModel}, {"qwen2.5-vl-7b", Role::TextEncoder},
       {"z-image-turbo", Role::DiffusionModel},   {"z-image", Role::DiffusionModel},
-      {"chroma1-hd", Role::DiffusionModel}};
+      {"chroma1-hd", Role::DiffusionModel},
+      // Issue 26 part B: the LTX-2 / LTX-2.3 audio-video models, their Gemma 3 encoder and video VAE.
+      {"ltx2-19b", Role::DiffusionModel},        {"ltx2.3-22b", Role::DiffusionModel},
+      {"gemma3-12b", Role::TextEncoder},         {"ltx2-vae", Role::Vae}};
   for (const auto& [name, role] : names) {
     const ModelInfo& m = resolve_model(name);
     CHECK(m.name == name);
@@ -225,7 +228,7 @@ TEST_CASE("precisions a role cannot use are refused", "[catalog]") {
 
 TEST_CASE("api::catalog lists models, precisions and GPUs", "[catalog]") {
   auto c = api::catalog();
-  CHECK(c["models"].size() == 54);
+  CHECK(c["models"].size() == 58);
   CHECK(c["precisions"].size() >= 16);
   CHECK(c["gpus"].size() >= 10);
   bool found = false;
