@@ -29,6 +29,7 @@ const CSS = `
 .headroom-preset-costs{font-size:11px;opacity:.7;overflow-wrap:anywhere}
 .headroom-preset button,.headroom-undo{cursor:pointer}
 .headroom-error{color:#ff7b7b;white-space:pre-wrap}
+.headroom-trust{font-size:11px;opacity:.9}.headroom-trust .unknown,.headroom-trust-unknown{color:#e6c15a}
 `;
 
 export function ensureStyle(doc = document) {
@@ -153,7 +154,33 @@ export function renderStages(estimate, cardBytes, verdicts = []) {
   const loader = loaderText(estimate.runtime);
   if (loader) wrap.appendChild(el("div", "headroom-loader", `for ${loader}`));
   if (estimate.advice) wrap.appendChild(el("div", "headroom-advice", `Advice: ${estimate.advice}`));
+  wrap.appendChild(renderTrust(estimate));
   return wrap;
+}
+
+// What the figures rest on, in the core's words: which file each loader names and the model and
+// precision taken for it, the nodes not counted, the core's notes (where a size came from a file name,
+// what was left out), and the smallest card that runs the workflow unchanged.
+export function renderTrust(estimate) {
+  const box = el("details", "headroom-trust");
+  box.appendChild(el("summary", "", "What these figures rest on"));
+  for (const l of estimate?.workflow?.loaders ?? []) {
+    const line = el("div", "headroom-trust-model",
+      `${l.type ?? "loader"}: ${l.file ?? "?"} → ${l.model || "unknown model"}${l.precision ? `, ${l.precision}` : ""}`);
+    if (!l.model) line.classList.add("unknown");
+    box.appendChild(line);
+  }
+  const unknown = estimate?.unknown_nodes ?? [];
+  if (unknown.length) {
+    box.appendChild(el("div", "headroom-trust-unknown",
+      `Not counted: ${unknown.slice(0, 8).map((n) => `${n.type} #${n.id}`).join(", ")}${unknown.length > 8 ? ` and ${unknown.length - 8} more` : ""}`));
+  }
+  for (const note of estimate?.notes ?? []) box.appendChild(el("div", "headroom-trust-note", note));
+  const small = estimate?.smallest_gpu;
+  if (small?.name) box.appendChild(el("div", "headroom-trust-card", `Smallest card that runs it unchanged: ${small.name}`));
+  // Anything that is not counted opens the box: the user should see it without asking.
+  if (unknown.length || (estimate?.workflow?.loaders ?? []).some((l) => !l.model)) box.open = true;
+  return box;
 }
 
 export { speedText };

@@ -470,3 +470,23 @@ def test_queue_time_toasts_name_the_loader_and_a_streaming_run_is_reported_whate
     assert toasts[0]["detail"] == "peak 14.0 GiB in sample of 12.0 GiB: sample streams weights, about 2.4x slower."
     assert toasts[1]["severity"] == "error" and toasts[1]["summary"] == "Headroom blocked the run"
     assert "(runs out of host RAM: the weights need 40.0 GiB of 32.0 GiB) (legacy loader)" in toasts[1]["detail"]
+
+
+def test_the_panel_says_what_its_figures_rest_on(open_panel):
+    """Issue 23 #4: the server's notes, unknown nodes, loaders and smallest card reach the panel."""
+    page, _ = open_panel("/templates/flux_schnell.json")
+    out = page.evaluate("""async () => {
+      const { renderTrust } = await import("/extensions/headroom/headroom_panel.js");
+      const e = renderTrust({ notes: ["'a.safetensors' taken for flux1-dev from its file name"],
+        unknown_nodes: [{ id: "12", type: "SomeCustomNode" }],
+        smallest_gpu: { name: "RTX 4090 24GB" },
+        workflow: { loaders: [{ type: "UNETLoader", file: "a.safetensors", model: "flux1-dev", precision: "bf16" },
+                              { type: "CLIPLoader", file: "b.safetensors", model: null }] } });
+      return { text: e.textContent, open: e.open, unknown: e.querySelectorAll(".unknown").length };
+    }""")
+    assert "UNETLoader: a.safetensors → flux1-dev, bf16" in out["text"]
+    assert "CLIPLoader: b.safetensors → unknown model" in out["text"]
+    assert "Not counted: SomeCustomNode #12" in out["text"]
+    assert "taken for flux1-dev from its file name" in out["text"]
+    assert "Smallest card that runs it unchanged: RTX 4090 24GB" in out["text"]
+    assert out["open"] and out["unknown"] == 1
