@@ -48,6 +48,11 @@ export function createHeadroomExtension(app, api) {
     if (ext.panel && ext.host === el && el.contains(ext.panel.element)) return;
     ensureStyle(el.ownerDocument);
     ext.panel = createPanel({ app, client, getBudget,
+      // Checked by the server first (400 with the reason), so a refused budget never becomes the setting.
+      setBudget: async (value) => {
+        await client.settings({ budget: value });
+        await writeSetting(app, SETTING_IDS.budget, value);
+      },
       setCalibration: (on) => writeSetting(app, SETTING_IDS.calibration, on).then(() => pushSettings({ calibration: on })) });
     ext.host = el;
     el.replaceChildren(ext.panel.element);

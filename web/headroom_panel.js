@@ -29,6 +29,7 @@ const CSS = `
 .headroom-preset-costs{font-size:11px;opacity:.7;overflow-wrap:anywhere}
 .headroom-preset button,.headroom-undo{cursor:pointer}
 .headroom-error{color:#ff7b7b;white-space:pre-wrap}
+.headroom-budget-error{color:#ff7b7b;font-size:11px}.headroom-budget-input{width:60%}
 .headroom-trust{font-size:11px;opacity:.9}.headroom-trust .unknown,.headroom-trust-unknown{color:#e6c15a}
 `;
 
@@ -226,7 +227,7 @@ export function presetSummary(preview, verdicts = []) {
   return { changes, effect, better, costs };
 }
 
-export function createPanel({ app, client, getBudget = () => "auto", setCalibration = async () => {} }) {
+export function createPanel({ app, client, getBudget = () => "auto", setBudget = null, setCalibration = async () => {} }) {
   const root = el("div", "headroom-panel");
   const state = { snapshot: null, estimate: null, presets: [], verdicts: [], previews: {}, previewErrors: {}, undo: null, applied: null,
     error: null, estimatedSignature: null };
@@ -242,7 +243,37 @@ export function createPanel({ app, client, getBudget = () => "auto", setCalibrat
   refreshButton.addEventListener("click", () => api.refresh());
   header.append(el("h3", "", "This workflow"), refreshButton);
   Object.assign(header.style, { display: "flex", justifyContent: "space-between", alignItems: "center" });
-  root.append(cardSlot, header, estimateSlot, presetSlot, runsSlot, errorSlot);
+  root.append(cardSlot, budgetControl(), header, estimateSlot, presetSlot, runsSlot, errorSlot);
+
+  // The budget the verdicts are against: auto (this card), a card's name or a size in GB. The server
+  // validates it where it is typed; a refused value is said under the field and the old one stays.
+  function budgetControl() {
+    const wrap = el("div", "headroom-budget");
+    const label = el("label", "", "Budget ");
+    const input = el("input", "headroom-budget-input");
+    input.value = String(getBudget() ?? "auto");
+    input.placeholder = "auto, 12, RTX 4090 24GB";
+    input.setAttribute("list", "headroom-budget-choices");
+    const list = el("datalist");
+    list.id = "headroom-budget-choices";
+    for (const v of ["auto", "8", "12", "16", "24", "RTX 3060 12GB", "RTX 4090 24GB"]) list.appendChild(Object.assign(el("option"), { value: v }));
+    const note = el("div", "headroom-budget-error");
+    label.appendChild(input);
+    wrap.append(label, list, note);
+    if (!setBudget) input.disabled = true;
+    input.addEventListener("change", async () => {
+      const value = input.value.trim() || "auto";
+      try {
+        await setBudget(value);
+        note.textContent = "";
+        await api.refresh();
+      } catch (err) {
+        note.textContent = err.message;
+        input.value = String(getBudget() ?? "auto");
+      }
+    });
+    return wrap;
+  }
 
   function renderRuns() {
     runsSlot.replaceChildren(renderRunsView({

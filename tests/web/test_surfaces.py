@@ -111,3 +111,23 @@ def test_messages_name_nodes_by_title_not_by_execution_path(open_panel):
       applied: [{ node_id: String(id), widget: "weight_dtype", from: "default", to: "fp8_e4m3fn" }] })""", node)
     detail = page.evaluate("() => window.__comfy.toasts.at(-1).detail")
     assert "“My loader”: weight_dtype default → fp8_e4m3fn" in detail and f"node {node}" not in detail
+
+
+def test_the_panels_budget_field_is_validated_where_it_is_typed(open_panel):
+    """Issue 23: a budget control in the panel; the server refuses 'banana' under the field, the setting
+    keeps its value; a good value becomes the setting."""
+    page, _ = open_panel("/templates/flux_schnell.json")
+    message = "budget: 'banana' is neither a size in GB nor a card Headroom knows"
+    page.route("**/api/headroom/settings", lambda route: route.fulfill(
+        status=400, content_type="application/json", body=json.dumps({"error": message}))
+        if "banana" in (route.request.post_data or "") else route.continue_())
+    page.fill(".headroom-budget-input", "banana")
+    page.dispatch_event(".headroom-budget-input", "change")
+    page.wait_for_function("() => document.querySelector('.headroom-budget-error').textContent.length > 0")
+    assert page.text_content(".headroom-budget-error") == message
+    assert page.evaluate("() => window.__comfy.settings['Headroom.Budget']") == "auto"
+    assert page.input_value(".headroom-budget-input") == "auto"
+    page.fill(".headroom-budget-input", "12")
+    page.dispatch_event(".headroom-budget-input", "change")
+    page.wait_for_function("() => window.__comfy.settings['Headroom.Budget'] === '12'")
+    assert page.text_content(".headroom-budget-error") == ""
