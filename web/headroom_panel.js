@@ -152,6 +152,9 @@ export function renderStages(estimate, cardBytes, verdicts = []) {
   if (estimate.verdict_reason && (tight || (over && !estimate.limit))) {
     wrap.appendChild(el("div", "headroom-verdict-reason", estimate.verdict_reason));
   }
+  // The plan's first change, the words the queue check and `headroom plan` give for the same workflow.
+  const first = (over || tight) ? estimate.changes?.[0] : null;
+  if (first) wrap.appendChild(el("div", "headroom-first-change", `First change: ${changeText(first)}`));
   const loader = loaderText(estimate.runtime);
   if (loader) wrap.appendChild(el("div", "headroom-loader", `for ${loader}`));
   if (estimate.advice) wrap.appendChild(el("div", "headroom-advice", `Advice: ${estimate.advice}`));

@@ -69,3 +69,52 @@ def test_every_preset_applies_what_it_previews_and_undo_restores_it(templates, b
         assert swapped, "no preset replaced the VAE decode node"
     finally:
         page.close()
+
+
+SETUP_ANY = """async ({ template }) => {
+  const { makeComfy } = await import("/harness/fake_comfy.js");
+  const workflow = await (await fetch(template)).json();
+  window.__comfy = makeComfy(workflow, "modern", { "Headroom.Budget": "auto", "Headroom.QueueAction": "warn" }, null);
+  await import("/extensions/headroom/headroom.js");
+  await window.__comfy.extensions[0].setup();
+  window.__comfy.tabs[0].render(document.getElementById("sidebar"));
+}"""
+
+
+@pytest.mark.parametrize("gib", [12, 24])
+def test_the_panel_and_headroom_plan_give_the_same_verdict_and_first_change(templates, browser, gib):
+    """Issue 23 "one plan everywhere": on the official 2026 templates the panel's verdict and first change
+    are those of `headroom plan` on the same card."""
+    import subprocess
+    from .harness.core_routes import REPO
+    call = load_core()
+    cli = REPO / "build" / "headroom"
+    if call is None or not cli.is_file():
+        pytest.skip("the core or the CLI is not built")
+    files = sorted((templates / "2026").glob("*.json"))[:6]
+    if not files:
+        pytest.skip("no 2026 templates")
+    server = Server(core_routes(call, gib * GIB, {}))
+    page = browser.new_page()
+    compared = firsts = 0
+    try:
+        for file in files:
+            plan = json.loads(subprocess.run([str(cli), "plan", str(file), "--vram", str(gib),
+                                              "--json"], capture_output=True, text=True).stdout or "{}")
+            if plan.get("peak_bytes") is None:
+                continue
+            page.goto(server.url)
+            page.evaluate(SETUP_ANY, {"template": f"/templates/2026/{file.name}"})
+            page.wait_for_selector(".headroom-verdict", timeout=TIMEOUT_MS * 3)
+            headline = page.text_content(".headroom-verdict")
+            assert headline.startswith(plan["verdict"]), (file.name, headline, plan["verdict"])
+            compared += 1
+            first = page.query_selector(".headroom-first-change")
+            if plan["verdict"] != "fits" and plan.get("changes"):
+                assert first is not None, file.name
+                assert first.text_content() == f"First change: {plan['changes'][0]['description']}", file.name
+                firsts += 1
+        assert compared >= 3 and (gib == 24 or firsts >= 1), (compared, firsts)
+    finally:
+        page.close()
+        server.close()
