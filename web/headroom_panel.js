@@ -472,6 +472,16 @@ export function createPanel({ app, client, getBudget = () => "auto", setBudget =
       render();
       return state.undo;
     },
+    // A preset applied to the graph on screen elsewhere (the queue's auto-fix): offered for Undo here.
+    adoptApplied(name, record, result) {
+      state.undo = record;
+      state.applied = name;
+      state.previews[name] = result;
+      if (result?.plan) state.estimate = result.plan;
+      state.estimatedSignature = graphSignature(serializeWorkflow(app));
+      state.appliedSignature = state.estimatedSignature;
+      render();
+    },
     // Puts the graph back as it was and estimates it as it now is (not the preset's numbers).
     async undo() {
       undoPresetResult(app, state.undo);

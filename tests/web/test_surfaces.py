@@ -131,3 +131,21 @@ def test_the_panels_budget_field_is_validated_where_it_is_typed(open_panel):
     page.dispatch_event(".headroom-budget-input", "change")
     page.wait_for_function("() => window.__comfy.settings['Headroom.Budget'] === '12'")
     assert page.text_content(".headroom-budget-error") == ""
+
+
+def test_an_auto_fix_changes_the_graph_on_screen_with_undo(open_panel):
+    """Issue 23 #3: auto-fix changed only the queued prompt, so the graph on screen no longer matched what
+    ran. Now the same preset is applied on screen and the panel offers its Undo."""
+    page, errors = open_panel("/templates/text_to_video_wan.json")
+    unet = page.evaluate("() => window.__comfy.graph.nodes.find((n) => n.type === 'UNETLoader').id")
+    page.evaluate("""(id) => window.__comfy.api.emit("headroom.preflight", {
+      over_budget: true, peak_bytes: 27 * 1024 ** 3, peak_stage: "decode", budget_bytes: 21 * 1024 ** 3,
+      preset: "fp8-weights", fix: "preset fp8-weights",
+      applied: [{ node_id: String(id), widget: "weight_dtype", from: "default", to: "fp8_e4m3fn" }] })""", unet)
+    page.wait_for_function("() => document.querySelector('.headroom-undo')?.textContent === 'Undo fp8-weights'")
+    assert page.evaluate("(id) => window.__comfy.graph.widget(id, 'weight_dtype')", unet) == "fp8_e4m3fn"
+    assert "Undo is in the Headroom panel" in page.evaluate("() => window.__comfy.toasts.at(-1).detail")
+    page.click(".headroom-undo")
+    page.wait_for_function("() => !document.querySelector('.headroom-undo')")
+    assert page.evaluate("(id) => window.__comfy.graph.widget(id, 'weight_dtype')", unet) == "default"
+    assert errors == []
