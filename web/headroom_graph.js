@@ -75,7 +75,8 @@ function redraw(app) {
   getGraph(app)?.setDirtyCanvas?.(true, true);
   app.canvas?.setDirty?.(true, true);
   // Today's frontend keeps its own undo history (Ctrl+Z); tell it the graph moved.
-  app.extensionManager?.workflow?.activeWorkflow?.changeTracker?.checkState?.();
+  const tracker = app.extensionManager?.workflow?.activeWorkflow?.changeTracker;
+  (tracker?.captureCanvasState ?? tracker?.checkState)?.call(tracker);
 }
 
 // Puts a whole workflow (UI format) on screen in place of the graph there, in the same tab.
