@@ -42,6 +42,17 @@ def apply_edits(prompt: dict, edits) -> list:
     return applied
 
 
+PRESET_PREFIX = "preset "  # how apply_cheapest_fix describes a fix made by a named preset
+
+
+def preset_named(description):
+    """The preset an auto-fix applied (its description "preset <name>"), or None: the browser applies
+    the same preset to the graph on screen, so what is shown is what ran."""
+    if isinstance(description, str) and description.startswith(PRESET_PREFIX):
+        return description[len(PRESET_PREFIX):]
+    return None
+
+
 FALLBACK_FIT_PRESET = "fit this card"  # presets.json: the preset whose target is the request's card
 
 
@@ -90,10 +101,10 @@ def apply_cheapest_fix(prompt: dict, plan: dict, budget_fields: dict):
             result = native_loader.call_json(
                 "apply_preset", _preset_request(prompt, change["preset"], budget_fields))
             if _is_rewrite(result):
-                return result["workflow"], result["changes"], f"preset {change['preset']}"
+                return result["workflow"], result["changes"], PRESET_PREFIX + change["preset"]
     if any(c.get("applies_by_preset") or c.get("widget") for c in changes) and budget_fields:
         name = fit_preset_name()
         result = native_loader.call_json("apply_preset", _preset_request(prompt, name, budget_fields))
         if _is_rewrite(result):
-            return result["workflow"], result["changes"], f"preset {name}"
+            return result["workflow"], result["changes"], PRESET_PREFIX + name
     return prompt, [], None

@@ -233,7 +233,7 @@ def _judge(json_data: dict, prompt: dict, action: str, node_fix: bool, current: 
             fixed, applied, description = autofix.apply_cheapest_fix(prompt, plan, fields)
             if applied:
                 return _with_fix(json_data, fixed, applied, description), [
-                    {**payload, "applied": applied, "fix": description}]
+                    {**payload, "applied": applied, "fix": description, "preset": autofix.preset_named(description)}]
             payload["fix_unavailable"] = "no fix Headroom can apply itself; the plan lists what to change by hand"
         if action == "block":
             why = (f"{payload['verdict']}: {payload['verdict_reason']}" if payload.get("verdict_reason")

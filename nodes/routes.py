@@ -256,10 +256,10 @@ async def post_apply_preset(request):
     if not fields and _preset_needs_card(preset):
         raise BadRequest(NO_CARD)
     runtime = body.get("runtime")  # checked by comfy_adapters.with_runtime (a ValueError: 400)
+    # One core call: the answer's before/after carry the verdict and speed on the user's card, and its
+    # `plan` is the rewritten workflow's plan (what the panel shows once the preset is applied).
     result = await _core("apply_preset", comfy_adapters.with_runtime(
         {"workflow": workflow, "preset": preset, **fields}, runtime))
-    if fields:
-        await _add_speed(result, workflow, fields, runtime)
     return web.json_response(result)
 
 
@@ -274,26 +274,6 @@ def _preset_needs_card(name) -> bool:
     except (ValueError, TypeError):
         return False
     return any(p.get("name") == name and p.get("target") == "request" for p in presets if isinstance(p, dict))
-
-
-async def _add_speed(result: dict, workflow: dict, fields: dict, runtime=None):
-    """before/after of a preset with the verdict and the slowdown of weight streaming (the plan's
-    `slowdown`, 1.0 = all weights resident): a preset that moves the peak little can still change the
-    speed a lot (fp8 weights that now fit the card), and the panel shows that."""
-    rewritten = result.get("workflow")
-    if not isinstance(rewritten, dict):
-        return
-    for side, wf in (("before", workflow), ("after", rewritten)):
-        summary = result.get(side)
-        if not isinstance(summary, dict):
-            continue
-        try:
-            plan = await _core("plan", comfy_adapters.plan_request(wf, fields, runtime))
-        except (ValueError, RuntimeError):
-            return
-        for key in ("slowdown", "verdict", "peak_stage", "runtime"):
-            if plan.get(key) is not None:
-                summary.setdefault(key, plan[key])
 
 
 @_guard

@@ -3,7 +3,7 @@
 // than 1.9), the sidebarTab service (newest). Everything is reached through `app` and `api` given here.
 import { clientIdOf, createClient } from "./headroom_client.js";
 import { changeText, gib, loaderText, speedText } from "./headroom_format.js";
-import { nodeName } from "./headroom_graph.js";
+import { applyPresetResult, nodeName, serializeWorkflow } from "./headroom_graph.js";
 import { patchNodeType } from "./headroom_node_view.js";
 import { handleExecutionError } from "./headroom_oom.js";
 import { createPanel, ensureStyle } from "./headroom_panel.js";
@@ -48,6 +48,11 @@ export function createHeadroomExtension(app, api) {
     if (ext.panel && ext.host === el && el.contains(ext.panel.element)) return;
     ensureStyle(el.ownerDocument);
     ext.panel = createPanel({ app, client, getBudget,
+      // Checked by the server first (400 with the reason), so a refused budget never becomes the setting.
+      setBudget: async (value) => {
+        await client.settings({ budget: value });
+        await writeSetting(app, SETTING_IDS.budget, value);
+      },
       setCalibration: (on) => writeSetting(app, SETTING_IDS.calibration, on).then(() => pushSettings({ calibration: on })) });
     ext.host = el;
     el.replaceChildren(ext.panel.element);
@@ -95,6 +100,18 @@ export function createHeadroomExtension(app, api) {
     },
   };
 
+  // Auto-fix changed the queued prompt with a preset; the same preset on the graph on screen makes what is
+  // shown what ran, with the panel's Undo (a hidden copy would leave the user looking at another workflow).
+  async function showFixOnScreen(preset) {
+    try {
+      const result = await client.applyPreset(serializeWorkflow(app), preset, getBudget());
+      const record = applyPresetResult(app, result);
+      ext.panel?.adoptApplied?.(preset, record, result);
+    } catch (err) {
+      toast(app, { severity: "warn", summary: "Headroom could not show the fix on screen", detail: err.message, life: 8000 });
+    }
+  }
+
   function onPreflight(detail) {
     if (!detail) return;
     if (detail.error) {
@@ -128,8 +145,10 @@ export function createHeadroomExtension(app, api) {
     const where = `peak ${gib(detail.peak_bytes)} in ${detail.peak_stage} over ${gib(detail.budget_bytes)}` +
       `${detail.verdict_reason ? ` (${detail.verdict_reason})` : ""}${loaderFor(detail)}`;
     if (detail.applied) {
+      const onScreen = detail.preset ? " The graph on screen has the same change; Undo is in the Headroom panel." : "";
       toast(app, { severity: "info", summary: "Headroom applied a fix", life: 8000,
-        detail: `${where}; applied: ${detail.applied.map((c) => changeText(c, (id) => nodeName(app, id))).join("; ")}` });
+        detail: `${where}; applied: ${detail.applied.map((c) => changeText(c, (id) => nodeName(app, id))).join("; ")}.${onScreen}` });
+      if (detail.preset) showFixOnScreen(detail.preset);
     } else if (detail.blocked) {
       toast(app, { severity: "error", summary: "Headroom blocked the run", detail: `${where}. Fix: ${detail.fix ?? "see the plan"}`, life: 10000 });
     } else {

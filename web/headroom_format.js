@@ -19,6 +19,7 @@ export function changeText(change, nameOf) {
   if (typeof nameOf !== "function") nameOf = (id) => `node ${id}`;
   if (change.description || change.summary || change.title) return change.description || change.summary || change.title;
   if (change.preset) return `preset ${change.preset}`;
+  if (change.replace) return `${nameOf(change.node_id)}: ${replaceText(change)}`;
   if (change.widget) return `${nameOf(change.node_id)}: ${change.widget} ${change.from ?? ""} → ${change.to}`;
   return JSON.stringify(change);
 }
@@ -35,4 +36,11 @@ export function loaderText(runtime) {
 export function speedText(slowdown) {
   if (typeof slowdown !== "number" || !Number.isFinite(slowdown)) return null;
   return slowdown <= 1.05 ? "full speed" : `${slowdown.toFixed(1)}× slower`;
+}
+
+// "VAEDecode → VAEDecodeTiled (tile_size 768, overlap 64, …)": a node the preset swaps, with the widgets
+// the new node gets (the core's `replace` change).
+export function replaceText(change) {
+  const widgets = Object.entries(change?.widgets ?? {}).map(([k, v]) => `${k} ${v}`).join(", ");
+  return `${change?.from ?? "?"} → ${change?.to ?? "?"}${widgets ? ` (${widgets})` : ""}`;
 }

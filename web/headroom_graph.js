@@ -70,3 +70,45 @@ export function applyChanges(app, changes) {
 export function undoChanges(app, record) {
   for (const change of [...(record ?? [])].reverse()) setWidget(app, change.node_id, change.widget, change.from);
 }
+
+function redraw(app) {
+  getGraph(app)?.setDirtyCanvas?.(true, true);
+  app.canvas?.setDirty?.(true, true);
+  // Today's frontend keeps its own undo history (Ctrl+Z); tell it the graph moved.
+  const tracker = app.extensionManager?.workflow?.activeWorkflow?.changeTracker;
+  (tracker?.captureCanvasState ?? tracker?.checkState)?.call(tracker);
+}
+
+// Puts a whole workflow (UI format) on screen in place of the graph there, in the same tab.
+function loadInPlace(app, workflow) {
+  const graph = getGraph(app);
+  if (app.canvas?.graph && app.canvas.graph !== graph) app.canvas.setGraph?.(graph);  // leave a subgraph view
+  graph.configure(structuredClone(workflow));
+  redraw(app);
+}
+
+// Applies a preset's answer to the graph on screen and returns its undo record. The core rewrote the
+// workflow it priced (widgets, and nodes it swaps, such as VAEDecode -> VAEDecodeTiled, subgraphs
+// included), so that very workflow is loaded: what runs is what the preview promised. A frontend whose
+// graph cannot be loaded in place gets the widget edits, and a node swap is refused rather than left out.
+export function applyPresetResult(app, result) {
+  const graph = getGraph(app);
+  const changes = result?.changes ?? [];
+  const before = serializeWorkflow(app);
+  if (Array.isArray(result?.workflow?.nodes) && typeof graph?.configure === "function") {
+    loadInPlace(app, result.workflow);
+    return { workflow: before, changes };
+  }
+  const swap = changes.find((c) => c?.replace);
+  if (swap) {
+    throw new Error(`this frontend cannot load a graph in place, so ${nodeName(app, swap.node_id)} cannot become ` +
+                    `${swap.to}; replace it by hand`);
+  }
+  return { changes: applyChanges(app, changes) };
+}
+
+// Undoes applyPresetResult: the graph as it was, byte for byte (or the widgets put back).
+export function undoPresetResult(app, record) {
+  if (record?.workflow) loadInPlace(app, record.workflow);
+  else undoChanges(app, record?.changes ?? record);
+}

@@ -3,7 +3,7 @@
 // Whether a failure is a memory failure is the core's answer (`recognised`): under dynamic VRAM most of
 // them never say "out of memory" (a VBAR MemoryError, "Fault failed", HostBuffer), so every failed run's
 // text goes to the core, and only a recognised one gets a toast.
-import { applyChanges, nodeName, serializeWorkflow, undoChanges } from "./headroom_graph.js";
+import { applyPresetResult, nodeName, serializeWorkflow, undoPresetResult } from "./headroom_graph.js";
 import { changeText, gib } from "./headroom_format.js";
 
 // The text ComfyUI's execution_error carries, as the Explain node reads it from the history.
@@ -153,7 +153,7 @@ export function showOomToast({ app, client, result, fix, measured = null, getBud
       apply.disabled = true;
       try {
         const res = await client.applyPreset(serializeWorkflow(app), fix.preset, budgetOf(result, getBudget));
-        const record = applyChanges(app, res.changes);
+        const record = applyPresetResult(app, res);
         onApplied?.(fix.preset, record);
         showApplied(record);
       } catch (err) {
@@ -174,8 +174,9 @@ export function showOomToast({ app, client, result, fix, measured = null, getBud
 
   // After Apply: what changed, and an Undo that puts the widgets back.
   function showApplied(record) {
-    diagnosis.textContent = record.length
-      ? `Applied ${fixText(fix)}: ${record.map((c) => changeText(c, (id) => nodeName(app, id))).join("; ")}. Queue the workflow again.`
+    const changes = record.changes ?? [];
+    diagnosis.textContent = changes.length
+      ? `Applied ${fixText(fix)}: ${changes.map((c) => changeText(c, (id) => nodeName(app, id))).join("; ")}. Queue the workflow again.`
       : `${fixText(fix)} changes nothing in this workflow.`;
     fixes.replaceChildren();
     detail.remove();
@@ -183,11 +184,11 @@ export function showOomToast({ app, client, result, fix, measured = null, getBud
     undo.className = "headroom-undo-fix";
     undo.textContent = "Undo";
     undo.addEventListener("click", () => {
-      undoChanges(app, record);
+      undoPresetResult(app, record);
       onApplied?.(null, []);
       toast.remove();
     });
-    buttons.replaceChildren(...(record.length ? [undo] : []), dismiss);
+    buttons.replaceChildren(...(changes.length ? [undo] : []), dismiss);
   }
   return toast;
 }

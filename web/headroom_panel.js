@@ -1,7 +1,7 @@
 // The sidebar panel: the card and its live memory bar, the workflow's predicted peak per stage, and
 // presets as one-click rewrites with their before/after peaks and an undo. Plain DOM; takes `app`.
-import { applyChanges, serializeWorkflow, undoChanges } from "./headroom_graph.js";
-import { changeText, gib, loaderText, pct, speedText } from "./headroom_format.js";
+import { applyPresetResult, serializeWorkflow, undoPresetResult } from "./headroom_graph.js";
+import { changeText, gib, loaderText, pct, replaceText, speedText } from "./headroom_format.js";
 import { renderRunsView, RUNS_CSS } from "./headroom_runs_view.js";
 
 const STYLE_ID = "headroom-style";
@@ -25,8 +25,12 @@ const CSS = `
 .headroom-preset-changes,.headroom-preset-effect,.headroom-preset-note{font-size:11px;opacity:.85;overflow-wrap:anywhere}
 .headroom-preset-effect.better{color:#7bd88f}.headroom-preset-effect.worse{color:#ff7b7b}
 .headroom-not-estimated{color:#e6c15a;white-space:pre-wrap}
+.headroom-preset.applied .headroom-preset-label{font-weight:bold}.headroom-preset.applied .headroom-preset-label::after{content:" (applied)"}
+.headroom-preset-costs{font-size:11px;opacity:.7;overflow-wrap:anywhere}
 .headroom-preset button,.headroom-undo{cursor:pointer}
 .headroom-error{color:#ff7b7b;white-space:pre-wrap}
+.headroom-budget-error{color:#ff7b7b;font-size:11px}.headroom-budget-input{width:60%}
+.headroom-trust{font-size:11px;opacity:.9}.headroom-trust .unknown,.headroom-trust-unknown{color:#e6c15a}
 `;
 
 export function ensureStyle(doc = document) {
@@ -120,17 +124,67 @@ export function renderStages(estimate, cardBytes, verdicts = []) {
   const word = estimate.verdict ?? (limit ? (over ? "over" : verdicts.find((v) => v.fits)?.text ?? "within") : "");
   // A run that streams weights says how much slower; the core's reason says why it does not fit.
   const speed = tight && typeof estimate.slowdown === "number" && estimate.slowdown > 1.05 ? `, ${speedText(estimate.slowdown)}` : "";
-  const verdict = el("div", `headroom-verdict ${word ? (over ? "over" : tight ? "tight" : "fits") : ""}`,
-    limit ? `Peak ${gib(estimate.peak_bytes)} in ${estimate.peak_stage} — ${word}${speed} (${gib(limit)})`
-          : `Peak ${gib(estimate.peak_bytes)} in ${estimate.peak_stage} (no budget: set one to get a verdict)`);
+  // The headline names the limit the run stops at (the core's `limit`): the VRAM of a stage, or host RAM,
+  // with its own bar; under dynamic VRAM the least the run needs stands beside a peak that grows with the card.
+  const least = typeof estimate.required_bytes === "number" && estimate.required_bytes < estimate.peak_bytes
+    ? `, needs at least ${gib(estimate.required_bytes)}` : "";
+  let headline;
+  if (!limit) headline = `Peak ${gib(estimate.peak_bytes)} in ${estimate.peak_stage}${least} (no budget: set one to get a verdict)`;
+  else if (over && estimate.limit === "host_ram") headline = `${word}: host RAM — ${estimate.verdict_reason ?? "the weights need more host RAM than there is"}`;
+  else if (over && estimate.limit === "vram") {
+    const stage = (estimate.stages ?? []).find((x) => x.name === estimate.limit_stage);
+    headline = `${word}: VRAM in ${estimate.limit_stage}${stage ? ` needs ${gib(stage.required_bytes ?? stage.peak_bytes)}` : ""} of ${gib(limit)}`;
+  } else headline = `${word}${speed}: peak ${gib(estimate.peak_bytes)} in ${estimate.peak_stage}${least} (${gib(limit)})`;
+  const verdict = el("div", `headroom-verdict ${word ? (over ? "over" : tight ? "tight" : "fits") : ""}`, headline);
+  verdict.dataset.limit = estimate.limit ?? "";
+  if (over && estimate.limit === "host_ram" && estimate.ram_bytes) {
+    const ram = el("div", "headroom-ram-bar headroom-stage-bar over");
+    ram.style.width = `${pct(estimate.host_ram_held_bytes || estimate.host_ram_bytes, estimate.ram_bytes)}%`;
+    ram.title = `host RAM ${gib(estimate.host_ram_held_bytes || estimate.host_ram_bytes)} of ${gib(estimate.ram_bytes)}`;
+    const row = el("tr", "ram");
+    row.dataset.stage = "host RAM";
+    table.appendChild(row);
+    const cell = el("td", "bar");
+    cell.appendChild(ram);
+    row.append(el("td", "", "host RAM"), el("td", "", gib(estimate.host_ram_held_bytes || estimate.host_ram_bytes)), cell);
+  }
   wrap.append(table, verdict);
-  if (estimate.verdict_reason && (over || tight)) {
+  if (estimate.verdict_reason && (tight || (over && !estimate.limit))) {
     wrap.appendChild(el("div", "headroom-verdict-reason", estimate.verdict_reason));
   }
+  // The plan's first change, the words the queue check and `headroom plan` give for the same workflow.
+  const first = (over || tight) ? estimate.changes?.[0] : null;
+  if (first) wrap.appendChild(el("div", "headroom-first-change", `First change: ${changeText(first)}`));
   const loader = loaderText(estimate.runtime);
   if (loader) wrap.appendChild(el("div", "headroom-loader", `for ${loader}`));
   if (estimate.advice) wrap.appendChild(el("div", "headroom-advice", `Advice: ${estimate.advice}`));
+  wrap.appendChild(renderTrust(estimate));
   return wrap;
+}
+
+// What the figures rest on, in the core's words: which file each loader names and the model and
+// precision taken for it, the nodes not counted, the core's notes (where a size came from a file name,
+// what was left out), and the smallest card that runs the workflow unchanged.
+export function renderTrust(estimate) {
+  const box = el("details", "headroom-trust");
+  box.appendChild(el("summary", "", "What these figures rest on"));
+  for (const l of estimate?.workflow?.loaders ?? []) {
+    const line = el("div", "headroom-trust-model",
+      `${l.type ?? "loader"}: ${l.file ?? "?"} → ${l.model || "unknown model"}${l.precision ? `, ${l.precision}` : ""}`);
+    if (!l.model) line.classList.add("unknown");
+    box.appendChild(line);
+  }
+  const unknown = estimate?.unknown_nodes ?? [];
+  if (unknown.length) {
+    box.appendChild(el("div", "headroom-trust-unknown",
+      `Not counted: ${unknown.slice(0, 8).map((n) => `${n.type} #${n.id}`).join(", ")}${unknown.length > 8 ? ` and ${unknown.length - 8} more` : ""}`));
+  }
+  for (const note of estimate?.notes ?? []) box.appendChild(el("div", "headroom-trust-note", note));
+  const small = estimate?.smallest_gpu;
+  if (small?.name) box.appendChild(el("div", "headroom-trust-card", `Smallest card that runs it unchanged: ${small.name}`));
+  // Anything that is not counted opens the box: the user should see it without asking.
+  if (unknown.length || (estimate?.workflow?.loaders ?? []).some((l) => !l.model)) box.open = true;
+  return box;
 }
 
 export { speedText };
@@ -139,15 +193,17 @@ function valueText(value) {
   return value === undefined || value === null || value === "" ? "?" : String(value);
 }
 
-// What a preset does to this workflow: the widgets it changes, then the verdict and the speed before →
-// after (a peak that barely moves can hide a verdict or speed that moves a lot).
+// What a preset does to this workflow: the widgets and nodes it changes, then the verdict and the speed
+// before → after on the user's card (the core judges every row on it), what the changes cost (the
+// catalog's words), and for a "fit N GB" preset how it does on the card it is named after.
 export function presetSummary(preview, verdicts = []) {
   const changes = (preview?.changes ?? []).map((c) =>
-    c?.widget ? `${c.widget} ${valueText(c.from)} → ${valueText(c.to)}` : changeText(c));
+    c?.replace ? replaceText(c) : c?.widget ? `${c.widget} ${valueText(c.from)} → ${valueText(c.to)}` : changeText(c));
   const before = preview?.before ?? {};
   const after = preview?.after ?? {};
   const effect = [];
   let better = 0;
+  if (!changes.length) return { changes, effect, better, costs: [] };
   if (before.verdict || after.verdict) {
     effect.push(before.verdict === after.verdict ? `still ${valueText(after.verdict)}`
       : `${valueText(before.verdict)} → ${valueText(after.verdict)}`);
@@ -157,17 +213,24 @@ export function presetSummary(preview, verdicts = []) {
     };
     better += Math.sign(rank(after.verdict) - rank(before.verdict));
   }
+  // The slowdown is of weight streaming only: said when it moves, never "full speed" on its own (a text
+  // encoder on the CPU is slower in a stage it does not cover; the costs below say so).
   const s0 = speedText(before.slowdown), s1 = speedText(after.slowdown);
-  if (s0 || s1) {
-    effect.push(s0 === s1 ? `speed: ${s1 ?? s0}` : `speed: ${s0 ?? "?"} → ${s1 ?? "?"}`);
+  if (s0 !== s1 && (s0 || s1)) {
+    effect.push(`weights: ${s0 ?? "?"} → ${s1 ?? "?"}`);
     if (typeof before.slowdown === "number" && typeof after.slowdown === "number") {
       better += Math.sign(Math.round((before.slowdown - after.slowdown) * 10));
     }
   }
-  return { changes, effect, better };
+  const target = preview?.target;
+  if (preview?.judged_on === "request" && target?.bytes && target.bytes !== preview.judged_bytes && target.verdict) {
+    effect.push(`on a ${gib(target.bytes)} card: ${target.verdict}`);
+  }
+  const costs = (preview?.costs ?? []).map((c) => c?.effect).filter(Boolean);
+  return { changes, effect, better, costs };
 }
 
-export function createPanel({ app, client, getBudget = () => "auto", setCalibration = async () => {} }) {
+export function createPanel({ app, client, getBudget = () => "auto", setBudget = null, setCalibration = async () => {} }) {
   const root = el("div", "headroom-panel");
   const state = { snapshot: null, estimate: null, presets: [], verdicts: [], previews: {}, previewErrors: {}, undo: null, applied: null,
     error: null, estimatedSignature: null };
@@ -183,7 +246,37 @@ export function createPanel({ app, client, getBudget = () => "auto", setCalibrat
   refreshButton.addEventListener("click", () => api.refresh());
   header.append(el("h3", "", "This workflow"), refreshButton);
   Object.assign(header.style, { display: "flex", justifyContent: "space-between", alignItems: "center" });
-  root.append(cardSlot, header, estimateSlot, presetSlot, runsSlot, errorSlot);
+  root.append(cardSlot, budgetControl(), header, estimateSlot, presetSlot, runsSlot, errorSlot);
+
+  // The budget the verdicts are against: auto (this card), a card's name or a size in GB. The server
+  // validates it where it is typed; a refused value is said under the field and the old one stays.
+  function budgetControl() {
+    const wrap = el("div", "headroom-budget");
+    const label = el("label", "", "Budget ");
+    const input = el("input", "headroom-budget-input");
+    input.value = String(getBudget() ?? "auto");
+    input.placeholder = "auto, 12, RTX 4090 24GB";
+    input.setAttribute("list", "headroom-budget-choices");
+    const list = el("datalist");
+    list.id = "headroom-budget-choices";
+    for (const v of ["auto", "8", "12", "16", "24", "RTX 3060 12GB", "RTX 4090 24GB"]) list.appendChild(Object.assign(el("option"), { value: v }));
+    const note = el("div", "headroom-budget-error");
+    label.appendChild(input);
+    wrap.append(label, list, note);
+    if (!setBudget) input.disabled = true;
+    input.addEventListener("change", async () => {
+      const value = input.value.trim() || "auto";
+      try {
+        await setBudget(value);
+        note.textContent = "";
+        await api.refresh();
+      } catch (err) {
+        note.textContent = err.message;
+        input.value = String(getBudget() ?? "auto");
+      }
+    });
+    return wrap;
+  }
 
   function renderRuns() {
     runsSlot.replaceChildren(renderRunsView({
@@ -211,7 +304,10 @@ export function createPanel({ app, client, getBudget = () => "auto", setCalibrat
       const label = preview?.after
         ? `${preset.title ?? name}: ${gib(preview.before?.peak_bytes)} → ${gib(preview.after?.peak_bytes)}`
         : (preset.title ?? name);
-      const button = el("button", "headroom-apply", "Apply");
+      const applied = state.applied === name && state.undo;
+      if (applied) row.classList.add("applied");
+      const button = el("button", "headroom-apply", applied ? "Applied" : "Apply");
+      button.disabled = Boolean(applied);
       button.addEventListener("click", () => api.applyPreset(name));
       const text = el("div", "headroom-preset-text");
       const labelEl = el("span", "headroom-preset-label", label);
@@ -225,7 +321,7 @@ export function createPanel({ app, client, getBudget = () => "auto", setCalibrat
       } else if (state.previewErrors[name]) {
         text.appendChild(el("span", "headroom-preset-note", state.previewErrors[name]));
       } else if (preview) {
-        const { changes, effect, better } = presetSummary(preview, state.verdicts);
+        const { changes, effect, better, costs } = presetSummary(preview, state.verdicts);
         if (!changes.length) {
           text.appendChild(el("span", "headroom-preset-changes", "changes nothing in this workflow"));
           button.disabled = true;
@@ -236,13 +332,14 @@ export function createPanel({ app, client, getBudget = () => "auto", setCalibrat
           text.appendChild(el("span", `headroom-preset-effect${better > 0 ? " better" : better < 0 ? " worse" : ""}`,
             effect.join(" · ")));
         }
+        if (changes.length && costs.length) text.appendChild(el("span", "headroom-preset-costs", `costs: ${costs.join("; ")}`));
       }
       row.append(text, button);
       presetSlot.appendChild(row);
     }
-    if (state.undo?.length) {
+    if (state.undo) {
       const undo = el("button", "headroom-undo", `Undo ${state.applied}`);
-      undo.title = state.undo.map(changeText).join("\n");
+      undo.title = (state.undo.changes ?? []).map((c) => changeText(c)).join("\n");
       undo.addEventListener("click", () => api.undo());
       presetSlot.appendChild(undo);
     }
@@ -273,6 +370,14 @@ export function createPanel({ app, client, getBudget = () => "auto", setCalibrat
       let workflow;
       try {
         workflow = serializeWorkflow(app);
+        // An edit made after a preset was applied is the user's graph now: the preset's Undo would throw
+        // it away, so it goes (the frontend's own undo still has it).
+        if (state.undo && graphSignature(workflow) !== state.appliedSignature) {
+          state.undo = null;
+          state.applied = null;
+        }
+        // Rows preview what Apply does, and Apply starts from the user's graph: preview that one.
+        const base = state.undo?.workflow ?? workflow;
         const [vram, estimate, presets] = await Promise.all([
           client.vram(), client.estimate(workflow, getBudget()), client.presets()]);
         state.snapshot = vram.snapshot;
@@ -280,7 +385,7 @@ export function createPanel({ app, client, getBudget = () => "auto", setCalibrat
         state.presets = presets.presets ?? [];
         state.verdicts = presets.verdicts ?? [];
         const previews = await Promise.all(state.presets.map((p) => (needsCard(p) ? null
-          : client.applyPreset(workflow, p.name ?? p.id, getBudget()).catch((err) => ({ error: err.message })))));
+          : client.applyPreset(base, p.name ?? p.id, getBudget()).catch((err) => ({ error: err.message })))));
         state.presets.forEach((p, i) => {
           const name = p.name ?? p.id;
           state.previews[name] = previews[i]?.error ? null : previews[i];
@@ -342,26 +447,44 @@ export function createPanel({ app, client, getBudget = () => "auto", setCalibrat
       for (const [type, fn] of watch.listeners) root.ownerDocument.removeEventListener(type, fn, true);
       watch.listeners = [];
     },
-    // Rewrites the live graph with the preset's changes (computed by the server on the current graph).
+    // Puts the preset's rewritten workflow on screen (computed by the core on the user's graph) and shows
+    // its plan, which came in the same answer: the figures are those of the graph now on screen.
     async applyPreset(name) {
       try {
         // One preset at a time: go back to the user's graph first, so changes are computed on it.
-        if (state.undo?.length) undoChanges(app, state.undo);
+        if (state.undo) undoPresetResult(app, state.undo);
         state.undo = null;
+        state.applied = null;
         const result = await client.applyPreset(serializeWorkflow(app), name, getBudget());
-        state.undo = applyChanges(app, result.changes);
+        state.undo = applyPresetResult(app, result);
         state.applied = name;
         state.previews[name] = result;
-        await reestimate();
+        if (result.plan) {
+          state.estimate = result.plan;
+          state.estimatedSignature = graphSignature(serializeWorkflow(app));
+        } else {
+          await reestimate();
+        }
+        state.appliedSignature = state.estimatedSignature;
       } catch (err) {
         return fail(err);
       }
       render();
       return state.undo;
     },
-    // Puts the widgets back and estimates the graph as it now is (not the preset's numbers).
+    // A preset applied to the graph on screen elsewhere (the queue's auto-fix): offered for Undo here.
+    adoptApplied(name, record, result) {
+      state.undo = record;
+      state.applied = name;
+      state.previews[name] = result;
+      if (result?.plan) state.estimate = result.plan;
+      state.estimatedSignature = graphSignature(serializeWorkflow(app));
+      state.appliedSignature = state.estimatedSignature;
+      render();
+    },
+    // Puts the graph back as it was and estimates it as it now is (not the preset's numbers).
     async undo() {
-      undoChanges(app, state.undo);
+      undoPresetResult(app, state.undo);
       state.undo = null;
       state.applied = null;
       render();

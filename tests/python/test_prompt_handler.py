@@ -467,3 +467,10 @@ def test_the_gate_takes_the_id_of_a_node_in_the_users_graph():
 def test_a_workflow_queued_in_the_ui_format_gates_on_one_of_its_nodes():
     workflow = {"revision": 0, "extra": {"ds": {}}, "nodes": [{"id": 12, "type": "KSampler"}], "links": []}
     assert gate_node_id(workflow, [], []) == "12"
+
+
+def test_the_auto_fix_payload_names_the_preset_the_browser_applies_on_screen():
+    """Issue 23 #3: the browser applies the same preset to the graph on screen."""
+    from headroom_pack.nodes import autofix
+    assert autofix.preset_named(autofix.PRESET_PREFIX + "fit this card") == "fit this card"
+    assert autofix.preset_named("widget edits") is None

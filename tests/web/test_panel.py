@@ -49,7 +49,7 @@ def test_bar_and_stage_table_render_from_the_routes(open_panel, server):
     assert re.search(r"other processes: 1\.1 GiB", other)
     stages = page.eval_on_selector_all(".headroom-stages tr", "rows => rows.map((r) => r.dataset.stage)")
     assert stages == ["text_encode", "sample", "decode"]
-    assert re.search(r"Peak 27\.3 GiB in decode — does not fit \(21\.7 GiB\)", page.text_content(".headroom-verdict"))
+    assert re.search(r"does not fit: peak 27\.3 GiB in decode \(21\.7 GiB\)", page.text_content(".headroom-verdict"))
     # A websocket reading replaces the bar.
     page.evaluate("(s) => window.__comfy.api.emit('headroom.vram', { ...s, device: 'pushed reading' })", SNAPSHOT)
     assert page.text_content(".headroom-device") == "pushed reading"
@@ -263,8 +263,56 @@ def test_preset_rows_say_what_they_change_and_what_it_does(open_panel):
         after: { peak_bytes: 7.4 * 2 ** 30, verdict: "tight", slowdown: 1.0 } });
     }""")
     assert summary == {"changes": ["weight_dtype default → fp8_e4m3fn", "length 121 → 101"],
-                       "effect": ["still tight", "speed: 1.7× slower → full speed"], "better": 1}
+                       "effect": ["still tight", "weights: 1.7× slower → full speed"], "better": 1, "costs": []}
     assert errors == []
+
+
+def test_preset_rows_are_judged_on_the_users_card_and_say_their_costs(open_panel):
+    """Issue 23 #1/#2: a swapped decode node reads as one change with its tile size (not "tile_size ?"),
+    a row that changes nothing claims no speed, the slowdown is never "full speed" alone, and a "fit N GB"
+    row says how it does on its own card beside the user's."""
+    page, _ = open_panel("/templates/flux_schnell.json")
+    out = page.evaluate("""async () => {
+      const { presetSummary } = await import("/extensions/headroom/headroom_panel.js");
+      const swap = { node_id: 8, widget: "type", from: "VAEDecode", to: "VAEDecodeTiled", replace: true,
+                     widgets: { tile_size: 768, overlap: 64 } };
+      const judged = presetSummary({ changes: [swap], judged_on: "request", judged_bytes: 12e9,
+        before: { verdict: "does not fit", slowdown: 1.2 }, after: { verdict: "streams", slowdown: 1.2 },
+        target: { bytes: 8e9, verdict: "does not fit" },
+        costs: [{ kind: "text_encoder_cpu", effect: "prompt encoding takes seconds" }] });
+      const nothing = presetSummary({ changes: [], before: { verdict: "tight", slowdown: 1.2 },
+                                      after: { verdict: "tight", slowdown: 1.2 } });
+      return { judged, nothing };
+    }""")
+    assert out["judged"]["changes"] == ["VAEDecode → VAEDecodeTiled (tile_size 768, overlap 64)"]
+    assert out["judged"]["effect"] == ["does not fit → streams", "on a 7.5 GiB card: does not fit"]
+    assert out["judged"]["costs"] == ["prompt encoding takes seconds"]
+    assert out["nothing"]["effect"] == []
+
+
+def test_the_headline_names_the_limit_it_stops_at(open_panel):
+    """Issue 23 #5: host RAM is the reason, with its bar; a VRAM stop names its stage; dynamic VRAM peaks
+    stand beside the least the run needs."""
+    page, _ = open_panel("/templates/flux_schnell.json")
+    out = page.evaluate("""async (rows) => {
+      const { renderStages } = await import("/extensions/headroom/headroom_panel.js");
+      const G = 2 ** 30;
+      const stages = [{ name: "text_encode", peak_bytes: 5 * G, required_bytes: 1 * G },
+                      { name: "sample", peak_bytes: 11.7 * G, required_bytes: 4 * G }];
+      const base = { peak_bytes: 11.7 * G, peak_stage: "sample", stages, budget_bytes: 12 * G, required_bytes: 4 * G };
+      const ram = renderStages({ ...base, verdict: "does not fit", limit: "host_ram", ram_bytes: 16 * G,
+        host_ram_bytes: 30 * G, verdict_reason: "runs out of host RAM: the weights need 30.0 GiB of 16.0 GiB" }, null, rows);
+      const vram = renderStages({ ...base, verdict: "does not fit", limit: "vram", limit_stage: "text_encode",
+        verdict_reason: "runs out of VRAM in text_encode" }, null, rows);
+      const fits = renderStages({ ...base, verdict: "fits" }, null, rows);
+      return [ram, vram, fits].map((e) => ({ text: e.querySelector(".headroom-verdict").textContent,
+        ramBar: Boolean(e.querySelector(".headroom-ram-bar")) }));
+    }""", VERDICT_ROWS)
+    assert out[0]["text"] == "does not fit: host RAM — runs out of host RAM: the weights need 30.0 GiB of 16.0 GiB"
+    assert out[0]["ramBar"] and not out[1]["ramBar"]
+    assert out[1]["text"] == "does not fit: VRAM in text_encode needs 1.0 GiB of 12.0 GiB"
+    assert "sample" not in out[1]["text"]
+    assert out[2]["text"] == "fits: peak 11.7 GiB in sample, needs at least 4.0 GiB (12.0 GiB)"
 
 
 def _panel_without_card(page, presets, estimate):
@@ -390,7 +438,7 @@ def test_the_estimate_says_its_loader_the_advice_and_the_streaming_slowdown(open
         reason: e.querySelector(".headroom-verdict-reason")?.textContent ?? null }));
     }""", VERDICT_ROWS)
     streams, legacy, plain = texts
-    assert streams["verdict"] == "Peak 14.0 GiB in sample — streams, 2.4× slower (12.0 GiB)"
+    assert streams["verdict"] == "streams, 2.4× slower: peak 14.0 GiB in sample (12.0 GiB)"
     assert "tight" in streams["cls"] and streams["loader"] == "for dynamic VRAM"
     assert streams["advice"] == "Advice: fp8 weights run at full speed"
     assert streams["reason"] == "sample streams weights, about 2.4x slower"
@@ -422,3 +470,23 @@ def test_queue_time_toasts_name_the_loader_and_a_streaming_run_is_reported_whate
     assert toasts[0]["detail"] == "peak 14.0 GiB in sample of 12.0 GiB: sample streams weights, about 2.4x slower."
     assert toasts[1]["severity"] == "error" and toasts[1]["summary"] == "Headroom blocked the run"
     assert "(runs out of host RAM: the weights need 40.0 GiB of 32.0 GiB) (legacy loader)" in toasts[1]["detail"]
+
+
+def test_the_panel_says_what_its_figures_rest_on(open_panel):
+    """Issue 23 #4: the server's notes, unknown nodes, loaders and smallest card reach the panel."""
+    page, _ = open_panel("/templates/flux_schnell.json")
+    out = page.evaluate("""async () => {
+      const { renderTrust } = await import("/extensions/headroom/headroom_panel.js");
+      const e = renderTrust({ notes: ["'a.safetensors' taken for flux1-dev from its file name"],
+        unknown_nodes: [{ id: "12", type: "SomeCustomNode" }],
+        smallest_gpu: { name: "RTX 4090 24GB" },
+        workflow: { loaders: [{ type: "UNETLoader", file: "a.safetensors", model: "flux1-dev", precision: "bf16" },
+                              { type: "CLIPLoader", file: "b.safetensors", model: null }] } });
+      return { text: e.textContent, open: e.open, unknown: e.querySelectorAll(".unknown").length };
+    }""")
+    assert "UNETLoader: a.safetensors → flux1-dev, bf16" in out["text"]
+    assert "CLIPLoader: b.safetensors → unknown model" in out["text"]
+    assert "Not counted: SomeCustomNode #12" in out["text"]
+    assert "taken for flux1-dev from its file name" in out["text"]
+    assert "Smallest card that runs it unchanged: RTX 4090 24GB" in out["text"]
+    assert out["open"] and out["unknown"] == 1

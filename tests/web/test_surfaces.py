@@ -111,3 +111,41 @@ def test_messages_name_nodes_by_title_not_by_execution_path(open_panel):
       applied: [{ node_id: String(id), widget: "weight_dtype", from: "default", to: "fp8_e4m3fn" }] })""", node)
     detail = page.evaluate("() => window.__comfy.toasts.at(-1).detail")
     assert "“My loader”: weight_dtype default → fp8_e4m3fn" in detail and f"node {node}" not in detail
+
+
+def test_the_panels_budget_field_is_validated_where_it_is_typed(open_panel):
+    """Issue 23: a budget control in the panel; the server refuses 'banana' under the field, the setting
+    keeps its value; a good value becomes the setting."""
+    page, _ = open_panel("/templates/flux_schnell.json")
+    message = "budget: 'banana' is neither a size in GB nor a card Headroom knows"
+    page.route("**/api/headroom/settings", lambda route: route.fulfill(
+        status=400, content_type="application/json", body=json.dumps({"error": message}))
+        if "banana" in (route.request.post_data or "") else route.continue_())
+    page.fill(".headroom-budget-input", "banana")
+    page.dispatch_event(".headroom-budget-input", "change")
+    page.wait_for_function("() => document.querySelector('.headroom-budget-error').textContent.length > 0")
+    assert page.text_content(".headroom-budget-error") == message
+    assert page.evaluate("() => window.__comfy.settings['Headroom.Budget']") == "auto"
+    assert page.input_value(".headroom-budget-input") == "auto"
+    page.fill(".headroom-budget-input", "12")
+    page.dispatch_event(".headroom-budget-input", "change")
+    page.wait_for_function("() => window.__comfy.settings['Headroom.Budget'] === '12'")
+    assert page.text_content(".headroom-budget-error") == ""
+
+
+def test_an_auto_fix_changes_the_graph_on_screen_with_undo(open_panel):
+    """Issue 23 #3: auto-fix changed only the queued prompt, so the graph on screen no longer matched what
+    ran. Now the same preset is applied on screen and the panel offers its Undo."""
+    page, errors = open_panel("/templates/text_to_video_wan.json")
+    unet = page.evaluate("() => window.__comfy.graph.nodes.find((n) => n.type === 'UNETLoader').id")
+    page.evaluate("""(id) => window.__comfy.api.emit("headroom.preflight", {
+      over_budget: true, peak_bytes: 27 * 1024 ** 3, peak_stage: "decode", budget_bytes: 21 * 1024 ** 3,
+      preset: "fp8-weights", fix: "preset fp8-weights",
+      applied: [{ node_id: String(id), widget: "weight_dtype", from: "default", to: "fp8_e4m3fn" }] })""", unet)
+    page.wait_for_function("() => document.querySelector('.headroom-undo')?.textContent === 'Undo fp8-weights'")
+    assert page.evaluate("(id) => window.__comfy.graph.widget(id, 'weight_dtype')", unet) == "fp8_e4m3fn"
+    assert "Undo is in the Headroom panel" in page.evaluate("() => window.__comfy.toasts.at(-1).detail")
+    page.click(".headroom-undo")
+    page.wait_for_function("() => !document.querySelector('.headroom-undo')")
+    assert page.evaluate("(id) => window.__comfy.graph.widget(id, 'weight_dtype')", unet) == "default"
+    assert errors == []

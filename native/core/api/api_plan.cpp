@@ -12,6 +12,7 @@
 #include "core/base/json_reader.hpp"
 #include "core/plan/planner.hpp"
 #include "core/catalog/presets.hpp"
+#include "core/plan/changes.hpp"
 #include "core/plan/presets_apply.hpp"
 #include "core/base/units.hpp"
 #include "core/estimate/estimator.hpp"
@@ -128,6 +129,16 @@ json sized_stages(const workflow::WorkflowInfo& info, const Runtime& rt) {
   }
 }
 
+// What each change a preset made costs in quality or speed (presets.json "effect"), in its order: the
+// speed a preview shows is the weights' streaming only, and a text encoder moved to the CPU is slower
+// in a stage that figure does not cover.
+json costs_of(const std::vector<std::string>& kinds) {
+  json out = json::array();
+  for (const auto& k : kinds)
+    if (const ChangeSpec* c = planner_preset_data().change(k)) out.push_back({{"kind", k}, {"effect", c->effect}});
+  return out;
+}
+
 }  // namespace
 
 const request::Fields& plan_fields() {
@@ -220,13 +231,34 @@ json apply_preset(const json& body) {
   const json& wf = workflow_of(request, parsed);
   PresetResult r = headroom::apply_preset(wf, request.text("preset"), runtime_of(request),
                                           request.text_or("source", "workflow"), options_of(request));
-  return {{"workflow", r.workflow},
-          {"preset", request.raw("preset")},
-          {"target_bytes", r.target_bytes ? json(r.target_bytes) : json(nullptr)},
-          {"before", {{"peak_bytes", r.before_peak}, {"verdict", r.before_verdict}, {"full_load_bytes", r.before_need}}},
-          {"after", {{"peak_bytes", r.after_peak}, {"verdict", r.after_verdict}, {"full_load_bytes", r.after_need}}},
-          {"changes", r.changes},
-          {"notes", r.notes}};
+  // before/after in the estimate's shape (stages, verdict, reason, slowdown), on the judged card.
+  auto side = [](const Estimate& e, std::uint64_t need) {
+    json j = e.to_json();
+    j["full_load_bytes"] = need;
+    if (!j.contains("verdict")) j["verdict"] = e.verdict;
+    return j;
+  };
+  json out = {{"workflow", r.workflow},
+              {"preset", request.raw("preset")},
+              {"target_bytes", r.target_bytes ? json(r.target_bytes) : json(nullptr)},
+              {"judged_bytes", r.judged_bytes ? json(r.judged_bytes) : json(nullptr)},
+              {"judged_on", r.judged_on_request ? "request" : "target"},
+              {"before", side(r.before, r.before_need)},
+              {"after", side(r.after, r.after_need)},
+              {"target", {{"bytes", r.target_bytes ? json(r.target_bytes) : json(nullptr)},
+                          {"peak_bytes", r.target_after.peak_bytes},
+                          {"verdict", r.target_after.verdict}}},
+              {"changes", r.changes},
+              {"kinds", r.kinds},
+              {"costs", costs_of(r.kinds)},
+              {"notes", r.notes}};
+  // The plan of the rewritten workflow on the same card, as POST /headroom/estimate would answer it, so
+  // whoever applies the preset has the new verdict, peak and speed without asking again.
+  json again = body;
+  again.erase("preset");
+  again["workflow"] = r.workflow;
+  out["plan"] = plan(again);
+  return out;
 }
 
 }  // namespace headroom::api

@@ -178,6 +178,8 @@ json Estimate::to_json() const {
     j["vram_bytes"] = vram_bytes;
     j["verdict"] = verdict;
     j["verdict_reason"] = verdict_reason;
+    if (!limit.empty()) j["limit"] = limit;
+    if (!limit_stage.empty()) j["limit_stage"] = limit_stage;
   }
   j["stages"] = json::array();
   for (const auto& s : stages) {
@@ -407,8 +409,11 @@ Estimate estimate(const Job& job, const Runtime& runtime) {
     if (any_fail || est.peak_bytes > V) {
       est.verdict = spelling(Verdict::DoesNotFit);
       est.verdict_reason = "runs out of VRAM in " + (fail_stage.empty() ? est.peak_stage : fail_stage);
+      est.limit = "vram";
+      est.limit_stage = fail_stage.empty() ? est.peak_stage : fail_stage;
     } else if (ram_short) {
       est.verdict = spelling(Verdict::DoesNotFit);
+      est.limit = "host_ram";
       est.verdict_reason =
           runtime.loader == Runtime::Loader::Dynamic
               ? "runs out of host RAM: LoRA patches and models on the legacy loader need " +

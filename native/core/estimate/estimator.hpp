@@ -106,6 +106,9 @@ struct Estimate {
   std::uint64_t host_ram_held_bytes = 0;
   std::uint64_t ram_bytes = 0;             // the host RAM checked against (0 = not given)
   std::string verdict_reason;              // where it runs out, or why it streams; "" when it fits
+  // The limit a verdict that does not run stops at: "vram" (in limit_stage) or "host_ram"; "" otherwise.
+  // Renderers name it in the headline rather than reading verdict_reason's words.
+  std::string limit, limit_stage;
   nlohmann::json to_json() const;   // {peak_bytes, peak_stage, stages:[{name, peak_bytes, breakdown, ...}], notes}
 };
 

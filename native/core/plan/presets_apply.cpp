@@ -10,6 +10,7 @@
 #include "core/base/error.hpp"
 #include "core/plan/planner.hpp"
 #include "core/catalog/presets.hpp"
+#include "core/plan/change_search.hpp"
 #include "core/plan/changes.hpp"
 #include "core/workflow/workflow_names.hpp"
 #include "core/base/json_reader.hpp"
@@ -82,9 +83,13 @@ class Rewriter {
           node["properties"].contains("Node name for S&R"))
         node["properties"]["Node name for S&R"] = to_type;
     }
-    changes_.push_back({{"node_id", d.node_id}, {"widget", "type"}, {"from", d.type}, {"to", to_type}});
+    // One change for the replaced node, with the widgets the new node gets: a node type is no widget
+    // a browser can set, so `replace` tells it to swap the node (keeping its id and links).
+    json widgets = json::object();
     if (to_type == "VAEDecodeTiled")
-      changes_.push_back({{"node_id", d.node_id}, {"widget", "tile_size"}, {"from", nullptr}, {"to", tile}});
+      widgets = {{"tile_size", tile}, {"overlap", overlap}, {"temporal_size", 64}, {"temporal_overlap", 8}};
+    changes_.push_back({{"node_id", d.node_id}, {"widget", "type"}, {"from", d.type}, {"to", to_type},
+                        {"replace", true}, {"widgets", widgets}});
   }
 
   json& workflow() { return wf_; }
@@ -120,7 +125,12 @@ Job preset_job(const PresetSpec& preset_spec, const WorkflowInfo& info, const Ru
   if (!dtype.empty() && job.diffusion && !info.weight_dtype.empty()) {
     std::string forced = workflow::precision_from_weight_dtype(dtype);
     std::string file_precision = workflow::precision_from_name(job.diffusion->file);
-    if (file_precision != "fp8_scaled") job.diffusion->precision = forced.empty() ? file_precision : forced;
+    const std::string to = forced.empty() ? file_precision : forced;
+    // weight_dtype only ever lowers what a file holds: an fp8mixed, fp8_scaled, GGUF or fp4 file is left
+    // as it is (its weight_dtype fp8 would change nothing but the widget).
+    const PrecisionInfo* p = plan_search::precision_named(to);
+    const bool lowers = p && plan_search::bits_of(*job.diffusion) > p->bits_per_weight() + 0.01;
+    if (file_precision != "fp8_scaled" && (forced.empty() || lowers)) job.diffusion->precision = to;
   }
   if (decode == "full") job.decode_mode = DecodeMode::Full;
   if (decode == "tiled" && job.decode_mode == DecodeMode::Full && !info.decoders.empty()) {
@@ -229,12 +239,17 @@ PresetResult apply_preset(const json& wf, const std::string& name, const Runtime
   const Runtime rt = target_runtime_for(*preset, request_runtime);
   out.target_bytes = usable_bytes(rt);
   Estimate before = estimate(info.job, rt);
-  out.before_peak = before.peak_bytes;
-  out.before_verdict = before.verdict;
-  out.before_need = need_bytes(before);
+  out.judged_on_request = request_runtime.has_card();
+  const Runtime& judged = out.judged_on_request ? request_runtime : rt;
+  out.judged_bytes = usable_bytes(judged);
+  out.before = out.judged_on_request ? estimate(info.job, judged) : before;
+  out.before_peak = out.before.peak_bytes;
+  out.before_verdict = out.before.verdict;
+  out.before_need = need_bytes(out.before);
 
   std::vector<std::string> kinds;
   Job job = preset_job(*preset, info, rt, before, &kinds, &out.notes);
+  out.kinds = kinds;
 
   // 3. Write the job back as widget values.
   Rewriter rw(wf);
@@ -269,10 +284,11 @@ PresetResult apply_preset(const json& wf, const std::string& name, const Runtime
 
   // 4. The after-peak of the rewritten workflow, parsed again.
   WorkflowInfo after = workflow::analyse_workflow(rw.workflow(), source, options);
-  Estimate e = estimate(after.job, rt);
-  out.after_peak = e.peak_bytes;
-  out.after_verdict = e.verdict;
-  out.after_need = need_bytes(e);
+  out.target_after = estimate(after.job, rt);
+  out.after = out.judged_on_request ? estimate(after.job, judged) : out.target_after;
+  out.after_peak = out.after.peak_bytes;
+  out.after_verdict = out.after.verdict;
+  out.after_need = need_bytes(out.after);
   out.workflow = std::move(rw.workflow());
   out.changes = std::move(rw.changes());
   return out;

@@ -18,12 +18,20 @@ struct PresetResult {
   std::string before_verdict, after_verdict;
   std::uint64_t before_need = 0, after_need = 0;    // with every model fully resident (planner.hpp need_bytes)
   std::uint64_t target_bytes = 0;                   // the memory the preset aimed at (0 = none)
+  // The figures shown are judged on the request's card when it has one (the user's), else on the
+  // preset's target: the after-estimate is then what the user's own estimate of the rewritten
+  // workflow says, and every preset row is judged against the same card.
+  std::uint64_t judged_bytes = 0;
+  bool judged_on_request = false;
+  Estimate before, after;                           // on the judged card
+  Estimate target_after;                            // of the rewritten workflow on the preset's target
   nlohmann::json changes = nlohmann::json::array(); // [{node_id, widget, from, to}]
   std::vector<std::string> notes;
+  std::vector<std::string> kinds;                   // the planner changes made (presets.json "changes"), in order
 };
 
 // `request_runtime` is the card of the request (gpu / vram_bytes); "fit N GB" presets use their own.
-// Throws InputError("preset") for an unknown preset, InputError("gpu") when "fit this card" has no card.
+// The before_/after_ fields are of `before`/`after`. Throws InputError("preset") for an unknown preset, InputError("gpu") when "fit this card" has no card.
 PresetResult apply_preset(const nlohmann::json& workflow, const std::string& preset, const Runtime& request_runtime,
                           const std::string& source = "workflow",
                           const workflow::ParseOptions& options = {});

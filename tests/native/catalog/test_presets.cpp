@@ -133,3 +133,47 @@ TEST_CASE("apply_preset: bad requests", "[presets]") {
   CHECK_THROWS_AS(api::apply_preset({{"workflow", wf}, {"preset", "fit this card"}}), InputError);
   CHECK_THROWS_AS(api::apply_preset({{"workflow", wf}}), InputError);
 }
+
+// Issue 23 #1 and #2: what a preset previews is what the rewritten workflow estimates on the user's card,
+// every row is judged on that card, and a replaced decode node says so in one change with its widgets.
+TEST_CASE("apply_preset: the preview is the plan of the rewritten workflow on the user's card", "[presets][templates]") {
+  const std::vector<std::string> files = {"video_wan2_2_5B_ti2v.json", "2026/image_flux2.json",
+                                          "2026/flux1_krea_dev.json"};
+  for (const auto& file : files) {
+    if (!fs::exists(templates_dir() + "/" + file)) continue;
+    json wf = load(file);
+    for (const char* gpu : {"3060", "4090"}) {
+      DYNAMIC_SECTION(file << " on " << gpu) {
+        json user = api::plan({{"workflow", wf}, {"gpu", gpu}});
+        for (const auto& preset : preset_data().presets) {
+          json r = api::apply_preset({{"workflow", wf}, {"preset", preset.name}, {"gpu", gpu}});
+          INFO(preset.name);
+          CHECK(r["judged_on"] == "request");
+          // The same "before" on every row: the user's own estimate.
+          CHECK(r["before"]["peak_bytes"] == user["peak_bytes"]);
+          CHECK(r["before"]["verdict"] == user["verdict"]);
+          json again = api::plan({{"workflow", r["workflow"]}, {"gpu", gpu}});
+          CHECK(r["after"]["peak_bytes"] == again["peak_bytes"]);
+          CHECK(r["after"]["verdict"] == again["verdict"]);
+          CHECK(r["plan"]["peak_bytes"] == again["peak_bytes"]);
+          CHECK(r["after"]["slowdown"] == again["slowdown"]);
+          for (const auto& c : r["changes"]) {
+            CHECK(!c["from"].is_null());  // no "tile_size ? -> 768": every change says what it replaces
+            if (c["widget"] == "type") {
+              CHECK(c["replace"] == true);
+              if (c["to"] == "VAEDecodeTiled") CHECK(c["widgets"]["tile_size"].get<int>() > 0);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("apply_preset: weight_dtype fp8 is not set on a file that already holds fp8", "[presets][templates]") {
+  const std::string file = "2026/image_flux2.json";  // flux2_dev_fp8mixed.safetensors
+  if (!fs::exists(templates_dir() + "/" + file)) return;  // ../shared absent
+  json wf = load(file);
+  json r = api::apply_preset({{"workflow", wf}, {"preset", "fit 8 GB"}, {"gpu", "3060"}});
+  for (const auto& c : r["changes"]) CHECK(c["widget"] != "weight_dtype");
+}

@@ -182,7 +182,11 @@ TEST_CASE("plan and apply_preset: free_bytes is the budget", "[plan][presets][fr
   json n = api::apply_preset({{"workflow", wf}, {"preset", "fit 24 GB"}, {"gpu", "4090"}, {"free_bytes", free}});
   json n0 = api::apply_preset({{"workflow", wf}, {"preset", "fit 24 GB"}, {"gpu", "4090"}});
   CHECK(n["target_bytes"] == n0["target_bytes"]);
-  CHECK(n["after"] == n0["after"]);
+  CHECK(n["changes"] == n0["changes"]);
+  CHECK(n["target"] == n0["target"]);
+  // The figures shown are judged on the user's card, its free memory included (issue 23 #2).
+  CHECK(n["judged_bytes"] == free);
+  CHECK(n0["judged_bytes"] == card);
 }
 
 TEST_CASE("plan and preset agree on what the preset applies (Wan 2.2 I2V 14B on small cards)", "[plan][presets]") {

@@ -13,14 +13,15 @@ export function widgetNames(type, count) {
 
 class FakeNode {
   // `recorded`: this node as a real frontend built it ({id, type, widgets: [{name, value}]}), when known.
-  constructor(data, recorded) {
+  constructor(data, recorded, fromValues = false) {
     this.id = data.id;
     this.type = data.type;
     this.comfyClass = data.type;
     this.mode = data.mode ?? 0;
     const values = Array.isArray(data.widgets_values) ? data.widgets_values : [];
+    // A recorded node gives its widgets' names; a graph configured again takes the workflow's values.
     this.widgets = recorded
-      ? recorded.widgets.map((w) => ({ ...w }))
+      ? recorded.widgets.map((w, i) => ({ ...w, ...(fromValues && i < values.length ? { value: values[i] } : {}) }))
       : widgetNames(data.type, values.length).map((name, i) => ({ name, value: values[i] }));
     this.dirty = 0;
   }
@@ -29,10 +30,19 @@ class FakeNode {
 
 export class FakeGraph {
   constructor(workflow, recordedNodes = null) {
-    this.workflow = workflow;
-    const recorded = new Map((recordedNodes ?? []).map((n) => [n.id, n]));
-    this.nodes = workflow.nodes.map((n) => new FakeNode(n, recorded.get(n.id)));
+    this.recorded = new Map((recordedNodes ?? []).map((n) => [n.id, n]));
+    this.configure(workflow);
     this.dirty = 0;
+  }
+  // LiteGraph's configure: the graph becomes the given workflow (nodes made again from their types); a
+  // recorded node is reused only while it keeps its type.
+  configure(workflow) {
+    this.workflow = workflow;
+    this.configured = (this.configured ?? -1) + 1;
+    this.nodes = workflow.nodes.map((n) => {
+      const rec = this.recorded.get(n.id);
+      return new FakeNode(n, rec?.type === n.type ? rec : null, this.configured > 0);
+    });
   }
   getNodeById(id) { return this.nodes.find((n) => n.id === id) ?? null; }
   setDirtyCanvas() { this.dirty += 1; }

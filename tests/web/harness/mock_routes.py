@@ -126,6 +126,22 @@ def preset_changes(workflow, preset):
     return changes
 
 
+def rewritten(workflow, changes):
+    """The workflow with the changes made, as the core's apply_preset returns it (the panel loads it)."""
+    if not isinstance(workflow, dict) or not isinstance(workflow.get("nodes"), list):
+        return workflow
+    out = json.loads(json.dumps(workflow))
+    by_id = {n.get("id"): n for n in out["nodes"] if isinstance(n, dict)}
+    for c in changes:
+        node = by_id.get(c.get("node_id"))
+        values = node.get("widgets_values") if node else None
+        if isinstance(values, list):
+            names = widget_names(node.get("type"), len(values))
+            if c["widget"] in names:
+                values[names.index(c["widget"])] = c.get("to")
+    return out
+
+
 def estimate_for(workflow):
     over = any(_get(n, "type") == "UNETLoader" and widget_value(n, "weight_dtype") == "default"
                for n in _nodes(workflow))
@@ -164,7 +180,7 @@ def mock(method, route, body):
         preset = _get(body, "preset")
         after = PEAKS.get(preset, UNDEFINED) if isinstance(preset, str) else UNDEFINED
         return 200, _defined({
-            "workflow": _get(body, "workflow"),
+            "workflow": rewritten(_get(body, "workflow"), changes),
             "before": {"peak_bytes": PEAKS["base"], "verdict": _verdict(PEAKS["base"])},
             "after": _defined({"peak_bytes": after, "verdict": _verdict(after)}),
             "changes": changes,

@@ -1,0 +1,58 @@
+"""The pack's /headroom/estimate, /headroom/presets and /headroom/apply-preset answered by the built core
+(build/capi, or $HEADROOM_BUILD_DIR/capi) for one fixed card, the rest by `mock`: the panel's figures in
+these tests are the core's own. None when the core is not built."""
+import ctypes
+import json
+import os
+from pathlib import Path
+
+from .mock_routes import SNAPSHOT, mock
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def load_core():
+    build = Path(os.environ.get("HEADROOM_BUILD_DIR", "build"))
+    lib_path = (build if build.is_absolute() else REPO / build) / "capi" / "libheadroom_core.so"
+    if not lib_path.is_file():
+        return None
+    lib = ctypes.CDLL(str(lib_path))
+    lib.headroom_call.restype = ctypes.c_void_p
+    lib.headroom_call.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+    lib.headroom_free.argtypes = [ctypes.c_void_p]
+
+    def call(function, request):
+        ptr = lib.headroom_call(function.encode(), json.dumps(request).encode())
+        try:
+            answer = json.loads(ctypes.string_at(ptr).decode())
+        finally:
+            lib.headroom_free(ptr)
+        if "ok" not in answer:
+            raise ValueError(answer["error"].get("message", "core error"))
+        return answer["ok"]
+    return call
+
+
+def core_routes(call, vram_bytes, counts):
+    """A `mock` for harness.server.Server: the card is `vram_bytes`; counts[function] += 1 per core call."""
+    card = {"vram_bytes": vram_bytes}
+
+    def core(function, request):
+        counts[function] = counts.get(function, 0) + 1
+        return call(function, request)
+
+    def routes(method, route, body):
+        try:
+            if route == "/headroom/vram":
+                return 200, {"snapshot": {**SNAPSHOT, "total_bytes": vram_bytes}, "native": {}}
+            if route == "/headroom/presets":
+                catalog = call("catalog", {})
+                return 200, {"presets": catalog["presets"], "verdicts": catalog["verdicts"]}
+            if route == "/headroom/estimate":
+                return 200, core("plan", {"workflow": body["workflow"], **card})
+            if route == "/headroom/apply-preset":
+                return 200, core("apply_preset", {"workflow": body["workflow"], "preset": body["preset"], **card})
+        except ValueError as e:
+            return 400, {"error": str(e)}
+        return mock(method, route, body)
+    return routes
