@@ -56,7 +56,11 @@ TEST_CASE("every canonical name of issue #2 is in the catalog with its role", "[
       {"krea2-raw", Role::DiffusionModel},       {"wan-animate-2-14b", Role::DiffusionModel},
       {"wan2.1-scail-2-14b", Role::DiffusionModel}, {"wan2.2-dancer-14b", Role::DiffusionModel},
       {"humo-17b", Role::DiffusionModel},        {"chrono-edit-14b", Role::DiffusionModel},
-      {"wan-move-14b", Role::DiffusionModel},    {"bernini-r-a14b", Role::DiffusionModel}};
+      {"wan-move-14b", Role::DiffusionModel},    {"bernini-r-a14b", Role::DiffusionModel},
+      {"clip-g", Role::TextEncoder},             {"sd15", Role::DiffusionModel},
+      {"sdxl-base", Role::DiffusionModel},       {"sdxl-turbo", Role::DiffusionModel},
+      {"sdxl-refiner", Role::DiffusionModel},    {"sd3-vae", Role::Vae},
+      {"sd3.5-large", Role::DiffusionModel}};
   for (const auto& [name, role] : names) {
     const ModelInfo& m = resolve_model(name);
     CHECK(m.name == name);
@@ -220,7 +224,7 @@ TEST_CASE("precisions a role cannot use are refused", "[catalog]") {
 
 TEST_CASE("api::catalog lists models, precisions and GPUs", "[catalog]") {
   auto c = api::catalog();
-  CHECK(c["models"].size() == 45);
+  CHECK(c["models"].size() == 52);
   CHECK(c["precisions"].size() >= 16);
   CHECK(c["gpus"].size() >= 10);
   bool found = false;
