@@ -105,6 +105,21 @@ double block_prefetch_of(const JsonFields& arch) {
   return p->number("params", kLayerParams);
 }
 
+// "levels": [{channels, transformer_depth, res_blocks}, ...] of a UNet, top (full latent size) first.
+std::vector<UnetLevel> read_levels(const JsonFields& arch) {
+  std::vector<UnetLevel> out;
+  if (!arch.has("levels")) return out;
+  const auto& levels = arch.array("levels");
+  if (levels.empty()) arch.fail("levels", "is empty (expected at least one {channels, transformer_depth, res_blocks})");
+  for (std::size_t i = 0; i < levels.size(); ++i) {
+    const std::string at = arch.key_path("levels") + "[" + std::to_string(i) + "]";
+    if (!levels[i].is_object()) arch.fail("levels", "expected objects {channels, transformer_depth, res_blocks}");
+    const JsonFields f(levels[i], arch.where(), at);
+    out.push_back({f.integer("channels", kWidth), f.integer("transformer_depth", kBlocks), f.integer("res_blocks", kWidth)});
+  }
+  return out;
+}
+
 DiffusionArch read_diffusion(const JsonFields& entry) {
   const JsonFields arch = entry.object("arch");
   DiffusionArch a;
@@ -131,6 +146,8 @@ DiffusionArch read_diffusion(const JsonFields& entry) {
   a.block_prefetch_params = block_prefetch_of(arch);
   a.image_conditioning = read_conditioning(arch);
   a.activation = activation_of(entry, arch);
+  a.levels = read_levels(arch);
+  if (!a.levels.empty()) a.conv_hidden_multiple = arch.number("conv_hidden_multiple", kMultiple);
   a.comfy_memory_usage_factor = value_of(entry, "comfy_memory_usage_factor");
   return a;
 }

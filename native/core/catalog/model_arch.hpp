@@ -39,6 +39,16 @@ enum class ImageConditioning {
   ReferenceTokens,  // reference images are encoded and appended to the sequence as tokens (Kontext)
 };
 
+// One resolution level of a UNet (SD 1.5, SDXL; ComfyUI comfy/ldm/modules/diffusionmodules/openaimodel.py):
+// level l runs at 1/2^l of the latent side, with `res_blocks` resblocks of `channels` width each followed
+// by `transformer_depth` transformer blocks (0: convolutions only). A UNet's activations are set per level,
+// not per token of one width, and the input blocks' outputs stay alive for the skip connections.
+struct UnetLevel {
+  int channels = 0;
+  int transformer_depth = 0;
+  int res_blocks = 0;
+};
+
 struct DiffusionArch {
   std::string kind;                 // "flux_dit", "wan_dit", ...
   int hidden = 0, ffn = 0, heads = 0, head_dim = 0;
@@ -58,6 +68,11 @@ struct DiffusionArch {
   double block_prefetch_params = 0;
   ImageConditioning image_conditioning = ImageConditioning::None;
   Activation activation;
+  // UNets only ("arch.levels"): empty for transformers. At a level with attention the activation phases
+  // apply with hidden = its channels and ffn = channels x ffn/hidden; a convolution-only level keeps
+  // conv_hidden_multiple x channels elements per pixel.
+  std::vector<UnetLevel> levels;
+  double conv_hidden_multiple = 0;
   double comfy_memory_usage_factor = 0;
   int temporal_stride() const { return vae_stride[0]; }
   int spatial_stride() const { return vae_stride[2]; }

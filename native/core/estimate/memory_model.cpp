@@ -159,6 +159,33 @@ StageDemand tiled_decode(const ResolvedJob& rj, int tile_px, std::uint64_t tile_
   return d;
 }
 
+// A UNet's live elements per batch element at its peak: every input block's output waits for its skip
+// connection (conv_in and the resblocks at full size, then per level the downsample and resblocks), and
+// on top of them the largest level's own working set, at (latent px / 4^l) pixels.
+struct UnetPeak {
+  double elems = 0;
+  double attention_flops = 0;  // 4 n^2 c per transformer block, over the levels
+};
+UnetPeak unet_peak(const DiffusionArch& arch, const SampleGeometry& g) {
+  UnetPeak p;
+  const double px0 = static_cast<double>(g.latent_frames * g.latent_h * g.latent_w);
+  const double ffn_ratio = static_cast<double>(arch.ffn) / arch.hidden;
+  double skips = 0, level_peak = 0;
+  for (std::size_t l = 0; l < arch.levels.size(); ++l) {
+    const UnetLevel& lv = arch.levels[l];
+    const double px = px0 / std::pow(4.0, static_cast<double>(l));
+    const double c = lv.channels;
+    const double in = l == 0 ? c : arch.levels[l - 1].channels;  // conv_in, or the downsample's output
+    skips += px * (in + lv.res_blocks * c);
+    const double per_px = lv.transformer_depth > 0 ? arch.activation.elems_per_token(c, c * ffn_ratio)
+                                                   : arch.conv_hidden_multiple * c;
+    level_peak = std::max(level_peak, per_px * px);
+    p.attention_flops += 4.0 * px * px * c * lv.transformer_depth * lv.res_blocks * 2;  // down and up sides
+  }
+  p.elems = skips + level_peak;
+  return p;
+}
+
 }  // namespace
 
 int vae_compute_bytes(const ResolvedComponent& vae) {
@@ -424,8 +451,11 @@ StageDemand sample_demand(const ResolvedJob& rj, const DemandOptions& o) {
     d.resident_labels.push_back("lora");
   }
 
+  const bool unet = !arch.levels.empty();
+  const UnetPeak up = unet ? unet_peak(arch, g) : UnetPeak{};
   const double per_token = elems_per_token(m) * cb + arch.activation.fp32_elems_per_token * 4;
-  d.transient["activations"] = static_cast<std::uint64_t>(per_token * g.sequence_tokens * eff_batch);
+  d.transient["activations"] = static_cast<std::uint64_t>(unet ? up.elems * cb * eff_batch
+                                                                : per_token * g.sequence_tokens * eff_batch);
   // Sampler state (x, noise, denoised, derivative) in fp32 at latent size.
   const double lat_ch = arch.latent_channels;
   d.transient["latents"] = static_cast<std::uint64_t>(4.0 * 4 * lat_ch * g.latent_frames * g.latent_h * g.latent_w *
@@ -437,10 +467,14 @@ StageDemand sample_demand(const ResolvedJob& rj, const DemandOptions& o) {
   d.prefetch_block_bytes = dc.precision->bytes_for(static_cast<std::uint64_t>(arch.block_prefetch_params));
   d.comfy_minimum_bytes = comfy_sampling_estimate(rj, job.batch);
   const double n = static_cast<double>(g.sequence_tokens);
-  d.flops_per_pass = eff_batch * (2.0 * m.params * n + 4.0 * n * n * arch.hidden * blocks);
+  d.flops_per_pass = unet ? eff_batch * (2.0 * m.params * n + up.attention_flops)
+                          : eff_batch * (2.0 * m.params * n + 4.0 * n * n * arch.hidden * blocks);
   d.passes = (job.cfg != 1.0 && !o.cfg_batched) ? 2 : 1;
 
-  d.notes.push_back(std::to_string(g.sequence_tokens) + " tokens per sequence" +
+  if (unet)
+    d.notes.push_back("UNet of " + std::to_string(arch.levels.size()) + " levels from a " + std::to_string(g.latent_w) + "x" +
+                      std::to_string(g.latent_h) + " latent: the input blocks' outputs are kept for the skip connections");
+  else d.notes.push_back(std::to_string(g.sequence_tokens) + " tokens per sequence" +
                     (job.reference_images && arch.image_conditioning == ImageConditioning::ReferenceTokens
                          ? " (incl. " + std::to_string(job.reference_images) + " reference image(s))"
                          : std::string()) +

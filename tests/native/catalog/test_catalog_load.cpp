@@ -139,7 +139,7 @@ TEST_CASE("the native decode plans count the VAE decoders' published parameters"
     CHECK(planned - m.vae->decoder_params <= z * z + z);
     ++checked;
   }
-  CHECK(checked == 6);  // the KL VAEs (Flux, FLUX.2, SD, SDXL) and both Wan VAEs
+  CHECK(checked == 7);  // the KL VAEs (Flux, FLUX.2, SD, SDXL, SD3) and both Wan VAEs
 }
 
 TEST_CASE("the optional GPU figures load when typed as documented", "[catalog][data]") {

@@ -94,7 +94,7 @@ TEST_CASE("recognise: from a file name, the template rules before the catalog pa
   NameRecognition wrong = recognise_file_name("umt5_xxl_fp8_e4m3fn_scaled.safetensors", "vae");
   CHECK(wrong.model.empty());
   CHECK(wrong.precision == "fp8_scaled");
-  CHECK(recognise_file_name("sd_xl_base_1.0.safetensors", "checkpoint").model.empty());
+  CHECK(recognise_file_name("sd_xl_base_1.0.safetensors", "checkpoint").model == "sdxl-base");
 }
 
 TEST_CASE("recognise: a name that only shares its family word with catalog models names none", "[recognise]") {

@@ -148,11 +148,11 @@ TEST_CASE("api::plan: request validation and the unknown verdict", "[plan][api]"
   CHECK_THROWS_AS(api::plan(json{{"workflow", json::object()}, {"gpu", "4090"}, {"vram_bytes", 5}}), InputError);
   CHECK_THROWS_AS(api::plan(json{{"workflow", json::object()}, {"bogus", 1}}), InputError);
   CHECK_THROWS_AS(api::plan(json{{"workflow", "{not json"}}), FileFormatError);
-  json sd = json::parse(R"({"1": {"class_type": "CheckpointLoaderSimple", "inputs": {"ckpt_name": "sd_xl_base_1.0.safetensors"}},
+  json sd = json::parse(R"({"1": {"class_type": "CheckpointLoaderSimple", "inputs": {"ckpt_name": "my_private_merge_v3.safetensors"}},
                             "2": {"class_type": "SaveImage", "inputs": {"images": ["1", 2]}}})");
   json r = api::plan(json{{"workflow", sd}, {"vram_bytes", 12000000000ull}});
   CHECK(r["verdict"] == "unknown");
-  CHECK(r["reason"].get<std::string>().find("sd_xl_base_1.0") != std::string::npos);
+  CHECK(r["reason"].get<std::string>().find("my_private_merge_v3") != std::string::npos);
 }
 
 TEST_CASE("cli: headroom plan exit codes and JSON", "[plan][cli]") {

@@ -55,7 +55,7 @@ const std::map<std::string, Expected>& expected() {
        {{"wan2.2_i2v_high_noise_14B_fp8_scaled.safetensors", "wan2.2_i2v_low_noise_14B_fp8_scaled.safetensors"},
         "wan2.2-i2v-a14b", "fp8_scaled", {"umt5_xxl_fp8_e4m3fn_scaled.safetensors"}, 640, 640, 81, 1, 2}},
       {"sdxl_simple_example.json",
-       {{"sd_xl_base_1.0.safetensors", "sd_xl_refiner_1.0.safetensors"}, "", "", {}, 1024, 1024, 1, 1, 0}},
+       {{"sd_xl_base_1.0.safetensors", "sd_xl_refiner_1.0.safetensors"}, "sdxl-base", "", {}, 1024, 1024, 1, 1, 0}},
       {"latest/flux_dev_checkpoint_example.json",
        {{"flux1-dev.safetensors"}, "flux1-dev", "", {"clip_l.safetensors", "t5xxl_fp16.safetensors"}, 1024, 1024, 1, 1, 0}},
       {"latest/03_video_wan2_2_14B_i2v_subgraphed.json",
