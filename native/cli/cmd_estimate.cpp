@@ -2,12 +2,11 @@
 #include <algorithm>
 #include <cctype>
 #include <iostream>
-#include <map>
 #include <sstream>
 
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
-#include "cli/runtime_flags.hpp"
+#include "cli/field_flags.hpp"
 #include "cli/table.hpp"
 #include "core/api/api.hpp"
 #include "core/catalog/catalog.hpp"
@@ -25,21 +24,22 @@ const char* kModelsUsage =
     "Lists the catalog: models (name, role, parameters, default precision, aliases), precisions and GPUs.\n";
 
 const char* kEstimateUsage =
-    "usage: headroom estimate --model NAME [--precision P] [--text-encoder-precision P]\n"
-    "         [--vae-precision P] [--width W --height H] [--frames F] [--batch B] [--cfg X]\n"
-    "         [--references N] [--gpu NAME | --vram GIB] [--free GIB] [--decode full|tiled|headroom] [--tile PX]\n"
-    "         [--block-swap N] [--lora SIZE] [--text-encoder-on-cpu] [--windows] [--reserve SIZE] [--json]\n"
-    "         [--runtime dynamic|legacy] [--reserve-vram GB] [--vram-headroom GB] [--ram GIB]\n"
-    "         [--async-offload N | --disable-async-offload] [--os linux|windows]\n"
+    "usage: headroom estimate --model NAME [options] [--json]\n"
     "Per-stage peak VRAM (reserved memory, CUDA context and ComfyUI's reserve included) of one model\n"
     "with its usual companions, or of a text encoder or VAE alone. --free: memory free for the run as\n"
     "ComfyUI counts it (the CUDA context and other processes already outside it); verdicts are then\n"
-    "against it.\n"
+    "against it. Each option is a field of the JSON request (docs/api.md, estimate):\n";
+
+const char* kEstimateExit =
+    "  --json  the answer as one JSON object\n"
     "Exit status: 0 it runs (fits, streams or tight) or no card given, 1 does not fit, 2 bad input (the\n"
     "message names the flag), 3 not covered: --model names no catalog model (with --json: verdict\n"
     "unknown, reason, not_covered {kind, model}).\n";
 
-std::string estimate_usage() { return std::string(kEstimateUsage) + kRuntimeFlagsHelp; }
+const std::vector<FlagForm>& estimate_flags() {
+  static const std::vector<FlagForm> forms = flag_forms(api::estimate_fields());
+  return forms;
+}
 
 std::string join(const json& arr) {
   std::string out;
@@ -50,23 +50,6 @@ std::string join(const json& arr) {
 std::string fixed1(double x) { return fixed(x, 1); }
 
 std::string gb(std::uint64_t bytes) { return fixed1(bytes / 1e9) + " GB"; }
-
-// Maps a request field named in an InputError to the flag the user typed.
-[[noreturn]] void rethrow_as_flag(const InputError& e) {
-  static const std::map<std::string, std::string> flags = {
-      {"model", "--model"}, {"precision", "--precision"}, {"text_encoder_precision", "--text-encoder-precision"},
-      {"vae_precision", "--vae-precision"}, {"width", "--width"}, {"height", "--height"}, {"frames", "--frames"},
-      {"batch", "--batch"}, {"cfg", "--cfg"}, {"reference_images", "--references"}, {"gpu", "--gpu"},
-      {"vram", "--vram"}, {"decode_mode", "--decode"}, {"decode_tile_px", "--tile"},
-      {"blocks_swapped", "--block-swap"}, {"lora_bytes", "--lora"}, {"reserve_bytes", "--reserve"},
-      {"free_bytes", "--free"}, {"vram_bytes", "--vram"}};
-  auto it = flags.find(e.field());
-  if (it == flags.end() && e.field() != "reserve_bytes") it = runtime_flag_of_field().find(e.field());
-  if (it == flags.end() || it == runtime_flag_of_field().end()) throw e;
-  std::string msg = e.what();
-  msg = msg.substr(e.field().size() + 2);
-  throw InputError(it->second, msg);
-}
 
 // A name with letters or digits that no catalog model answers to, neither exactly, by a file pattern nor
 // as part of one name: a model Headroom does not cover, not a mistyped flag (a blank name, or a part of
@@ -192,13 +175,11 @@ int cmd_models(const Argv& argv) {
   return 0;
 }
 
+std::string estimate_usage() { return kEstimateUsage + flags_help(estimate_flags()) + kEstimateExit; }
+
 int cmd_estimate(const Argv& argv) {
-  Args args(argv,
-            with_runtime_flags({"model", "precision", "text-encoder-precision", "vae-precision", "width", "height",
-                                "frames", "batch", "cfg", "references", "gpu", "vram", "free", "decode", "tile",
-                                "block-swap", "lora", "reserve"},
-                               runtime_flag_names()),
-            with_runtime_flags({"json", "help", "text-encoder-on-cpu", "windows"}, runtime_switch_names()));
+  const auto& forms = estimate_flags();
+  Args args(argv, value_flag_names(forms, {}), switch_names(forms, {"json", "help"}));
   if (args.has("help")) {
     std::cout << estimate_usage();
     return 0;
@@ -208,37 +189,7 @@ int cmd_estimate(const Argv& argv) {
   if (!args.get("model"))
     throw InputError("--model", "is required, e.g. --model " + api::catalog()["models"][0]["name"].get<std::string>() +
                                     " (see `headroom models`)");
-  json req;
-  req["model"] = *args.get("model");
-  if (auto v = args.get("precision")) req["precision"] = *v;
-  if (auto v = args.get("text-encoder-precision")) req["text_encoder_precision"] = *v;
-  if (auto v = args.get("vae-precision")) req["vae_precision"] = *v;
-  if (args.get("width")) req["width"] = args.get_int("width", 0, 16, 16384);
-  if (args.get("height")) req["height"] = args.get_int("height", 0, 16, 16384);
-  if (args.get("frames")) req["frames"] = args.get_int("frames", 0, 1, 10001);
-  if (args.get("batch")) req["batch"] = args.get_int("batch", 0, 1, 1024);
-  if (args.get("cfg")) req["cfg"] = args.get_double("cfg", 1.0);
-  if (args.get("references")) req["reference_images"] = args.get_int("references", 0, 0, 16);
-  if (args.get("block-swap")) req["blocks_swapped"] = args.get_int("block-swap", 0, 0, 1000);
-  if (args.get("tile")) req["decode_tile_px"] = args.get_int("tile", 0, 64, 16384);
-  if (auto v = args.get("decode")) req["decode_mode"] = *v;
-  if (auto v = args.get("gpu")) req["gpu"] = *v;
-  if (auto v = args.get("vram")) {
-    if (args.get("gpu")) throw InputError("--vram", "give either --gpu or --vram, not both");
-    req["vram_bytes"] = parse_size(*v, "--vram", GiB);
-    if (req["vram_bytes"].get<std::uint64_t>() < 256 * MiB)
-      throw InputError("--vram", "expected the card's memory, e.g. 24 (GiB) or 12GB; got '" + *v + "'");
-  }
-  if (auto v = args.get_size("free", GiB, false)) req["free_bytes"] = *v;
-  if (auto v = args.get("lora")) req["lora_bytes"] = parse_size(*v, "--lora", MiB);
-  if (auto v = args.get("reserve")) req["reserve_bytes"] = parse_size(*v, "--reserve", GiB);
-  if (args.has("text-encoder-on-cpu")) req["text_encoder_on_cpu"] = true;
-  if (args.has("windows") && args.get("os") && *args.get("os") != "windows")
-    throw InputError("--windows", "contradicts --os " + *args.get("os") + "; give one of them");
-  if (args.has("windows")) req["windows"] = true;
-  if (args.get("reserve") && args.get("reserve-vram"))
-    throw InputError("--reserve-vram", "give --reserve-vram or --reserve (the same setting), not both");
-  add_runtime_flags(args, req);
+  const json req = request_from_flags(args, forms);
 
   json r;
   try {
@@ -246,7 +197,7 @@ int cmd_estimate(const Argv& argv) {
   } catch (const InputError& e) {
     if (e.field() == "model" && names_no_catalog_model(*args.get("model")))
       return not_covered(*args.get("model"), std::string(e.what()).substr(e.field().size() + 2), args.has("json"));
-    rethrow_as_flag(e);
+    rethrow_as_flag(e, args, forms);
   }
   if (args.has("json"))
     std::cout << r.dump(2) << "\n";

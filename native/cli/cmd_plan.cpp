@@ -2,11 +2,10 @@
 // Exit status: 0 it runs (fits, streams or tight, or no card given), 1 does not fit, 2 bad input, 3 a valid
 // workflow the estimator does not cover (the JSON's not_covered says which node or model).
 #include <iostream>
-#include <map>
 
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
-#include "cli/runtime_flags.hpp"
+#include "cli/field_flags.hpp"
 #include "core/api/api.hpp"
 #include "core/catalog/verdict.hpp"
 #include "core/base/error.hpp"
@@ -28,10 +27,6 @@ const char* kHelp =
     "Reads a ComfyUI workflow (UI format as saved by Workflow > Save, or API format), predicts the\n"
     "peak VRAM of each stage and, when it does not fit the card, lists the cheapest changes that do.\n"
     "\n"
-    "  --gpu NAME     a card from `headroom models` (\"4090\", \"H100\", ...)\n"
-    "  --vram GIB     the card's memory (\"12\", \"11.5GiB\", \"12000MB\")\n"
-    "  --free GIB     memory free for the run as ComfyUI counts it (CUDA context and other processes\n"
-    "                 already outside it): verdicts and changes are then sized to it\n"
     "  --models DIR   ComfyUI models folder: read the named files' headers instead of guessing from names\n"
     "  --model-folder NAME=DIR  one more folder ComfyUI searches for NAME (\"loras=/data/sd/Lora\", as in\n"
     "                 extra_model_paths.yaml); repeatable, searched before --models\n"
@@ -43,9 +38,15 @@ const char* kHelp =
     "field), 3 not covered: a valid workflow Headroom cannot size (no diffusion model loader runs, or its\n"
     "model is not in the catalog); --json says which node and file in not_covered.\n";
 
+// The card and loader flags, read from the plan request's table (the workflow's own fields have none).
+const std::vector<FlagForm>& plan_flags() {
+  static const std::vector<FlagForm> forms = flag_forms(api::plan_fields());
+  return forms;
+}
+
 std::string help_text() {
   std::string h = kHelp;
-  return h.insert(h.find("  --json"), kRuntimeFlagsHelp);
+  return h.insert(h.find("  --models DIR"), flags_help(plan_flags()));
 }
 
 std::string bytes(const api::json& v) { return v.is_number() ? format_bytes(v.get<std::uint64_t>()) : "-"; }
@@ -147,19 +148,16 @@ int cmd_plan(const Argv& argv) {
       std::cout << help_text();
       return 0;
     }
-  Args args(argv, with_runtime_flags({"gpu", "vram", "free", "models", "model-folder"}, runtime_flag_names()),
-            with_runtime_flags({"json"}, runtime_switch_names()));
+  const auto& forms = plan_flags();
+  Args args(argv, value_flag_names(forms, {"models", "model-folder"}), switch_names(forms, {"json"}));
   if (args.positionals().size() != 1)
     throw InputError("WORKFLOW.json", "give exactly one workflow file (got " +
                                           std::to_string(args.positionals().size()) + ")\n\n" + help_text());
   if (args.get("gpu") && args.get("vram")) throw InputError("--gpu", "give --gpu or --vram, not both");
   const std::string path = args.positionals()[0];
-  api::json request;
+  api::json request = request_from_flags(args, forms);
   request["workflow"] = workflow::parse_workflow_text(read_text(path, "WORKFLOW.json", workflow::kMaxWorkflowBytes), path);
   request["source"] = path;
-  if (auto g = args.get("gpu")) request["gpu"] = *g;
-  if (auto v = args.get_size("vram", GiB, false)) request["vram_bytes"] = *v;
-  if (auto f = args.get_size("free", GiB, false)) request["free_bytes"] = *f;
   if (auto m = args.get("models")) request["models_dir"] = *m;
   for (const std::string& entry : args.get_all("model-folder")) {
     const auto eq = entry.find('=');
@@ -168,21 +166,15 @@ int cmd_plan(const Argv& argv) {
                                          "got '" + entry + "'");
     request["model_folders"][entry.substr(0, eq)].push_back(entry.substr(eq + 1));
   }
-  add_runtime_flags(args, request);
   api::json r;
   try {
     r = api::plan(request);
   } catch (const InputError& e) {
     // Name the flag the user typed, not the request field it became.
-    static const std::map<std::string, std::string> flags = {
-        {"gpu", "--gpu"}, {"vram_bytes", "--vram"}, {"free_bytes", "--free"}, {"models_dir", "--models"}};
     if (e.field().rfind("model_folders", 0) == 0)
       throw InputError("--model-folder", std::string(e.what()).substr(e.field().size() + 2));
-    auto it = flags.find(e.field());
-    if (auto rt = runtime_flag_of_field().find(e.field()); rt != runtime_flag_of_field().end())
-      throw InputError(rt->second, std::string(e.what()).substr(e.field().size() + 2));
-    if (it == flags.end()) throw;
-    throw InputError(it->second, std::string(e.what()).substr(e.field().size() + 2));
+    if (e.field() == "models_dir") throw InputError("--models", std::string(e.what()).substr(e.field().size() + 2));
+    rethrow_as_flag(e, args, forms);
   }
   if (args.has("json")) std::cout << r.dump(2, ' ', false, api::json::error_handler_t::replace) << "\n";
   else print_table(path, r);

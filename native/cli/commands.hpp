@@ -23,5 +23,6 @@ int cmd_explain(const Argv& args);
 int cmd_llm(const Argv& args);
 int cmd_train(const Argv& args);
 int cmd_runs(const Argv& args);
+int cmd_schema(const Argv& args);
 
 }  // namespace headroom::cli

@@ -36,6 +36,7 @@ const char* kUsage =
     "  llm --model NAME ...        LLM inference memory (weights + KV cache)\n"
     "  train --model NAME ...      training memory (full, LoRA, QLoRA)\n"
     "  runs [--history FILE]       recorded ComfyUI runs: predicted against measured, per stage\n"
+    "  schema [--markdown]         the JSON requests' fields: a JSON Schema, or docs/api.md's text\n"
     "  decode --vae F --latent F --out F [--force]   decode a saved latent (needs the LibTorch build)\n"
     "\n"
     "Run `headroom COMMAND --help` for a command's options.\n"
@@ -118,6 +119,7 @@ int main(int argc, char** argv) {
     if (command == "llm") return cmd_llm(args);
     if (command == "train") return cmd_train(args);
     if (command == "runs") return cmd_runs(args);
+    if (command == "schema") return cmd_schema(args);
     if (command == "--version" || command == "version") {
       std::cout << "headroom 0.1.0\n";
       return 0;

@@ -20,6 +20,8 @@ using nlohmann::json;
 // The table of an entry point by name ("estimate", "plan", "apply_preset", "inspect", "recognise",
 // "explain", "llm", "train"); null for another name.
 const request::Fields* fields_of(std::string_view entry);
+// The names fields_of answers, in the order docs/api.md lists them.
+const std::vector<std::string_view>& entry_names();
 const request::Fields& estimate_fields();
 const request::Fields& plan_fields();
 const request::Fields& apply_preset_fields();
@@ -33,29 +35,9 @@ const request::Fields& calibrate_fields();
 //  verdicts:[{id, text, runs, fits, sized}]} (verdicts: every verdict and how it is spelled, core/catalog/verdict.hpp)
 json catalog();
 
-// Request mirrors `headroom estimate` flags: {model, precision?, text_encoder_precision?,
-// width?, height?, frames?, batch?, cfg?, gpu? | vram_bytes?, decode_mode?, decode_tile_px?}.
+// Request: the fields `headroom estimate`'s flags are generated from.
 // Returns Estimate::to_json() plus {job, budget_bytes?, verdict?}.
-// Fields (estimate_fields() declares each with its kind and range):
-//   model (required)        catalog name or alias; a diffusion model brings its companions, a text
-//                           encoder / clip vision / VAE alone gives only its own stage
-//   precision               of `model` (bf16, fp16, fp32, fp8_e4m3fn, fp8_e5m2, fp8_scaled, gguf-q8_0 ...)
-//   text_encoder_precision  of the T5-family encoder (CLIP-L keeps its default)
-//   vae_precision, clip_vision_precision
-//   width, height (px, 16..16384), frames (1..10001), batch (1..1024), cfg (0..100; != 1 may batch
-//   cond+uncond), reference_images (Kontext, 0..16); defaults come from the model's catalog entry
-//   gpu (name or unambiguous part: "4090") | vram_bytes (integer, 256 MiB to 1 PiB) | vram (number of GiB
-//   or "24GB", same range)
-//   free_bytes (integer, optional, also with gpu/vram_bytes/vram): memory free for this run as ComfyUI
-//                           counts it (mem_get_info().free + reserved - active). When given, verdicts are
-//                           against it: no CUDA context is added (it is already outside free memory),
-//                           ComfyUI's reserve is still kept out of it; gpu/vram_bytes then only name the
-//                           card's total (fp8 upcast rule, Windows reserve). Output adds free_bytes and
-//                           budget_bytes = free_bytes; vram_bytes is the card's total when given
-//   decode_mode full|tiled|headroom, decode_tile_px (0 = choose, else >= 64)
-//   blocks_swapped, text_encoder_on_cpu (bool), lora_bytes, windows (bool: 600 MiB reserve),
-//   reserve_bytes (ComfyUI --reserve-vram), allow_lowvram (bool, default true), fp8_compute (bool;
-//   set from gpus.json with gpu: without it ComfyUI upcasts fp8 weights to 16 bit where that fits)
+// Fields: estimate_fields(), each with its kind, range and flag; docs/api.md lists them (generated).
 // Output: peak_bytes, peak_stage, full_load_peak_bytes, min_peak_bytes, slowdown, stages[{name,
 // peak_bytes, breakdown, resident, cached, mode, slowdown, full_load_bytes, min_bytes, notes}], notes,
 // job, and with a card: vram_bytes, budget_bytes, verdict ("fits" | "tight" | "does not fit"), gpu?

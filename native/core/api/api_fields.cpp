@@ -19,4 +19,10 @@ const request::Fields* fields_of(std::string_view entry) {
   return nullptr;
 }
 
+const std::vector<std::string_view>& entry_names() {
+  static const std::vector<std::string_view> names = {"estimate", "plan",  "apply_preset", "inspect", "recognise",
+                                                      "explain",  "runs",  "calibrate",    "llm",     "train"};
+  return names;
+}
+
 }  // namespace headroom::api

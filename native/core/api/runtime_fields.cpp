@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "core/base/error.hpp"
+#include "core/base/units.hpp"
 
 namespace headroom::api {
 namespace {
@@ -18,19 +19,26 @@ request::Fields with_runtime_fields(request::Fields fields) {
   const request::Fields extra = {
       {"runtime", Kind::Enum,
        "ComfyUI's loader: dynamic (0.15 and later with dynamic VRAM, the default) or legacy (before 0.15, "
-       "--disable-dynamic-vram)",
-       0, 0, "dynamic|legacy"},
+       "--disable-dynamic-vram, --highvram, --gpu-only, --novram; GGUF is always legacy)",
+       0, 0, "dynamic|legacy", false, "runtime"},
       {"offload_streams", Kind::Int,
-       "ComfyUI's offload streams: --async-offload N (default 2), 0 with --disable-async-offload", 0, 16},
-      {"windows", Kind::Bool, "ComfyUI on Windows (its reserve, and dynamic VRAM's 512 MiB WDDM headroom)"},
-      {"reserve_bytes", Kind::Bytes, "ComfyUI --reserve-vram", 0, static_cast<double>(1ull << 40)},
-      {"vram_headroom_bytes", Kind::Bytes, "ComfyUI --vram-headroom (kept free, other programs counted)", 0, kPiB},
-      {"ram_bytes", Kind::Bytes, "host RAM the weights must fit in", 1, kPiB},
+       "ComfyUI's offload streams: --async-offload N (default 2), 0 with --disable-async-offload", 0, 16, {}, false,
+       "async-offload|disable-async-offload=0"},
+      {"windows", Kind::Bool, "ComfyUI on Windows (its reserve, and dynamic VRAM's 512 MiB WDDM headroom)", 0, 0, {},
+       false, "windows|os:linux=false/windows=true"},
+      {"reserve_bytes", Kind::Bytes, "ComfyUI --reserve-vram", 0, static_cast<double>(1ull << 40), {}, false,
+       "reserve-vram|reserve", GiB},
+      {"vram_headroom_bytes", Kind::Bytes, "ComfyUI --vram-headroom (kept free, other programs counted)", 0, kPiB, {},
+       false, "vram-headroom", GiB},
+      {"ram_bytes", Kind::Bytes, "host RAM the weights must fit in", 1, kPiB, {}, false, "ram", GiB},
       {"calibration", Kind::List,
        "corrections learned from this card's measured runs (the calibrate answer's entries): "
-       "[{model, stage, factor, runs, card}]"},
-      {"swap_bytes", Kind::Bytes, "swap beside ram_bytes (ComfyUI's pinned-memory cap on Linux)", 0, kPiB},
-      {"pinned_memory", Kind::Bool, "false with ComfyUI --disable-pinned-memory (streamed weights copied from pageable memory)"},
+       "[{model, stage, factor, runs, card}]",
+       0, 0, {}, false, "calibration"},
+      {"swap_bytes", Kind::Bytes, "swap beside ram_bytes (ComfyUI's pinned-memory cap on Linux)", 0, kPiB, {}, false,
+       "swap", GiB},
+      {"pinned_memory", Kind::Bool, "false with ComfyUI --disable-pinned-memory (streamed weights copied from pageable memory)",
+       0, 0, {}, false, "disable-pinned-memory=false"},
   };
   for (const auto& f : extra)
     if (std::none_of(fields.begin(), fields.end(), [&](const request::Field& g) { return g.key == f.key; }))

@@ -174,6 +174,43 @@ std::string documentation(const Fields& fields) {
   return out;
 }
 
+namespace {
+
+json property_schema(const Field& f) {
+  json p = {{"description", std::string(f.meaning)}};
+  switch (f.kind) {
+    case Kind::Bool: p["type"] = "boolean"; break;
+    case Kind::Int:
+    case Kind::Bytes: p["type"] = "integer"; break;
+    case Kind::Number: p["type"] = "number"; break;
+    case Kind::String: p["type"] = "string", p["minLength"] = 1, p["maxLength"] = kMaxTextBytes; break;
+    case Kind::Size: p["type"] = json::array({"number", "string"}); break;
+    case Kind::Enum: p["type"] = "string", p["enum"] = choices_of(f); break;
+    case Kind::Object: p["type"] = "object"; break;
+    case Kind::List: p["type"] = "array"; break;
+    case Kind::Any: break;
+  }
+  if (f.kind == Kind::Int || f.kind == Kind::Number || f.kind == Kind::Bytes)
+    p["minimum"] = f.lo, p["maximum"] = f.hi;
+  if (f.kind == Kind::Size) p["x-bytes-range"] = {f.lo, f.hi};  // a GiB number or a size text, in bytes
+  if (!f.flags.empty()) p["x-flags"] = std::string(f.flags);
+  if (f.unit) p["x-flag-unit-bytes"] = f.unit;
+  return p;
+}
+
+}  // namespace
+
+json json_schema(const Fields& fields) {
+  json s = {{"type", "object"}, {"additionalProperties", false}, {"properties", json::object()}};
+  json required = json::array();
+  for (const auto& f : fields) {
+    s["properties"][std::string(f.key)] = property_schema(f);
+    if (f.required) required.push_back(std::string(f.key));
+  }
+  s["required"] = required;
+  return s;
+}
+
 json value_from_text(const Field& f, const std::string& text) {
   const std::string key(f.key);
   switch (f.kind) {

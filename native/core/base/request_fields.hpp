@@ -34,6 +34,15 @@ struct Field {
   double hi = 0;
   std::string_view choices = {};  // Enum: the accepted values separated by '|'
   bool required = false;
+  // How a command line gives the field (cli/field_flags.hpp builds the parser and the --help from it):
+  // forms separated by '|', each
+  //   "name"          --name VALUE (for a Bool, the switch --name sets true)
+  //   "name=TEXT"     the switch --name sets the field as if TEXT were given ("disable-async-offload=0")
+  //   "name:W=T/W=T"  --name WORD, each word standing for a value ("os:linux=false/windows=true")
+  // Every field of a table a command serves has at least one form (a test holds each table to it).
+  std::string_view flags = {};
+  // Bytes: the unit a bare number on the command line is in (--lora 300 = 300 MiB); 0 = bytes.
+  std::uint64_t unit = 0;
 };
 
 using Fields = std::vector<Field>;
@@ -43,6 +52,10 @@ std::string expectation(const Field& f);
 
 // "width  whole number from 16 to 16384: image width in px" lines, one per field, for --help texts.
 std::string documentation(const Fields& fields);
+
+// The table as a JSON Schema object ({type: object, properties, required, additionalProperties: false}),
+// each property carrying its meaning, range and command-line forms ("x-flags"), for docs/request.schema.json.
+nlohmann::json json_schema(const Fields& fields);
 
 // Turns a command-line flag's text into the JSON value `f` takes ("1024" -> 1024 for an Int, "true" ->
 // true for a Bool), so a flag and a JSON field meet the same rules. Throws InputError(f.key).

@@ -14,11 +14,13 @@ constexpr double kLargest = static_cast<double>(kMaxMemoryBytes);
 const request::Fields& card_budget_fields() {
   using request::Kind;
   static const request::Fields f = {
-      {"gpu", Kind::String, "a catalog GPU name or an unambiguous part of one (\"4090\")"},
-      {"vram_bytes", Kind::Bytes, "the card's memory in bytes (24 GiB = 25769803776)", kSmallestCard, kLargest},
-      {"vram", Kind::Size, "the card's memory as a number of GiB or a size text (\"24GB\")", kSmallestCard, kLargest},
-      {"free_bytes", Kind::Bytes,
-       "memory free for this run as ComfyUI counts it; verdicts are then against it", 1, kLargest},
+      {"gpu", Kind::String, "a catalog GPU name or an unambiguous part of one (\"4090\")", 0, 0, {}, false, "gpu"},
+      {"vram_bytes", Kind::Bytes, "the card's memory in bytes (24 GiB = 25769803776)", kSmallestCard, kLargest, {},
+       false, "vram-bytes"},
+      {"vram", Kind::Size, "the card's memory as a number of GiB or a size text (\"24GB\")", kSmallestCard, kLargest,
+       {}, false, "vram"},
+      {"free_bytes", Kind::Bytes, "memory free for this run as ComfyUI counts it; verdicts are then against it", 1,
+       kLargest, {}, false, "free", GiB},
   };
   return f;
 }

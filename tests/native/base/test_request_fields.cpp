@@ -200,3 +200,24 @@ TEST_CASE("a table documents its fields from the declared meanings and ranges", 
   CHECK_THAT(doc, Catch::Contains("  model (required): "));
   CHECK_THAT(doc, Catch::Contains("  decode_mode: how the VAE decodes (full, tiled or headroom)\n"));
 }
+
+// The CLI's flags, its --help and docs/request.schema.json are generated from the tables: a field added
+// without its flag, its meaning or its schema entry would be an option the command line cannot give.
+TEST_CASE("every estimate field has a flag, a meaning and a schema entry; so do the card and loader fields of plan",
+          "[request][schema]") {
+  for (const char* entry : {"estimate", "plan"}) {
+    const auto& fields = *api::fields_of(entry);
+    const auto schema = headroom::request::json_schema(fields);
+    for (const auto& f : fields) {
+      INFO(entry << "." << f.key);
+      const std::string key(f.key);
+      CHECK_FALSE(f.meaning.empty());
+      REQUIRE(schema["properties"].contains(key));
+      CHECK(schema["properties"][key]["description"] == std::string(f.meaning));
+      const bool workflow_own = std::string(entry) == "plan" &&
+                                (key == "workflow" || key == "models_dir" || key == "model_folders" || key == "source");
+      if (!workflow_own) CHECK_FALSE(f.flags.empty());
+    }
+    CHECK(schema["additionalProperties"] == false);
+  }
+}

@@ -5,6 +5,7 @@
 #include "catch.hpp"
 #include "core/base/data_files.hpp"
 #include "cli_runner.hpp"
+#include "core/api/api.hpp"
 #include <nlohmann/json.hpp>
 
 using nlohmann::json;
@@ -14,6 +15,13 @@ namespace {
 using Run = CliRun;
 
 Run cli(const std::string& args) { return run_cli(args, /*with_stderr=*/true); }
+
+// Exit status 2 with `text` in the message.
+bool bad_input_saying(const std::string& args, const std::string& text) {
+  Run r = cli(args);
+  INFO(args << ": " << r.out);
+  return r.code == 2 && r.out.find(text) != std::string::npos;
+}
 
 }  // namespace
 
@@ -85,4 +93,33 @@ TEST_CASE("estimate prints a table without --json; models lists the catalog", "[
   REQUIRE(mj.code == 0);
   // Every catalog entry, as many as models.json holds.
   CHECK(json::parse(mj.out)["models"].size() == headroom::data_file("models.json")["models"].size());
+}
+
+// The help is generated from the field table: every command-line form of every field is in it.
+TEST_CASE("estimate --help lists every flag of the estimate table", "[cli][estimate][schema]") {
+  Run h = cli("estimate --help");
+  REQUIRE(h.code == 0);
+  for (const auto& f : headroom::api::estimate_fields()) {
+    std::string_view forms = f.flags;
+    while (!forms.empty()) {
+      const std::size_t bar = forms.find('|');
+      std::string_view form = forms.substr(0, bar);
+      form = form.substr(0, std::min(form.find(':'), form.find('=')));
+      INFO(f.key << " --" << form);
+      CHECK(h.out.find("  --" + std::string(form) + " ") != std::string::npos);
+      if (bar == std::string_view::npos) break;
+      forms.remove_prefix(bar + 1);
+    }
+  }
+}
+
+// The CLI and the core take one range: the core's 0 (choose the tile) is a valid --tile too, and a
+// value the core refuses is refused naming the flag.
+TEST_CASE("estimate takes the core's ranges: --tile 0 chooses, --tile 32 is refused naming --tile", "[cli][estimate]") {
+  Run zero = run_cli("estimate --model flux1-dev --vram 12 --decode tiled --tile 0 --json", /*with_stderr=*/false);
+  CHECK(zero.code != 2);
+  CHECK(bad_input_saying("estimate --model flux1-dev --tile 32", "--tile"));
+  // Two spellings of one setting that agree are one setting; that disagree are bad input naming both.
+  CHECK(cli("estimate --model flux1-dev --vram 24 --windows --os windows").code == 0);
+  CHECK(bad_input_saying("estimate --model flux1-dev --vram 24 --windows --os linux", "--os linux"));
 }
