@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds Headroom and runs every test: Catch2 (ctest), the MinGW build of the core with its tests under
-# Wine, the macOS builds of the core (cross-compiled with zig; their Mach-O files checked, not run), then
-# pytest over the Python tests, the browser tests (Python playwright driving Debian's chromium), the core
-# wheel and the GPU script's CPU dry run.
+# Wine, the macOS builds of the core (cross-compiled with zig; their Mach-O files checked, not run), the
+# decoder module built and tested against a second torch (scripts/test_torch_release.sh), then pytest
+# over the Python tests (the core wheel and the GPU script's CPU dry run among them) and the browser
+# tests (Python playwright driving Debian's chromium).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
@@ -28,5 +29,11 @@ echo "== macOS build of the core (zig, cross-compiled; checked, not run)"
 # The library and the CLI for Apple silicon: a cold build of both CPUs with the tests takes 14 minutes on
 # two cores, so the full set (scripts/test_macos.sh alone) is run by hand before a release.
 HEADROOM_MACOS_ARCHS=arm64 HEADROOM_MACOS_TESTS=0 bash scripts/test_macos.sh
-echo "== python and browser tests (pytest)"
-HEADROOM_BUILD_DIR="$BUILD" "$PY" -m pytest tests/python tests/web -q -p no:cacheprovider
+echo "== the decoder module against the torch new ComfyUI installs get (2.14.1, its own venv)"
+bash scripts/test_torch_release.sh
+echo "== python tests (pytest)"
+HEADROOM_BUILD_DIR="$BUILD" "$PY" -m pytest tests/python -q -p no:cacheprovider
+echo "== browser tests (pytest, playwright)"
+# A process of their own: playwright leaves an event loop running that the aiohttp tests' asyncio.run()
+# would then refuse.
+HEADROOM_BUILD_DIR="$BUILD" "$PY" -m pytest tests/web -q -p no:cacheprovider
