@@ -16,7 +16,7 @@ fi
 HEADROOM_BUILD_DIR="$BUILD" "$VENV/bin/python" install.py
 PYTHONPATH="$BUILD/python" "$VENV/bin/python" -c '
 import torch, _headroom_torch as ht
-assert ht.built_torch_version() == torch.__version__.split("+")[0], (ht.built_torch_version(), torch.__version__)
+assert ht.built_torch_version() == torch.__version__, (ht.built_torch_version(), torch.__version__)
 print(f"_headroom_torch built against torch {ht.built_torch_version()}, running under torch {torch.__version__}")'
 HEADROOM_BUILD_DIR="$BUILD" "$VENV/bin/python" -m pytest -q -p no:cacheprovider \
   tests/python/test_kl_decode.py tests/python/test_flux2_decode.py tests/python/test_wan_decode.py
