@@ -64,7 +64,9 @@ TEST_CASE("every canonical name of issue #2 is in the catalog with its role", "[
       {"chroma1-hd", Role::DiffusionModel},
       // Issue 26 part B: the LTX-2 / LTX-2.3 audio-video models, their Gemma 3 encoder and video VAE.
       {"ltx2-19b", Role::DiffusionModel},        {"ltx2.3-22b", Role::DiffusionModel},
-      {"gemma3-12b", Role::TextEncoder},         {"ltx2-vae", Role::Vae}};
+      {"gemma3-12b", Role::TextEncoder},         {"ltx2-vae", Role::Vae},
+      {"qwen-image-2.1", Role::DiffusionModel},  {"qwen-image-2.1-turbo", Role::DiffusionModel},
+      {"qwen3vl-8b", Role::TextEncoder},         {"qwen-image-2.1-vae", Role::Vae}};
   for (const auto& [name, role] : names) {
     const ModelInfo& m = resolve_model(name);
     CHECK(m.name == name);
@@ -228,7 +230,7 @@ TEST_CASE("precisions a role cannot use are refused", "[catalog]") {
 
 TEST_CASE("api::catalog lists models, precisions and GPUs", "[catalog]") {
   auto c = api::catalog();
-  CHECK(c["models"].size() == 58);
+  CHECK(c["models"].size() == 62);
   CHECK(c["precisions"].size() >= 16);
   CHECK(c["gpus"].size() >= 10);
   bool found = false;
