@@ -64,7 +64,10 @@ TEST_CASE("every canonical name of issue #2 is in the catalog with its role", "[
       {"chroma1-hd", Role::DiffusionModel},
       // Issue 26 part B: the LTX-2 / LTX-2.3 audio-video models, their Gemma 3 encoder and video VAE.
       {"ltx2-19b", Role::DiffusionModel},        {"ltx2.3-22b", Role::DiffusionModel},
-      {"gemma3-12b", Role::TextEncoder},         {"ltx2-vae", Role::Vae}};
+      {"gemma3-12b", Role::TextEncoder},         {"ltx2-vae", Role::Vae},
+      {"minimax-h3-fl2va", Role::DiffusionModel}, {"minimax-h3-ref2va", Role::DiffusionModel},
+      {"fasth3-8step", Role::DiffusionModel},     {"fasth3-omniref-8step", Role::DiffusionModel},
+      {"qwen3vl-32b-minimax-h3", Role::TextEncoder}, {"minimax-h3-video-vae", Role::Vae}};
   for (const auto& [name, role] : names) {
     const ModelInfo& m = resolve_model(name);
     CHECK(m.name == name);
@@ -226,9 +229,20 @@ TEST_CASE("precisions a role cannot use are refused", "[catalog]") {
   CHECK_NOTHROW(check_precision_for_role(resolve_model("t5-xxl"), resolve_precision("q8_0"), "precision"));
 }
 
+TEST_CASE("a VAE takes a quantised precision only where an official file ships in it", "[catalog]") {
+  // MiniMax H3's video VAE is released as int8_convrot (released_quantized); FLUX.1's is not.
+  const ModelInfo& h3 = resolve_model("minimax-h3-video-vae");
+  CHECK_NOTHROW(check_precision_for_role(h3, resolve_precision("int8_convrot"), "precision"));
+  CHECK(field_of([&] { check_precision_for_role(h3, resolve_precision("nvfp4"), "precision"); }) == "precision");
+  CHECK(contains(message_of([&] { check_precision_for_role(h3, resolve_precision("nvfp4"), "precision"); }),
+                 "int8_convrot"));
+  CHECK(field_of([&] { check_precision_for_role(resolve_model("flux-vae"), resolve_precision("int8_convrot"),
+                                                "precision"); }) == "precision");
+}
+
 TEST_CASE("api::catalog lists models, precisions and GPUs", "[catalog]") {
   auto c = api::catalog();
-  CHECK(c["models"].size() == 58);
+  CHECK(c["models"].size() == 64);
   CHECK(c["precisions"].size() >= 16);
   CHECK(c["gpus"].size() >= 10);
   bool found = false;
