@@ -47,3 +47,26 @@ def test_h3_weighs_its_pruned_size_not_the_33b_card():
     weights = next(s for s in a["stages"] if s["name"] == "sample")["breakdown"]["weights:minimax-h3-fl2va"]
     # int8_convrot at one byte per weight: 20.1 B, well under the 33 B of the full-AdaLN form.
     assert 19e9 < weights < 22e9
+
+
+def test_the_audio_vae_is_not_taken_for_the_video_vae():
+    loaders = plan("video_minimax_h3_r2v")["workflow"]["loaders"]
+    by_file = {l["file"]: l["model"] for l in loaders if l["role"] == "vae"}
+    assert by_file["minimax_h3_video_vae_int8_convrot.safetensors"] == "minimax-h3-video-vae"
+    assert by_file["minimax_h3_audio_vae_fp32.safetensors"] is None
+
+
+def test_a_qwen3_vl_of_another_size_is_not_h3s_encoder(tmp_path):
+    # The same template with the 8B Qwen3-VL file in its CLIPLoader: not read as the 32B H3 encoder.
+    import json
+    import subprocess
+    from family_templates import BINARY, FOLDER
+    w = json.loads((FOLDER / "video_minimax_h3_t2v.json").read_text())
+    text = json.dumps(w).replace("qwen3vl_32b_minimax_h3_nvfp4_awq.safetensors", "qwen3vl_8b_fp8_scaled.safetensors")
+    path = tmp_path / "h3_with_8b.json"
+    path.write_text(text)
+    p = subprocess.run([str(BINARY), "plan", str(path), "--vram", "24", "--json"], capture_output=True, text=True,
+                       timeout=120)
+    a = json.loads(p.stdout)
+    encoders = [l["model"] for l in a["workflow"]["loaders"] if l["role"] == "text_encoder"]
+    assert encoders and "qwen3vl-32b-minimax-h3" not in encoders
