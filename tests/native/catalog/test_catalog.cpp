@@ -77,7 +77,10 @@ TEST_CASE("every canonical name of issue #2 is in the catalog with its role", "[
       {"sdxl-refiner", Role::DiffusionModel},    {"sd3-vae", Role::Vae},
       {"sd3.5-large", Role::DiffusionModel},
       {"qwen-image-2.1", Role::DiffusionModel},  {"qwen-image-2.1-turbo", Role::DiffusionModel},
-      {"qwen3vl-8b", Role::TextEncoder},         {"qwen-image-2.1-vae", Role::Vae}};
+      {"qwen3vl-8b", Role::TextEncoder},         {"qwen-image-2.1-vae", Role::Vae},
+      {"minimax-h3-fl2va", Role::DiffusionModel}, {"minimax-h3-ref2va", Role::DiffusionModel},
+      {"fasth3-8step", Role::DiffusionModel},     {"fasth3-omniref-8step", Role::DiffusionModel},
+      {"qwen3vl-32b-minimax-h3", Role::TextEncoder}, {"minimax-h3-video-vae", Role::Vae}};
   for (const auto& [name, role] : names) {
     const ModelInfo& m = resolve_model(name);
     CHECK(m.name == name);
@@ -237,6 +240,17 @@ TEST_CASE("precisions a role cannot use are refused", "[catalog]") {
   CHECK(field_of([&] { check_precision_for_role(vae, resolve_precision("fp8"), "precision"); }) == "precision");
   CHECK_NOTHROW(check_precision_for_role(vae, resolve_precision("fp32"), "precision"));
   CHECK_NOTHROW(check_precision_for_role(resolve_model("t5-xxl"), resolve_precision("q8_0"), "precision"));
+}
+
+TEST_CASE("a VAE takes a quantised precision only where an official file ships in it", "[catalog]") {
+  // MiniMax H3's video VAE is released as int8_convrot (released_quantized); FLUX.1's is not.
+  const ModelInfo& h3 = resolve_model("minimax-h3-video-vae");
+  CHECK_NOTHROW(check_precision_for_role(h3, resolve_precision("int8_convrot"), "precision"));
+  CHECK(field_of([&] { check_precision_for_role(h3, resolve_precision("nvfp4"), "precision"); }) == "precision");
+  CHECK(contains(message_of([&] { check_precision_for_role(h3, resolve_precision("nvfp4"), "precision"); }),
+                 "int8_convrot"));
+  CHECK(field_of([&] { check_precision_for_role(resolve_model("flux-vae"), resolve_precision("int8_convrot"),
+                                                "precision"); }) == "precision");
 }
 
 TEST_CASE("api::catalog lists models, precisions and GPUs", "[catalog]") {
