@@ -108,7 +108,7 @@ TEST_CASE("2026 families: a name that only shares a word with them names none of
   const Named near[] = {
       {"qwen3_4b.safetensors", "text_encoder", "qwen3-4b", ""},                 // the text-only Qwen3
       {"qwen3vl_8b_fp8_scaled.safetensors", "text_encoder", "qwen3vl-8b", "fp8_scaled"},  // the 8B, not the 4B
-      {"qwen3vl_32b_minimax_h3_nvfp4_awq.safetensors", "text_encoder", "", "nvfp4_awq"},
+      {"qwen3vl_32b_minimax_h3_nvfp4_awq.safetensors", "text_encoder", "qwen3vl-32b-minimax-h3", "nvfp4_awq"},  // H3's
       {"krea2_style_reference.safetensors", "diffusion", "", ""},               // a Krea 2 LoRA
       {"flux1-krea-dev_fp8_scaled.safetensors", "diffusion", "flux1-krea-dev", "fp8_scaled"},
       {"wan2.2_animate_14B_bf16.safetensors", "diffusion", "wan2.2-animate-14b", "bf16"},  // Animate 1
