@@ -1,7 +1,7 @@
 """Issue 26, Qwen-Image: the official templates of the family are read with their own models (the 20B
 transformer per release, the Qwen2.5-VL-7B encoder, the Qwen-Image VAE as Wan 2.1), their recorded shape and
-their edit reference images; a near family whose transformer differs (Qwen-Image 2.1, Layered) stays
-unknown, never taken for a Qwen-Image release."""
+their edit reference images; a near family whose transformer differs (Layered) stays unknown, never taken
+for a Qwen-Image release (Qwen-Image 2.1 has its own entries: test_qwen_image_2_1_family.py)."""
 import pytest
 
 from family_templates import SKIP, plan as _plan
@@ -46,7 +46,6 @@ def test_the_edit_reference_images_add_to_the_sampling_peak():
 
 
 @pytest.mark.parametrize("template, file_part", [
-    ("image_qwen_image_2_1_t2i", "qwen_image_2.1"),
     ("image_qwen_image_layered", "qwen_image_layered"),
 ])
 def test_a_near_family_is_unknown_not_a_qwen_image_release(template, file_part):

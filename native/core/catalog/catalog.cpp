@@ -435,10 +435,13 @@ void check_precision_for_role(const ModelInfo& model, const PrecisionInfo& preci
       ok = precision.kind != "gguf";
       allowed = "fp32, bf16, fp16 or fp8";
       break;
-    case Role::Vae:
-      ok = precision.kind == "float";
+    case Role::Vae: {
+      const auto& q = model.released_quantized;
+      ok = precision.kind == "float" || std::find(q.begin(), q.end(), precision.name) != q.end();
       allowed = "fp32, bf16 or fp16";
+      for (const auto& name : q) allowed += ", " + name;
       break;
+    }
   }
   if (!ok)
     throw InputError(field, precision.name + " is not available for " + model.name + " (a " + role_name(model.role) +

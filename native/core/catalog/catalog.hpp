@@ -81,6 +81,9 @@ struct ModelInfo {
   std::optional<ComfyHints> comfy;
   bool guidance_distilled = false;          // trained to follow guidance at cfg 1
   std::string fp8_file;                     // text encoders: the usual fp8 release's file name, "" if none
+  // VAEs: quantised precisions an official file ships in (ComfyUI loads it with mixed-precision ops), which
+  // a VAE otherwise cannot take; empty for most.
+  std::vector<std::string> released_quantized;
   const nlohmann::json* data = nullptr;
 };
 

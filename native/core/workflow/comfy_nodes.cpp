@@ -56,7 +56,7 @@ ComfyNode read_node(const std::string& type, const json& j, const Reader& r, con
   r.known(j, {"source", "widgets", "loads", "latent", "note", "latent_from_image", "reference_image", "cfg",
               "cfg_at_least", "decode", "tile_widget", "mode_widget", "output", "neutral", "virtual",
               "value_outputs", "size_from_image", "switch", "run_note", "generates", "stage", "image_input",
-              "image_through", "image_size", "image_size_unknown", "latent_scale"});
+              "image_through", "image_size", "image_size_unknown", "latent_scale", "image_total_pixels"});
   ComfyNode n;
   n.type = type;
   n.source = r.text(j, "source");
@@ -79,6 +79,13 @@ ComfyNode read_node(const std::string& type, const json& j, const Reader& r, con
   n.image_through = r.text(j, "image_through");
   n.image_size_unknown = r.text(j, "image_size_unknown");
   if (auto it = j.find("image_size"); it != j.end()) n.image_size = read_image_size(*it, Reader{r.file, r.where + ".image_size"});
+  if (auto it = j.find("image_total_pixels"); it != j.end()) {
+    const Reader tr{r.file, r.where + ".image_total_pixels"};
+    if (!it->is_object()) tr.fail("(entry)", "expected {megapixels, steps, input}: widget names and the image input");
+    tr.known(*it, {"megapixels", "steps", "input"});
+    n.image_total_pixels = TotalPixelsRule{tr.text(*it, "megapixels", true), tr.text(*it, "steps"), tr.text(*it, "input", true)};
+    if (n.image_size) r.fail("image_total_pixels", "and image_size both set the size: keep one");
+  }
   n.reference_image = r.flag(j, "reference_image");
   n.cfg_widget = r.text(j, "cfg");
   if (auto it = j.find("cfg_at_least"); it != j.end()) {

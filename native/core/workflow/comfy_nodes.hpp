@@ -34,6 +34,12 @@ struct ImageSizeRule {
   ImageSide width, height;
 };
 
+// A node that scales its input image to a pixel count, keeping the aspect (ImageScaleToTotalPixels):
+// widget names of the megapixels (of 1024 x 1024) and of the multiple both sides round to ("": 1).
+struct TotalPixelsRule {
+  std::string megapixels, steps, input;
+};
+
 enum class DecodeKind { None, Full, Tiled, Headroom };
 
 struct ComfyNode {
@@ -49,6 +55,7 @@ struct ComfyNode {
   // or why a node's output size is not known (image_size_unknown: a loaded image).
   std::string image_input, image_through, image_size_unknown;
   std::optional<ImageSizeRule> image_size;
+  std::optional<TotalPixelsRule> image_total_pixels;
   bool reference_image = false;                     // adds one reference image (Kontext ReferenceLatent)
   std::string cfg_widget;                           // a sampler or guider
   std::optional<double> cfg_at_least;               // a guider that batches this many conditionings

@@ -2,6 +2,9 @@
 
 #include "core/workflow/comfy_nodes.hpp"
 
+#include <algorithm>
+#include <cmath>
+
 namespace headroom::workflow {
 
 namespace {
@@ -16,41 +19,91 @@ std::optional<int> side(const Node& n, const ImageSide& s, const IntegerOf& inte
   return static_cast<int>(*v);
 }
 
-ImageSize unknown(const Node& n, std::string why) { return {std::nullopt, std::nullopt, n.id, n.type, std::move(why)}; }
+ImageSize unknown(const Node& n, std::string why) { return {std::nullopt, std::nullopt, n.id, n.type, std::move(why), ""}; }
 
 ImageSize set_by(const Node& n, const ImageSizeRule& rule, const IntegerOf& integer_of) {
-  ImageSize out{side(n, rule.width, integer_of), side(n, rule.height, integer_of), n.id, n.type, ""};
+  ImageSize out{side(n, rule.width, integer_of), side(n, rule.height, integer_of), n.id, n.type, "", ""};
   // ImageScale with 0 keeps the image's aspect from one side: the other one is the image's own.
   if (!out.known()) out.why = "its width/height are not both pixel counts the workflow gives";
   return out;
 }
 
-}  // namespace
+// Chains of image nodes are short; the bound only stops a cycle in a hostile workflow.
+constexpr int kMaxHops = 64;
 
-ImageSize image_size_of(const Graph& g, const Node& latent_node, const IntegerOf& integer_of) {
-  const ComfyNode* info = comfy_nodes().find(latent_node.type);
-  if (info && info->image_size) return set_by(latent_node, *info->image_size, integer_of);
-  if (!info || info->image_input.empty())
-    return unknown(latent_node, "its latent has the size of an input image that Headroom does not trace");
-  const Node* n = &latent_node;
-  std::string input = info->image_input;
-  // Chains of image nodes are short; the bound only stops a cycle in a hostile workflow.
-  for (int hops = 0; hops < 64; ++hops) {
+ImageSize walk(const Graph& g, const Node* n, std::string input, const IntegerOf& integer_of,
+               const NumberOf& number_of, int hops);
+
+// ComfyUI's ImageScaleToTotalPixels: scale = sqrt(megapixels x 1024^2 / (w x h)), each side
+// round(side x scale / steps) x steps (Python's round: half to even, as std::nearbyint). Where the input's
+// aspect is unknown (a loaded image) the pixel count still is known, and a DiT's tokens follow the pixel
+// count, not the aspect: the job is sized as the square of that count, and the note says so.
+ImageSize scaled_to_total(const Graph& g, const Node& n, const TotalPixelsRule& rule, const IntegerOf& integer_of,
+                          const NumberOf& number_of, int hops) {
+  const auto mp = number_of(n, rule.megapixels);
+  if (!mp || !(*mp > 0) || *mp > 16)
+    return unknown(n, "its " + rule.megapixels + " is not a number of megapixels above 0 and at most 16 (ComfyUI's range) that the workflow gives");
+  long long steps = 1;
+  if (!rule.steps.empty()) {
+    if (auto s = integer_of(n, rule.steps)) steps = *s;
+    if (steps < 1 || steps > kMaxSide) return unknown(n, "its " + rule.steps + " is not a whole number from 1 to 16384");
+  }
+  const double total = *mp * 1024.0 * 1024.0;
+  const auto snap = [steps](double side) {
+    return std::max<long long>(steps, static_cast<long long>(std::nearbyint(side / steps)) * steps);
+  };
+  const ImageSize in = walk(g, &n, rule.input, integer_of, number_of, hops + 1);
+  long long w = 0, h = 0;
+  std::string note;
+  if (in.known()) {
+    const double scale = std::sqrt(total / (static_cast<double>(*in.width) * *in.height));
+    w = snap(*in.width * scale);
+    h = snap(*in.height * scale);
+  } else {
+    w = h = snap(std::sqrt(total));
+    note = n.type + " #" + n.id + ": the input image's aspect is unknown (" + in.node_type + " #" + in.node_id + ": " +
+           in.why + "); sized as a " + std::to_string(w) + "x" + std::to_string(h) +
+           " square of the same pixel count, which gives a DiT the same number of tokens to within rounding";
+  }
+  if (w > kMaxSide || h > kMaxSide) return unknown(n, "it scales past ComfyUI's 16384 px side");
+  return {static_cast<int>(w), static_cast<int>(h), n.id, n.type, "", note};
+}
+
+ImageSize walk(const Graph& g, const Node* n, std::string input, const IntegerOf& integer_of,
+               const NumberOf& number_of, int hops) {
+  for (; hops < kMaxHops; ++hops) {
     const Input* in = n->input(input);
     const Node* from = in && in->from_node ? g.node(*in->from_node) : nullptr;
     if (!from) return unknown(*n, "its image input '" + input + "' comes from no node that runs");
     n = from;
-    info = comfy_nodes().find(n->type);
+    const ComfyNode* info = comfy_nodes().find(n->type);
     if (!info) return unknown(*n, "a node Headroom does not know");
     // A bypassed node passes its image on unchanged (ComfyUI links its output to the matching input).
     const bool bypassed = n->mode == kModeBypass;
     if (info->image_size && !bypassed) return set_by(*n, *info->image_size, integer_of);
+    if (info->image_total_pixels && !bypassed)
+      return scaled_to_total(g, *n, *info->image_total_pixels, integer_of, number_of, hops);
+    if (bypassed && info->image_total_pixels) {
+      input = info->image_total_pixels->input;
+      continue;
+    }
     if (info->image_through.empty())
       return unknown(*n, info->image_size_unknown.empty() ? "a node whose output size Headroom does not derive"
                                                           : info->image_size_unknown);
     input = info->image_through;
   }
   return unknown(*n, "the end of a chain of more than 64 image nodes");
+}
+
+}  // namespace
+
+ImageSize image_size_of(const Graph& g, const Node& latent_node, const IntegerOf& integer_of,
+                        const NumberOf& number_of) {
+  const ComfyNode* info = comfy_nodes().find(latent_node.type);
+  if (info && info->image_size) return set_by(latent_node, *info->image_size, integer_of);
+  if (!info || info->image_input.empty())
+    return unknown(latent_node, "its latent has the size of an input image that Headroom does not trace");
+  return walk(g, &latent_node, info->image_input, integer_of, number_of, 0);
 }
 
 }  // namespace headroom::workflow

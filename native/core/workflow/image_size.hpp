@@ -15,13 +15,17 @@ struct ImageSize {
   std::optional<int> width, height;  // both set: the size is known
   std::string node_id, node_type;    // the node that sets it, or where the walk stopped
   std::string why;                   // when unknown: why that node's size is not known
+  std::string note;                  // when known but only in part (a pixel count of an unknown aspect)
   bool known() const { return width && height; }
 };
 
-// A positive whole widget value of a node, through value nodes (PrimitiveInt and the like).
+// A positive whole widget value of a node, through value nodes (PrimitiveInt and the like)...
 using IntegerOf = std::function<std::optional<long long>(const Node&, const std::string&)>;
+// ...and any number (ImageScaleToTotalPixels' megapixels).
+using NumberOf = std::function<std::optional<double>(const Node&, const std::string&)>;
 
 // Starts at `latent_node` (a comfy_nodes.json latent_from_image node) and walks its image_input.
-ImageSize image_size_of(const Graph& g, const Node& latent_node, const IntegerOf& integer_of);
+ImageSize image_size_of(const Graph& g, const Node& latent_node, const IntegerOf& integer_of,
+                        const NumberOf& number_of);
 
 }  // namespace headroom::workflow

@@ -471,13 +471,18 @@ class Analyser {
   void image_latent(const Node& n, const ComfyNode& info) {
     image_sized_latent_ = true;
     notes().push_back(n.type + " #" + n.id + info.latent_from_image);
-    const ImageSize s = image_size_of(g_, n, [this](const Node& m, const std::string& w) {
-      return integer(resolved_value(g_, m, w));
-    });
+    const ImageSize s = image_size_of(
+        g_, n, [this](const Node& m, const std::string& w) { return integer(resolved_value(g_, m, w)); },
+        [this](const Node& m, const std::string& w) -> std::optional<double> {
+          const auto v = resolved_value(g_, m, w);
+          if (!v || !v->is_number()) return std::nullopt;
+          return v->get<double>();
+        });
     if (!s.known()) {
       if (!image_unknown_) image_unknown_ = UnknownNode{s.node_id, s.node_type, s.why};
       return;
     }
+    if (!s.note.empty()) notes().push_back(s.note);
     if (s.node_id != n.id)  // the Kontext rescale sets its own size, and its note says so
       notes().push_back(n.type + " #" + n.id + ": the image is " + std::to_string(*s.width) + "x" +
                         std::to_string(*s.height) + " px, set by " + s.node_type + " #" + s.node_id);

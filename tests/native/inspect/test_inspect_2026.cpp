@@ -358,3 +358,54 @@ TEST_CASE("cli 2026: estimate --model flux2-dev --gpu 4090 gives an answer", "[c
   CliRun k = run_cli("estimate --model flux2-klein-4b --gpu 5060ti --json", false);
   CHECK(k.code == 0);
 }
+
+namespace {
+
+// Qwen-Image 2.1 in the module names of its single-stream transformer: one shared modulation, txt_in with
+// its own norm, 32 blocks of 4096 with a fused SwiGLU gate_up, no per-block img_mod.
+std::vector<StTensor> qwen_image_2_1() {
+  std::vector<StTensor> t = {{"img_in.weight", "BF16", {4096, 64}},
+                             {"modulation.1.weight", "BF16", {16384, 4096}},
+                             {"txt_in.in_layer.weight", "BF16", {4096, 4096}},
+                             {"txt_in.text_norm.weight", "BF16", {4096}},
+                             {"transformer_blocks.0.attn.norm_q.weight", "BF16", {128}}};
+  for (int i = 0; i < 32; ++i) {
+    t.push_back({"transformer_blocks." + std::to_string(i) + ".attn.to_q.weight", "BF16", {4096, 4096}});
+    t.push_back({"transformer_blocks." + std::to_string(i) + ".img_mlp.gate_up.weight", "BF16", {24576, 4096}});
+  }
+  return t;
+}
+
+// Qwen-Image 1.x: txt_norm, 60 two-stream blocks with per-block img_mod/txt_mod, txt_in from 3584.
+std::vector<StTensor> qwen_image_1() {
+  std::vector<StTensor> t = {{"img_in.weight", "BF16", {3072, 64}},
+                             {"txt_norm.weight", "BF16", {3584}},
+                             {"txt_in.weight", "BF16", {3072, 3584}},
+                             {"transformer_blocks.0.attn.norm_q.weight", "BF16", {128}}};
+  for (int i = 0; i < 60; ++i) {
+    t.push_back({"transformer_blocks." + std::to_string(i) + ".img_mod.1.weight", "BF16", {18432, 3072}});
+    t.push_back({"transformer_blocks." + std::to_string(i) + ".txt_mod.1.weight", "BF16", {18432, 3072}});
+    t.push_back({"transformer_blocks." + std::to_string(i) + ".img_mlp.net.2.weight", "BF16", {3072, 12288}});
+  }
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("inspect 2026: Qwen-Image 2.1 and Qwen-Image 1.x are told apart by their keys, whatever the name",
+          "[inspect][2026]") {
+  for (const char* name : {"qwen_image_bf16.safetensors", "model.safetensors"}) {
+    INFO(name);
+    auto i = inspect_layout(name, qwen_image_2_1());
+    CHECK(i.whole.model.rfind("qwen-image-2.1", 0) == 0);
+    CHECK_FALSE(lists(i.whole.candidates, "qwen-image"));
+  }
+  // The file name picks base or Turbo, which share every tensor.
+  CHECK(inspect_layout("qwen_image_2.1_turbo_bf16.safetensors", qwen_image_2_1()).whole.model == "qwen-image-2.1-turbo");
+  for (const char* name : {"qwen_image_2.1_int8_convrot.safetensors", "qwen_image_2.1_turbo_bf16.safetensors"}) {
+    INFO(name);
+    auto i = inspect_layout(name, qwen_image_1());
+    CHECK(i.whole.model.rfind("qwen-image-2.1", 0) != 0);
+    for (const auto& c : i.whole.candidates) CHECK(c.rfind("qwen-image-2.1", 0) != 0);
+  }
+}

@@ -107,12 +107,15 @@ TEST_CASE("2026 families: a name that only shares a word with them names none of
                                        "bernini-r-a14b"};
   const Named near[] = {
       {"qwen3_4b.safetensors", "text_encoder", "qwen3-4b", ""},                 // the text-only Qwen3
-      {"qwen3vl_8b_fp8_scaled.safetensors", "text_encoder", "", "fp8_scaled"},  // another Qwen3-VL
-      {"qwen3vl_32b_minimax_h3_nvfp4_awq.safetensors", "text_encoder", "", "nvfp4_awq"},
+      {"qwen3vl_8b_fp8_scaled.safetensors", "text_encoder", "qwen3vl-8b", "fp8_scaled"},  // the 8B, not the 4B
+      {"qwen3vl_32b_minimax_h3_nvfp4_awq.safetensors", "text_encoder", "qwen3vl-32b-minimax-h3", "nvfp4_awq"},  // H3's
       {"krea2_style_reference.safetensors", "diffusion", "", ""},               // a Krea 2 LoRA
       {"flux1-krea-dev_fp8_scaled.safetensors", "diffusion", "flux1-krea-dev", "fp8_scaled"},
       {"wan2.2_animate_14B_bf16.safetensors", "diffusion", "wan2.2-animate-14b", "bf16"},  // Animate 1
-      {"qwen_image_2.1_vae.safetensors", "vae", "", ""},                         // Qwen-Image 2.1's own VAE
+      {"qwen_image_2.1_vae.safetensors", "vae", "qwen-image-2.1-vae", ""},       // its own VAE, not Wan 2.1's
+      {"qwen_image_vae.safetensors", "vae", "wan2.1-vae", ""},                   // Qwen-Image 1.x's, not 2.1's
+      {"qwen_image_bf16.safetensors", "diffusion", "qwen-image", "bf16"},        // Qwen-Image 1.x, not 2.1
+      {"qwen_image_2.1_turbo_int8_convrot.safetensors", "diffusion", "qwen-image-2.1-turbo", "int8_convrot"},
       {"humo.safetensors", "diffusion", "", ""},
       {"dancer_pose_detector.safetensors", "diffusion", "", ""},
       {"wan2.2_t2v_high_noise_14B_fp8_scaled.safetensors", "diffusion", "wan2.2-t2v-a14b", "fp8_scaled"},

@@ -123,3 +123,56 @@ TEST_CASE("the 2026 Wan dancer and SCAIL nodes set the latent from their widgets
   CHECK(info.job.frames == 81);
   CHECK(info.job.batch == 2);
 }
+
+namespace {
+
+json total_pixels(double megapixels, int steps) {
+  return {{"class_type", "ImageScaleToTotalPixels"},
+          {"inputs", {{"image", json::array({"11", 0})}, {"upscale_method", "lanczos"}, {"megapixels", megapixels},
+                      {"resolution_steps", steps}}}};
+}
+
+bool has_note(const WorkflowInfo& info, const std::string& part) {
+  for (const auto& n : info.job.notes)
+    if (n.find(part) != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("ImageScaleToTotalPixels keeps a known image's aspect at its pixel count", "[workflow][image_size]") {
+  json wf = fill_with_image(total_pixels(1.0, 1));
+  wf["11"] = scaled(2000, 1000);
+  wf["12"] = load_image();
+  wf["11"]["inputs"]["image"] = json::array({"12", 0});
+  WorkflowInfo info = analyse_workflow(wf, "total pixels");
+  REQUIRE(info.size_known);
+  // ComfyUI: scale = sqrt(1 x 1024^2 / (2000 x 1000)); round(2000 x scale) = 1448, round(1000 x scale) = 724.
+  CHECK(info.job.width == 1448);
+  CHECK(info.job.height == 724);
+  CHECK(!has_note(info, "aspect is unknown"));
+  // resolution_steps rounds each side to its multiple.
+  wf["10"] = total_pixels(1.0, 16);
+  info = analyse_workflow(wf, "total pixels, steps");
+  CHECK(info.job.width == 1456);
+  CHECK(info.job.height == 720);
+}
+
+TEST_CASE("ImageScaleToTotalPixels of a loaded image is sized at its pixel count and says the aspect is unknown",
+          "[workflow][image_size]") {
+  json wf = fill_with_image(total_pixels(1.5, 1));
+  wf["11"] = load_image();
+  WorkflowInfo info = analyse_workflow(wf, "loaded");
+  REQUIRE(info.size_known);
+  CHECK(!info.size_from_unknown);
+  CHECK(info.job.width == 1254);  // round(sqrt(1.5 x 1024^2)): the pixel count, as a square
+  CHECK(info.job.height == 1254);
+  CHECK(has_note(info, "ImageScaleToTotalPixels #10: the input image's aspect is unknown (LoadImage #11"));
+  // A megapixel count outside ComfyUI's range is not guessed at: the size stays unknown, naming the node.
+  wf["10"] = total_pixels(0.0, 1);
+  info = analyse_workflow(wf, "zero");
+  CHECK(!info.size_known);
+  REQUIRE(info.size_from_unknown);
+  CHECK(info.size_from_unknown->type == "ImageScaleToTotalPixels");
+  CHECK(info.size_from_unknown->why.find("megapixels") != std::string::npos);
+}
