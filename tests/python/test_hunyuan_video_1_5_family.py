@@ -1,6 +1,6 @@
 """Issue 26, HunyuanVideo 1.5: the official 720p templates are read with their own transformer (54 double blocks of
 2048, 8.3 B), both text encoders (Qwen2.5-VL-7B and the byT5 glyph encoder), the 1.5 VAE and the size and length
-the template records; the SR pass at 1080p sets the peak; HunyuanVideo 1.0 files are not taken for 1.5, and the 1.5
+the template records; the bypassed 1080p SR pass does not count; HunyuanVideo 1.0 files are not taken for 1.5, and the 1.5
 VAE is not taken for a KL or Wan VAE."""
 import json
 import subprocess
@@ -23,20 +23,20 @@ def test_the_templates_are_read_with_their_own_models(name):
     assert [t["model"] for t in job["text_encoders"]] == ["qwen2.5-vl-7b", "byt5-small-glyphxl"]
     assert job["vae"]["model"] == "hunyuan-video-1.5-vae"
     assert a["workflow"]["size_known"]
-    models = {l["model"] for l in a["workflow"]["loaders"] if l["role"] == "diffusion_model"}
-    assert "hunyuan-video-1.5-1080p-sr-distilled" in models
-    assert models & {"hunyuan-video-1.5-t2v", "hunyuan-video-1.5-i2v"}
+    assert job["diffusion"]["precision"] == "fp16"
 
 
-def test_the_sr_pass_sets_the_size():
+def test_the_templates_size_is_read_and_the_bypassed_sr_pass_does_not_count():
     job = plan("video_hunyuan_video_1.5_720p_t2v")["job"]
-    # EmptyHunyuanVideo15Latent records 1280 x 720 x 121; HunyuanVideo15LatentUpscaleWithModel takes it to 1920 x 1080.
-    assert (job["width"], job["height"], job["frames"]) == (1920, 1080, 121)
+    # EmptyHunyuanVideo15Latent records 1280 x 720 x 121; the 1080p SR pass (its UNETLoader, upscaler and samplers)
+    # ships bypassed, so it neither loads the SR model nor enlarges the latent.
+    assert (job["width"], job["height"], job["frames"]) == (1280, 720, 121)
+    assert job["diffusion"]["model"] == "hunyuan-video-1.5-t2v"
 
 
 def test_the_i2v_model_is_the_i2v_file():
     loaders = plan("video_hunyuan_video_1.5_720p_i2v")["workflow"]["loaders"]
-    by_file = {l["file"]: l["model"] for l in loaders if l["role"] == "diffusion_model"}
+    by_file = {l["file"]: l["model"] for l in loaders if l["role"] == "diffusion"}
     assert by_file["hunyuanvideo1.5_720p_i2v_fp16.safetensors"] == "hunyuan-video-1.5-i2v"
 
 
@@ -59,7 +59,7 @@ def _with(tmp_path, old, new):
 
 def test_a_hunyuan_video_1_0_file_is_not_taken_for_1_5(tmp_path):
     a = _with(tmp_path, "hunyuanvideo1.5_720p_t2v_fp16.safetensors", "hunyuan_video_t2v_720p_bf16.safetensors")
-    by_file = {l["file"]: l["model"] for l in a["workflow"]["loaders"] if l["role"] == "diffusion_model"}
+    by_file = {l["file"]: l["model"] for l in a["workflow"]["loaders"] if l["role"] == "diffusion"}
     assert not by_file["hunyuan_video_t2v_720p_bf16.safetensors"]
 
 

@@ -23,7 +23,8 @@ ModelFile header_of(const char* model, const std::string& path) {
     if (m["name"] != model) continue;
     const json& rec = m["recognise"];
     std::set<std::string> done;
-    for (const auto& [key, shape] : rec.value("shapes", json::object()).items())
+    const json shapes = rec.value("shapes", json::object());  // kept alive: items() of a temporary dangles
+    for (const auto& [key, shape] : shapes.items())
       if (done.insert(key).second)
         f.tensors.push_back(TensorRecord{key, "fp16", shape.get<std::vector<std::uint64_t>>(), 1, 2, false});
     for (const auto& k : rec["all_keys"])
