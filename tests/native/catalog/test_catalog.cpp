@@ -80,7 +80,14 @@ TEST_CASE("every canonical name of issue #2 is in the catalog with its role", "[
       {"qwen3vl-8b", Role::TextEncoder},         {"qwen-image-2.1-vae", Role::Vae},
       {"minimax-h3-fl2va", Role::DiffusionModel}, {"minimax-h3-ref2va", Role::DiffusionModel},
       {"fasth3-8step", Role::DiffusionModel},     {"fasth3-omniref-8step", Role::DiffusionModel},
-      {"qwen3vl-32b-minimax-h3", Role::TextEncoder}, {"minimax-h3-video-vae", Role::Vae}};
+      {"qwen3vl-32b-minimax-h3", Role::TextEncoder}, {"minimax-h3-video-vae", Role::Vae},
+      // Issue 26: HiDream I1 and E1 (one architecture) and their Llama 3.1 8B encoder.
+      {"hidream-i1", Role::DiffusionModel},       {"hidream-e1", Role::DiffusionModel},
+      {"llama-3.1-8b", Role::TextEncoder},
+      // HunyuanVideo 1.5 (issue 26).
+      {"hunyuan-video-1.5-t2v", Role::DiffusionModel}, {"hunyuan-video-1.5-i2v", Role::DiffusionModel},
+      {"hunyuan-video-1.5-1080p-sr-distilled", Role::DiffusionModel}, {"byt5-small-glyphxl", Role::TextEncoder},
+      {"hunyuan-video-1.5-vae", Role::Vae}};
   for (const auto& [name, role] : names) {
     const ModelInfo& m = resolve_model(name);
     CHECK(m.name == name);

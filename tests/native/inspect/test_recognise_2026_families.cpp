@@ -48,6 +48,17 @@ struct Named {
   const char* precision;
 };
 
+// Each file name, as a loader of its role gives it, names that model and precision.
+template <std::size_t N>
+void check_names(const Named (&names)[N]) {
+  for (const auto& n : names) {
+    INFO(n.file << " as " << n.role);
+    NameRecognition r = recognise_file_name(n.file, n.role);
+    CHECK(r.model == n.model);
+    CHECK(r.precision == n.precision);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("2026 families: the official file names name their model and format", "[recognise][families]") {
@@ -71,12 +82,7 @@ TEST_CASE("2026 families: the official file names name their model and format", 
       {"wan2.2_bernini_r_high_noise_fp8_scaled.safetensors", "diffusion", "bernini-r-a14b", "fp8_scaled"},
       {"wan2.2_bernini_r_low_noise_fp8_scaled.safetensors", "diffusion", "bernini-r-a14b", "fp8_scaled"},
   };
-  for (const auto& n : official) {
-    INFO(n.file << " as " << n.role);
-    NameRecognition r = recognise_file_name(n.file, n.role);
-    CHECK(r.model == n.model);
-    CHECK(r.precision == n.precision);
-  }
+  check_names(official);
   // The Qwen-Image VAE is sized as the Wan 2.1 VAE, and the answer says why.
   NameRecognition qvae = recognise_file_name("qwen_image_vae.safetensors", "vae");
   bool says_why = false;
@@ -150,4 +156,27 @@ TEST_CASE("2026 families: headers are told apart by their tensors", "[recognise]
         "wan-animate-2-14b");
   CHECK(recognise_tensors(header_of({"wan2.1-i2v-14b"}, "/m/wan2.1_i2v_14B_bf16.safetensors")).whole.model ==
         "wan2.1-i2v-14b");
+}
+
+TEST_CASE("HiDream: I1, E1 and Llama 3.1 8B are named by their files and tensors, near names are not", "[recognise][families]") {
+  const Named official[] = {
+      {"hidream_i1_dev_fp8.safetensors", "diffusion", "hidream-i1", "fp8_e4m3fn"},
+      {"hidream_i1_full_fp16.safetensors", "diffusion", "hidream-i1", "fp16"},
+      {"hidream_e1_1_bf16.safetensors", "diffusion", "hidream-e1", "bf16"},
+      {"llama_3.1_8b_instruct_fp8_scaled.safetensors", "text_encoder", "llama-3.1-8b", "fp8_scaled"},
+      // HiDream-O1 is a pixel-space model of another architecture; HunyuanVideo's encoder is LLaVA-Llama-3.
+      {"hidream_o1_image_bf16.safetensors", "diffusion", "", "bf16"},
+      {"llava_llama3_fp8_scaled.safetensors", "text_encoder", "", "fp8_scaled"},
+  };
+  check_names(official);
+  // I1 and E1 share their tensors: the file name decides, and a name that says nothing still gets HiDream.
+  CHECK(recognise_tensors(header_of({"hidream-i1"}, "/m/hidream_e1_full_bf16.safetensors")).whole.model == "hidream-e1");
+  CHECK(recognise_tensors(header_of({"hidream-e1"}, "/m/hidream_i1_dev_bf16.safetensors")).whole.model == "hidream-i1");
+  CHECK(recognise_tensors(header_of({"hidream-i1"}, "/m/dit.safetensors")).whole.model.rfind("hidream-", 0) == 0);
+  CHECK(recognise_tensors(header_of({"llama-3.1-8b"}, "/m/te.safetensors")).whole.model == "llama-3.1-8b");
+  // LLaVA-Llama-3's embedding has 128320 rows, not Llama 3.1's 128256: not taken for it.
+  ModelFile llava = header_of({"llama-3.1-8b"}, "/m/te.safetensors");
+  for (auto& t : llava.tensors)
+    if (t.name == "model.embed_tokens.weight") t.shape = {128320, 4096};
+  CHECK(recognise_tensors(llava).whole.model != "llama-3.1-8b");
 }
