@@ -17,10 +17,10 @@ using nlohmann::json;
 
 // "16", "0.5", "1125899906842624": the bound as typed, without a trailing ".000000".
 std::string number_text(double x) {
-  char buf[64];
-  if (x == std::floor(x) && std::fabs(x) < 1e18) std::snprintf(buf, sizeof buf, "%.0f", x);
-  else std::snprintf(buf, sizeof buf, "%g", x);
-  return buf;
+  const char* format = x == std::floor(x) && std::fabs(x) < 1e18 ? "%.0f" : "%g";
+  std::string out(static_cast<std::size_t>(std::snprintf(nullptr, 0, format, x)), '\0');
+  std::snprintf(out.data(), out.size() + 1, format, x);
+  return out;
 }
 
 std::string bytes_text(double x) {

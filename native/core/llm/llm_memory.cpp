@@ -23,7 +23,7 @@ using nlohmann::json;
 
 const json& catalog() { return llm_data(); }
 
-// "Meta-Llama/Llama 3.1_8B" -> "llama-3.1-8b"
+// "Org/Some Model 3.1_8B" -> "some-model-3.1-8b"
 std::string key(std::string s) {
   if (auto slash = s.rfind('/'); slash != std::string::npos) s = s.substr(slash + 1);
   std::string out;

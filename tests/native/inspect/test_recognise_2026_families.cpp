@@ -9,37 +9,14 @@
 #include "core/base/data_files.hpp"
 #include "core/catalog/catalog.hpp"
 #include "core/inspect/recognise.hpp"
+#include "support/recognise_headers.hpp"
 
 using namespace headroom;
 using nlohmann::json;
 
 namespace {
 
-// A state dict holding the keys and shapes of models.json entries' `recognise` sections: one entry's,
-// or a variant's over its base model's, as a real variant file holds every tensor of the base.
-ModelFile header_of(std::initializer_list<const char*> models, const std::string& path) {
-  ModelFile f;
-  f.path = path;
-  f.format = "safetensors";
-  std::set<std::string> done;
-  for (const char* model : models) {
-    bool found = false;
-    for (const auto& m : data_file("models.json")["models"]) {
-      if (m["name"] != model) continue;
-      found = true;
-      const json& rec = m["recognise"];
-      const json shapes = rec.value("shapes", json::object());
-      for (const auto& [key, shape] : shapes.items())
-        if (done.insert(key).second)
-          f.tensors.push_back(TensorRecord{key, "bf16", shape.get<std::vector<std::uint64_t>>(), 1, 2, false});
-      for (const auto& k : rec["all_keys"])
-        if (done.insert(k.get<std::string>()).second)
-          f.tensors.push_back(TensorRecord{k.get<std::string>(), "bf16", {4}, 4, 8, false});
-    }
-    if (!found) FAIL("no models.json entry " << model);
-  }
-  return f;
-}
+using support::header_of;
 
 struct Named {
   const char* file;

@@ -8,33 +8,15 @@
 #include "core/base/data_files.hpp"
 #include "core/catalog/catalog.hpp"
 #include "core/inspect/recognise.hpp"
+#include "support/recognise_headers.hpp"
 
 using namespace headroom;
 using nlohmann::json;
 
 namespace {
 
-// The tensors an entry's `recognise` section names, with its shapes: what a real file of it holds at least.
-ModelFile header_of(const char* model, const std::string& path) {
-  ModelFile f;
-  f.path = path;
-  f.format = "safetensors";
-  for (const auto& m : data_file("models.json")["models"]) {
-    if (m["name"] != model) continue;
-    const json& rec = m["recognise"];
-    std::set<std::string> done;
-    const json shapes = rec.value("shapes", json::object());  // kept alive: items() of a temporary dangles
-    for (const auto& [key, shape] : shapes.items())
-      if (done.insert(key).second)
-        f.tensors.push_back(TensorRecord{key, "fp16", shape.get<std::vector<std::uint64_t>>(), 1, 2, false});
-    for (const auto& k : rec["all_keys"])
-      if (done.insert(k.get<std::string>()).second)
-        f.tensors.push_back(TensorRecord{k.get<std::string>(), "fp16", {4}, 4, 8, false});
-    return f;
-  }
-  FAIL("no models.json entry " << model);
-  return f;
-}
+// The tensors an entry's `recognise` section names, in fp16 (the official files' dtype).
+ModelFile header_of(const char* model, const std::string& path) { return support::header_of({model}, path, "fp16"); }
 
 }  // namespace
 
