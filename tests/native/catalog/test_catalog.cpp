@@ -87,7 +87,11 @@ TEST_CASE("every canonical name of issue #2 is in the catalog with its role", "[
       // HunyuanVideo 1.5 (issue 26).
       {"hunyuan-video-1.5-t2v", Role::DiffusionModel}, {"hunyuan-video-1.5-i2v", Role::DiffusionModel},
       {"hunyuan-video-1.5-1080p-sr-distilled", Role::DiffusionModel}, {"byt5-small-glyphxl", Role::TextEncoder},
-      {"hunyuan-video-1.5-vae", Role::Vae}};
+      {"hunyuan-video-1.5-vae", Role::Vae},
+      // Issue 26, image families: Capybara (the HunyuanVideo 1.5 DiT), OmniGen2 and its Qwen2.5-VL-3B, Anima and Qwen3-0.6B.
+      {"capybara-v0.1", Role::DiffusionModel},   {"omnigen2", Role::DiffusionModel},
+      {"qwen2.5-vl-3b", Role::TextEncoder},      {"anima-base-v1.0", Role::DiffusionModel},
+      {"anima-preview3", Role::DiffusionModel},  {"qwen3-0.6b", Role::TextEncoder}};
   for (const auto& [name, role] : names) {
     const ModelInfo& m = resolve_model(name);
     CHECK(m.name == name);

@@ -1,0 +1,84 @@
+"""Issue 26, image families: the official Capybara v0.1 (image and video, on the HunyuanVideo 1.5 DiT), OmniGen2
+(text-to-image and edit) and Anima (base 1.0, preview 3 and the three LLLite control templates) templates are read
+with their own diffusion model, text encoders and VAE at the size they record; OmniGen2's edit input joins the
+sequence as tokens of its own, Anima's text does not (cross-attention); near files stay with their own entries."""
+import pytest
+
+from family_templates import SKIP, plan
+
+pytestmark = SKIP
+
+HUNYUAN_15_ENCODERS = ["qwen2.5-vl-7b", "byt5-small-glyphxl"]
+
+
+@pytest.mark.parametrize("template, model, precision, encoders, vae, shape", [
+    ("Image_capybara_v0_1_text_to_image", "capybara-v0.1", "", HUNYUAN_15_ENCODERS, "hunyuan-video-1.5-vae",
+     (1280, 1280, 1)),
+    ("Image_capybara_v0_1_image_edit", "capybara-v0.1", "", HUNYUAN_15_ENCODERS, "hunyuan-video-1.5-vae",
+     (768, 1024, 1)),
+    ("video_capybara_v0_1_image_to_video", "capybara-v0.1", "", HUNYUAN_15_ENCODERS, "hunyuan-video-1.5-vae",
+     (640, 640, 81)),   # PrimitiveInt 640 x 640 into HunyuanVideo15ImageToVideo, 81 frames
+    ("video_capybara_v0_1_video_edit", "capybara-v0.1", "", HUNYUAN_15_ENCODERS, "hunyuan-video-1.5-vae",
+     (960, 960, 121)),
+    ("image_omnigen2_t2i", "omnigen2", "fp16", ["qwen2.5-vl-3b"], "flux-vae", (1024, 1024, 1)),
+    ("image_omnigen2_image_edit", "omnigen2", "fp16", ["qwen2.5-vl-3b"], "flux-vae", (1024, 1024, 1)),
+    ("image_anima_base_v1", "anima-base-v1.0", "", ["qwen3-0.6b"], "wan2.1-vae", (1024, 1024, 1)),
+    ("image_anima_preview", "anima-preview3", "", ["qwen3-0.6b"], "wan2.1-vae", (1024, 1024, 1)),
+    ("image_anima_lllite_any_control_to_image", "anima-base-v1.0", "", ["qwen3-0.6b"], "wan2.1-vae", (1024, 1024, 1)),
+    ("image_anima_lllite_depth_control_to_image", "anima-base-v1.0", "", ["qwen3-0.6b"], "wan2.1-vae",
+     (1024, 1024, 1)),
+    ("image_anima_lllite_image_inpainting", "anima-base-v1.0", "", ["qwen3-0.6b"], "wan2.1-vae", (1024, 1024, 1)),
+])
+def test_a_template_is_read_with_its_own_models_and_size(template, model, precision, encoders, vae, shape):
+    a = plan(template)
+    job = a["job"]
+    assert a["verdict"] != "unknown", a.get("reason")
+    assert (job["diffusion"]["model"], job["diffusion"]["precision"]) == (model, precision)
+    assert [t["model"] for t in job["text_encoders"]] == encoders
+    assert job["vae"]["model"] == vae
+    assert a["workflow"]["size_known"] and (job["width"], job["height"], job["frames"]) == shape
+
+
+def _sample(a):
+    return next(s for s in a["stages"] if s["name"] == "sample")
+
+
+def _tokens(a):
+    return int(next(n for n in _sample(a)["notes"] if "tokens per sequence" in n).split()[0])
+
+
+def _weights(a, prefix):
+    return max(v for k, v in _sample(a)["breakdown"].items() if k.startswith("weights:" + prefix))
+
+
+def test_omnigen2_edit_adds_its_input_image_as_tokens_of_their_own():
+    # Two ReferenceLatent nodes carry one encoded image (the bypassed second input does not count): the sequence
+    # holds [caption | reference | image], the reference as many tokens as the 1024 x 1024 image.
+    t2i, edit = plan("image_omnigen2_t2i", 80), plan("image_omnigen2_image_edit", 80)
+    assert edit["job"]["reference_images"] == 1 and t2i["job"]["reference_images"] == 0
+    image = (1024 // 16) ** 2
+    assert _tokens(edit) - _tokens(t2i) == image
+
+
+def test_anima_text_is_cross_attended_not_in_the_sequence():
+    # 1024 x 1024 on the /8 Wan latent with 2 x 2 patches: 64 x 64 image tokens and nothing else.
+    assert _tokens(plan("image_anima_base_v1", 80)) == (1024 // 16) ** 2
+
+
+def test_the_weights_are_what_the_published_sizes_say():
+    # Anima: ~2.09 B in bf16, the ~4 GB file of its model card; OmniGen2: ~4 B in fp16 (7.9 GB);
+    # Capybara: the 8.3 B HunyuanVideo 1.5 DiT in fp16 (16.6 GB).
+    assert 4.0e9 < _weights(plan("image_anima_base_v1", 80), "anima-base") < 4.4e9
+    assert 7.6e9 < _weights(plan("image_omnigen2_t2i", 80), "omnigen2") < 8.2e9
+    assert 16.0e9 < _weights(plan("Image_capybara_v0_1_text_to_image", 80), "capybara") < 17.5e9
+
+
+def test_near_families_keep_their_own_entries():
+    # HunyuanVideo 1.5's own templates keep their 1.5 DiT; Boogu-Image (an OmniGen2 derivative on Qwen3-VL-8B)
+    # is not OmniGen2, and its encoder is not OmniGen2's Qwen2.5-VL-3B.
+    hunyuan = plan("video_hunyuan_video_1.5_720p_i2v")
+    assert hunyuan["job"]["diffusion"]["model"] == "hunyuan-video-1.5-i2v"
+    boogu = plan("image_boogu_image_0_1_turbo_t2i")
+    loaders = {l["role"]: l["model"] for l in boogu["workflow"]["loaders"]}
+    assert loaders["diffusion"] != "omnigen2"
+    assert loaders["text_encoder"] == "qwen3vl-8b"
