@@ -91,7 +91,10 @@ TEST_CASE("every canonical name of issue #2 is in the catalog with its role", "[
       // Issue 26, image families: Capybara (the HunyuanVideo 1.5 DiT), OmniGen2 and its Qwen2.5-VL-3B, Anima and Qwen3-0.6B.
       {"capybara-v0.1", Role::DiffusionModel},   {"omnigen2", Role::DiffusionModel},
       {"qwen2.5-vl-3b", Role::TextEncoder},      {"anima-base-v1.0", Role::DiffusionModel},
-      {"anima-preview3", Role::DiffusionModel},  {"qwen3-0.6b", Role::TextEncoder}};
+      {"anima-preview3", Role::DiffusionModel},  {"qwen3-0.6b", Role::TextEncoder},
+      // Mage-Flow (text-to-image and edit, one 12-block MMDiT) and its Mage-VAE.
+      {"mage-flow", Role::DiffusionModel},       {"mage-flow-edit", Role::DiffusionModel},
+      {"mage-flow-vae", Role::Vae}};
   for (const auto& [name, role] : names) {
     const ModelInfo& m = resolve_model(name);
     CHECK(m.name == name);
