@@ -244,6 +244,8 @@ def _payload(plan: dict, fields: dict, action: str) -> dict:
         "peak_stage": plan.get("peak_stage"),
         "budget_bytes": report_format.budget_bytes(plan, fields),
         "fix": report_format.change_text(changes[0]) if changes else None,
+        # The words the panel and `headroom plan` give as the first change for the same workflow.
+        "first_change": report_format.first_change(plan),
         "changes": changes[:5],
         "report": report_format.preflight_report(plan, fields, budget.describe(fields)),
     }
