@@ -159,19 +159,68 @@ def _plan(prompt: dict, fields: dict) -> dict:
     return plan
 
 
-def workload_fingerprint(prompt: dict) -> str:
-    """A digest of what a Preflight report depends on in the whole prompt: the core's estimate without a
-    budget (models, dtypes, sizes, frames, batch, decode), so a seed or prompt-text change keeps it and a
-    change anywhere that moves the estimate does not. Free VRAM is left out on purpose: it moves between
-    runs and would re-run everything downstream of the Preflight each time. The core's answer is hashed as
-    it comes: it writes the same text for the same request."""
-    try:
-        text = native_loader.core().plan(_plan_text(prompt, {}))
-        if not isinstance(text, str):
-            text = f"no estimate: the core answered {type(text).__name__}"
-    except Exception as e:  # any failure: the stamp says the same until that changes
-        text = f"no estimate: {type(e).__name__}"
+def fingerprint_of(plan) -> str:
+    """A digest of what a Preflight report depends on in the whole prompt, from the core's plan of it: the
+    workload the core read (`job`: models, dtypes, sizes, frames, batch, decode; `workflow`: loaders, unknown
+    nodes, stages per node), so a seed or prompt-text change keeps it and a change anywhere that moves the
+    estimate does not. Neither part depends on the budget, so free VRAM moving between runs (which would
+    re-run everything downstream of the Preflight each time) leaves it, and the queue check's one plan
+    with the budget serves both the toast and the stamp. `plan` may be the exception the plan raised: the
+    stamp then says the same until that changes."""
+    if isinstance(plan, BaseException):
+        text = f"no estimate: {type(plan).__name__}"
+    elif not isinstance(plan, dict):
+        text = f"no estimate: the core answered {type(plan).__name__}"
+    else:
+        text = core_json.dumps({"job": plan.get("job"), "workflow": plan.get("workflow")})  # the core writes them in one order
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def workload_fingerprint(prompt: dict) -> str:
+    """The stamp of `prompt` on its own (one plan without a budget); the handler takes it from the plan it
+    makes anyway (fingerprint_of)."""
+    try:
+        return fingerprint_of(_plan(prompt, {}))
+    except Exception as e:  # any failure: the stamp says the same until that changes
+        return fingerprint_of(e)
+
+
+def _fixed_fingerprint(fingerprint: str, applied) -> str:
+    """The stamp of a prompt auto-fix changed: the original's workload and the changes applied to it,
+    which together decide the fixed workload, so no second plan is asked for."""
+    text = fingerprint + core_json.dumps(applied)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+class Stamp:
+    """The Preflight nodes' cache stamp: `value` is the list the nodes carry as node["is_changed"], a value no
+    other prompt has until the plan's fingerprint fills it in; `filled` is set then (the handler may wait)."""
+
+    def __init__(self, value=None):
+        self.value = [f"pending {uuid.uuid4().hex}" if value is None else value]
+        self.filled = threading.Event()
+
+    def fill(self, value: str):
+        self.value[0] = value
+        self.filled.set()
+
+    def put_on(self, nodes):
+        for node in nodes:
+            node["is_changed"] = self.value
+
+
+def _planned(prompt: dict, fields: dict, stamp) -> dict:
+    """The core's plan of `prompt`, its fingerprint filled into `stamp` (a Stamp or None) as soon as it is
+    known."""
+    try:
+        plan = _plan(prompt, fields)
+    except Exception as e:
+        if stamp is not None:
+            stamp.fill(fingerprint_of(e))
+        raise
+    if stamp is not None:
+        stamp.fill(fingerprint_of(plan))
+    return plan
 
 
 def _payload(plan: dict, fields: dict, action: str) -> dict:
@@ -195,6 +244,8 @@ def _payload(plan: dict, fields: dict, action: str) -> dict:
         "peak_stage": plan.get("peak_stage"),
         "budget_bytes": report_format.budget_bytes(plan, fields),
         "fix": report_format.change_text(changes[0]) if changes else None,
+        # The words the panel and `headroom plan` give as the first change for the same workflow.
+        "first_change": report_format.first_change(plan),
         "changes": changes[:5],
         "report": report_format.preflight_report(plan, fields, budget.describe(fields)),
     }
@@ -217,12 +268,13 @@ def _with_fix(json_data: dict, fixed: dict, applied, description) -> dict:
     return out
 
 
-def _judge(json_data: dict, prompt: dict, action: str, node_fix: bool, current: dict):
-    """(the queue request to queue, the payloads to send) for `action`; never raises."""
+def _judge(json_data: dict, prompt: dict, action: str, node_fix: bool, current: dict, stamp=None):
+    """(the queue request to queue, the payloads to send) for `action`; never raises. One plan: its
+    fingerprint goes into `stamp`, and a fix is applied without planning again."""
     try:
         own = _preflight_budget(prompt) if node_fix else None
         fields = budget.resolve(current.get("budget", "auto") if own is None else own)
-        plan = _plan(prompt, fields)
+        plan = _planned(prompt, fields, stamp)
         _keep_prediction(json_data.get("prompt_id"), plan)
         payload = _payload(plan, fields, action)
         # Only a run that will not complete is acted on (the verdict's `runs` flag is false: out of VRAM or
@@ -232,6 +284,8 @@ def _judge(json_data: dict, prompt: dict, action: str, node_fix: bool, current: 
         if action == "auto-fix":
             fixed, applied, description = autofix.apply_cheapest_fix(prompt, plan, fields)
             if applied:
+                if stamp is not None:
+                    Stamp(_fixed_fingerprint(stamp.value[0], applied)).put_on(_scan(fixed)[0])
                 return _with_fix(json_data, fixed, applied, description), [
                     {**payload, "applied": applied, "fix": description, "preset": autofix.preset_named(description)}]
             payload["fix_unavailable"] = "no fix Headroom can apply itself; the plan lists what to change by hand"
@@ -254,39 +308,50 @@ def _judge(json_data: dict, prompt: dict, action: str, node_fix: bool, current: 
 
 
 class _Background(Job):
-    """Pass and warn: the stamp's fingerprint first (the handler may be waiting for it), then the toast."""
+    """Pass and warn: one plan, whose fingerprint fills the stamp (the handler may be waiting for it), then
+    the toast. Pass without the recorder plans without a budget (no planner: the quickest answer)."""
 
     def __init__(self, prompt, stamp, action, current, client_id, prompt_id=None):
         self.prompt, self.stamp, self.action = prompt, stamp, action
         self.current, self.client_id, self.prompt_id = current, client_id, prompt_id
-        self.stamped = threading.Event()
 
     def run(self):
         try:
-            if self.stamp is not None:
-                self.stamp[0] = workload_fingerprint(self.prompt)
+            if self.action != "pass":
+                self._warn()
+            elif self.prompt_id is not None:  # pass: no toast, but the recorder wants the estimate of the run
+                self._predict()
+            elif self.stamp is not None:
+                try:
+                    _planned(self.prompt, {}, self.stamp)
+                except Exception as e:  # the stamp already says so
+                    log.debug("Headroom preflight: no estimate for the stamp: %s", one_line(e))
         finally:
-            self.stamped.set()
-        if self.action != "pass":
-            _, payloads = _judge({"prompt": self.prompt, "prompt_id": self.prompt_id}, self.prompt, self.action,
-                                 False, self.current)
-            for payload in payloads:
-                _notify(payload, self.client_id)
-        elif self.prompt_id is not None:  # pass: no toast, but the recorder wants the estimate of the run
-            try:
-                _keep_prediction(self.prompt_id, _plan(self.prompt, budget.resolve(self.current.get("budget", "auto"))))
-            except Exception as e:
-                log.debug("Headroom recorder: no prediction for %s: %s", self.prompt_id, one_line(e))
+            self.dropped()
+
+    def _warn(self):
+        _, payloads = _judge({"prompt": self.prompt, "prompt_id": self.prompt_id}, self.prompt, self.action,
+                             False, self.current, self.stamp)
+        for payload in payloads:
+            _notify(payload, self.client_id)
+
+    def _predict(self):
+        try:
+            fields = budget.resolve(self.current.get("budget", "auto"))
+            _keep_prediction(self.prompt_id, _planned(self.prompt, fields, self.stamp))
+        except Exception as e:
+            log.debug("Headroom recorder: no prediction for %s: %s", self.prompt_id, one_line(e))
 
     def dropped(self):
-        self.stamped.set()
+        if self.stamp is not None:
+            self.stamp.filled.set()  # nobody waits on a stamp that will not be filled; it stays "pending"
 
 
 class _Decision(Job):
     """Block and auto-fix: the judgement the handler waits for; it sends nothing itself."""
 
-    def __init__(self, json_data, prompt, action, node_fix, current):
-        self.args = (json_data, prompt, action, node_fix, current)
+    def __init__(self, json_data, prompt, action, node_fix, current, stamp):
+        self.args = (json_data, prompt, action, node_fix, current, stamp)
         self.decided = threading.Event()
         self.result = None
 
@@ -313,16 +378,16 @@ def _stamp_in_background(prompt, nodes, action, current, client_id, prompt_id=No
     done the stamp is a value no other prompt has: a Preflight read before then runs again (its report is
     never stale) rather than being served from the cache; the worker then writes the fingerprint into the
     same list, so the Preflight runs again exactly when its report would change."""
-    stamp = [f"pending {uuid.uuid4().hex}"] if nodes else None
+    stamp = Stamp() if nodes else None
     if stamp is None and action == "pass" and prompt_id is None:
         return
     job = _Background(prompt, stamp, action, current, client_id, prompt_id)
     quick = stamp is not None and len(prompt) <= STAMP_WAIT_MAX_NODES and worker.idle()
     worker.submit(job)
-    for node in nodes:  # after the only step that can fail, so a failure leaves the prompt as it came
-        node["is_changed"] = stamp
+    if stamp is not None:  # after the only step that can fail, so a failure leaves the prompt as it came
+        stamp.put_on(nodes)
     if quick:
-        job.stamped.wait(STAMP_WAIT_S)
+        stamp.filled.wait(STAMP_WAIT_S)
 
 
 def on_prompt(json_data):
@@ -346,7 +411,8 @@ def _on_prompt(json_data):
     if action not in ("block", "auto-fix"):
         _stamp_in_background(prompt, nodes, action, current, client_id, prompt_id)
         return json_data
-    job = _Decision(json_data, prompt, action, node_fix, current)
+    stamp = Stamp() if nodes else None
+    job = _Decision(json_data, prompt, action, node_fix, current, stamp)
     worker.submit(job)
     if job.decided.wait(DECIDE_TIMEOUT_S) and job.result is not None:
         out, payloads = job.result
@@ -357,9 +423,6 @@ def _on_prompt(json_data):
         out, payloads = json_data, [{"action": action, "error": timed_out}]
     for payload in payloads:
         _notify(payload, client_id)
-    out_prompt = out.get("prompt")
-    if out is not json_data and isinstance(out_prompt, dict):
-        nodes = _scan(out_prompt)[0]  # the fixed prompt's own nodes (a blocked one has none)
-    if isinstance(out_prompt, dict):
-        _stamp_in_background(out_prompt, nodes, "pass", current, client_id)
+    if out is json_data and stamp is not None:  # as it came: the decision's plan fills the stamp, even late
+        stamp.put_on(nodes)
     return out

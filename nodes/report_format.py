@@ -102,6 +102,19 @@ def verdict_text(result: dict, fields: dict) -> str:
     return "FITS"
 
 
+def first_change(result: dict):
+    """The plan's first change in the core's words, for a run that will not complete or runs with little
+    margin (the rule the panel and `headroom plan` follow), or None."""
+    changes = result.get("changes") or []
+    verdict = result.get("verdict")
+    if not changes or not isinstance(changes[0], dict):
+        return None
+    if not (verdicts.is_failure(verdict) or verdicts.is_tight(verdict)):
+        return None
+    change = changes[0]
+    return str(change.get("description") or change.get("summary") or change.get("title") or change_text(change))
+
+
 def stage_table(result: dict) -> str:
     rows = [f"{'stage':<24}{'peak':>12}"]
     for stage in result.get("stages", []) or []:
@@ -129,6 +142,9 @@ def preflight_report(result: dict, fields: dict, budget_label: str) -> str:
         verdict = verdict_text(result, fields)
     loader = loader_text(result)
     lines.append(f"Verdict: {verdict}" + (f" [{loader}]" if loader else ""))
+    first = first_change(result)
+    if first:
+        lines.append(f"First change: {first}")
     if result.get("advice"):
         lines.append(f"Advice: {result['advice']}")
     changes = result.get("changes") or []

@@ -128,6 +128,8 @@ export function createHeadroomExtension(app, api) {
       toast(app, { severity: "warn", summary: "Headroom could not estimate this workflow", detail: reason, life: 6000 });
       return;
     }
+    // The plan's first change in the words the panel and `headroom plan` give (older servers: the fix).
+    const first = detail.first_change ?? detail.fix;
     if (!detail.over_budget && !detail.applied) {
       // The catalog's flags of the verdict (prompt_handler's verdict_flags): it runs, but not with room to spare.
       // Reported whatever the action: warn, block and auto-fix act only on a run that will not complete.
@@ -138,7 +140,7 @@ export function createHeadroomExtension(app, api) {
         const speed = !detail.verdict_reason && typeof detail.slowdown === "number" && detail.slowdown > 1.05
           ? ` (${speedText(detail.slowdown)})` : "";
         toast(app, { severity: "info", summary: `Runs: ${detail.verdict}${loaderFor(detail)}`, life: 6000,
-          detail: `peak ${gib(detail.peak_bytes)} in ${detail.peak_stage} of ${gib(detail.budget_bytes)}: ${why}${speed}.${detail.fix ? ` Faster: ${detail.fix}` : ""}${detail.advice ? ` ${detail.advice}` : ""}` });
+          detail: `peak ${gib(detail.peak_bytes)} in ${detail.peak_stage} of ${gib(detail.budget_bytes)}: ${why}${speed}.${first ? ` First change: ${first}` : ""}${detail.advice ? ` ${detail.advice}` : ""}` });
       }
       return;
     }
@@ -150,9 +152,9 @@ export function createHeadroomExtension(app, api) {
         detail: `${where}; applied: ${detail.applied.map((c) => changeText(c, (id) => nodeName(app, id))).join("; ")}.${onScreen}` });
       if (detail.preset) showFixOnScreen(detail.preset);
     } else if (detail.blocked) {
-      toast(app, { severity: "error", summary: "Headroom blocked the run", detail: `${where}. Fix: ${detail.fix ?? "see the plan"}`, life: 10000 });
+      toast(app, { severity: "error", summary: "Headroom blocked the run", detail: `${where}. First change: ${first ?? "see the plan"}`, life: 10000 });
     } else {
-      toast(app, { severity: "warn", summary: "This run will not fit", detail: `${where}. Fix: ${detail.fix ?? "see the Headroom panel"}`, life: 10000 });
+      toast(app, { severity: "warn", summary: "This run will not fit", detail: `${where}. First change: ${first ?? "see the Headroom panel"}`, life: 10000 });
     }
   }
 

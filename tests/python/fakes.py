@@ -72,6 +72,11 @@ class FakeCore:
                "stages": [{"name": "text_encode", "peak_bytes": 9 * 2**30},
                           {"name": "sample", "peak_bytes": self.peak},
                           {"name": "decode", "peak_bytes": 6 * 2**30}]}
+        workflow = req.get("workflow")
+        if isinstance(workflow, dict):  # what the core read of the workload, whatever the budget
+            out["job"] = {"class_types": sorted(str(n.get("class_type")) for n in workflow.values()
+                                                if isinstance(n, dict))}
+            out["workflow"] = {"format": "ui" if "nodes" in workflow else "api"}
         if budget is not None:
             out["budget_bytes"] = budget
             out["verdict"] = "fits" if self.peak <= budget else "does not fit"

@@ -185,30 +185,70 @@ def test_real_core_blocks_and_auto_fixes_a_real_workflow(monkeypatch):
 def test_preflight_stamp_follows_the_whole_prompts_workload(env):
     """Issue 13, item 16: ComfyUI served a Preflight from its cache (same inputs) although the prompt's
     workload had changed elsewhere. The stamp is ComfyUI's is_changed for that node: it moves when the
-    estimate moves (here: a decode node added downstream), and stays for a new seed or prompt text."""
+    workload the core read moves (here: a decode node added downstream), and stays for a new seed, prompt
+    text or budget (free VRAM moves between runs)."""
     core, _ = env
-    settings.update({"queue_action": "pass"})
 
-    def stamp_of(prompt):
+    def stamp_of(prompt, action="pass", budget="auto"):
+        settings.update({"queue_action": action, "budget": budget})
         data = request(prompt)
         prompt_handler.on_prompt(data)
         assert prompt_handler.wait_idle()  # the worker writes the fingerprint into the stamp
         return data["prompt"]["9"]["is_changed"]
 
     base = stamp_of(PROMPT)
-    core._result = (lambda original: (lambda req: {**original(req), "stages_seen": sorted(
-        n["class_type"] for n in req["workflow"].values())}))(core._result)
     with_decode = {**PROMPT, "8": {"class_type": "VAEDecode", "inputs": {"samples": ["9", 0], "vae": ["1", 0]}}}
-    same = stamp_of(PROMPT)
-    changed = stamp_of(with_decode)
-    assert isinstance(base, list) and len(base) == 1
-    assert same == stamp_of(PROMPT) and changed != same
+    reseeded = copy.deepcopy(PROMPT)
+    reseeded["5"]["inputs"]["seed"] = 7  # an input the core does not read into the workload
+    assert isinstance(base, list) and len(base) == 1 and not base[0].startswith("pending")
+    assert stamp_of(reseeded) == base and stamp_of(with_decode) != base
+    # The warn check plans once, with the budget; its stamp is the one pass gives, on any card.
+    assert stamp_of(PROMPT, "warn", "12") == stamp_of(PROMPT, "warn", "24") == base
+    assert stamp_of(PROMPT, "block", "24") == base  # let through: stamped from the decision's plan
     # ComfyUI consults node["is_changed"] only for classes that define IS_CHANGED.
     from headroom_pack.nodes.preflight import HeadroomPreflight
     assert callable(getattr(HeadroomPreflight, "IS_CHANGED", None))
-    # The stamp is computed without a budget, so free VRAM moving between runs does not re-run it.
-    plan_requests = [req for kind, req in core.calls if kind == "plan"]
-    assert all("vram_bytes" not in r and "free_bytes" not in r for r in plan_requests)
+
+
+def core_calls(core, action, budget="12", prompt=PROMPT):
+    """The core calls one queued prompt costs under `action`."""
+    settings.update({"queue_action": action, "budget": budget})
+    core.calls.clear()
+    data = request(prompt)
+    out = prompt_handler.on_prompt(data)
+    assert prompt_handler.wait_idle()
+    return [name for name, _ in core.calls], out
+
+
+@pytest.mark.parametrize("action", ["pass", "warn", "block", "auto-fix"])
+@pytest.mark.parametrize("budget", ["12", "24"])
+def test_one_plan_per_queued_prompt(env, action, budget):
+    """Issue 23 and 25 (point 3): the queue check asked the core twice per prompt (a fingerprint for the
+    Preflight's stamp, then the plan). One plan now serves the stamp, the toast, the block message and the
+    auto-fix; a widget fix is applied from it without asking again."""
+    core, sent = env
+    calls, out = core_calls(core, action, budget)
+    assert calls == ["plan"], calls
+    stamp = out["prompt"]["9"]["is_changed"] if "9" in out["prompt"] else None
+    if action != "block" or budget == "24":
+        assert stamp and not stamp[0].startswith("pending")
+    no_preflight = {k: v for k, v in PROMPT.items() if k != "9"}
+    # Without a Preflight node, pass has nothing to stamp (nor, without the recorder, to predict).
+    assert core_calls(core, action, budget, no_preflight)[0] == ([] if action == "pass" else ["plan"])
+
+
+def test_an_auto_fix_by_preset_costs_the_plan_and_the_preset_only(env):
+    """A fix the planner leaves to a preset is one apply_preset call, whose answer carries the rewritten
+    workflow; the fixed prompt's stamp follows from the plan and the changes, not a second plan."""
+    core, sent = env
+    core.changes = [{"kind": "decode_tiled", "applies_by_preset": True, "description": "tiled decode"}]
+    core.presets = [{"name": "fit this card", "target": "request"}]
+    calls, out = core_calls(core, "auto-fix")
+    assert calls == ["plan", "apply_preset"], calls
+    fixed_stamp = out["prompt"]["9"]["is_changed"]
+    assert out["extra_data"]["extra_pnginfo"]["headroom"]["fix"] == "preset fit this card"
+    assert fixed_stamp != [prompt_handler.workload_fingerprint(PROMPT)] and not fixed_stamp[0].startswith("pending")
+    assert core_calls(core, "auto-fix")[1]["prompt"]["9"]["is_changed"] == fixed_stamp  # the same fix: the same stamp
 
 
 

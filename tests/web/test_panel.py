@@ -150,7 +150,13 @@ def test_queue_time_warning_becomes_a_toast_settings_are_declared_and_mirrored(o
     toasts = page.evaluate("() => window.__comfy.toasts")
     assert len(toasts) == 1
     assert toasts[0]["severity"] == "warn"
-    assert re.search(r"peak 14\.0 GiB in sample over 11\.0 GiB\. Fix: weight_dtype fp8_e4m3fn", toasts[0]["detail"])
+    assert re.search(r"peak 14\.0 GiB in sample over 11\.0 GiB\. First change: weight_dtype fp8_e4m3fn", toasts[0]["detail"])
+    # The plan's first change in the core's words (issue 23) is what the toast says when the server sends it.
+    page.evaluate("""() => window.__comfy.api.emit("headroom.preflight", {
+      over_budget: true, peak_bytes: 14 * 1024 ** 3, peak_stage: "sample", budget_bytes: 11 * 1024 ** 3,
+      fix: "weight_dtype fp8_e4m3fn (peak 9.00 GiB)", first_change: "load flux1-dev as fp8" })""")
+    assert page.evaluate("() => window.__comfy.toasts.at(-1).detail").endswith("First change: load flux1-dev as fp8")
+    page.evaluate("() => window.__comfy.toasts.pop()")
     page.evaluate("() => window.__comfy.api.emit('headroom.preflight', { action: 'warn', verdict: 'fits', over_budget: false })")
     assert len(page.evaluate("() => window.__comfy.toasts")) == 1  # a fit says nothing
     # A preflight that could not run is told once, not on every queue.
