@@ -87,7 +87,15 @@ TEST_CASE("every canonical name of issue #2 is in the catalog with its role", "[
       // HunyuanVideo 1.5 (issue 26).
       {"hunyuan-video-1.5-t2v", Role::DiffusionModel}, {"hunyuan-video-1.5-i2v", Role::DiffusionModel},
       {"hunyuan-video-1.5-1080p-sr-distilled", Role::DiffusionModel}, {"byt5-small-glyphxl", Role::TextEncoder},
-      {"hunyuan-video-1.5-vae", Role::Vae}};
+      {"hunyuan-video-1.5-vae", Role::Vae},
+      // Issue 26: the audio families (ACE-Step 1.0 and 1.5, Stable Audio Open 1.0), their encoders and audio VAEs.
+      {"ace-step-1.5-turbo", Role::DiffusionModel}, {"ace-step-1.5-xl-base", Role::DiffusionModel},
+      {"ace-step-1.5-xl-sft", Role::DiffusionModel}, {"ace-step-1.5-xl-turbo", Role::DiffusionModel},
+      {"qwen3-0.6b-ace15", Role::TextEncoder},    {"qwen3-1.7b-ace15-lm", Role::TextEncoder},
+      {"qwen3-4b-ace15-lm", Role::TextEncoder},   {"ace-step-1.5-vae", Role::Vae},
+      {"stable-audio-oobleck-vae", Role::Vae},    {"umt5-base", Role::TextEncoder},
+      {"t5-base", Role::TextEncoder},             {"ace-step-v1-dcae", Role::Vae},
+      {"ace-step-v1-3.5b", Role::DiffusionModel}, {"stable-audio-open-1.0", Role::DiffusionModel}};
   for (const auto& [name, role] : names) {
     const ModelInfo& m = resolve_model(name);
     CHECK(m.name == name);
