@@ -54,6 +54,7 @@ const request::Fields& estimate_fields() {
       {"width", Kind::Int, "image width in px", 16, 16384, {}, false, "width"},
       {"height", Kind::Int, "image height in px", 16, 16384, {}, false, "height"},
       {"frames", Kind::Int, "video frames", 1, 10001, {}, false, "frames"},
+      {"seconds", Kind::Number, "audio length in seconds (audio models)", 0, 3600, {}, false, "seconds"},
       {"batch", Kind::Int, "images or videos at once", 1, 1024, {}, false, "batch"},
       {"cfg", Kind::Number, "CFG scale; other than 1 may batch cond and uncond", 0, 100, {}, false, "cfg"},
       {"reference_images", Kind::Int, "Kontext reference images", 0, 16, {}, false, "references"},
@@ -111,6 +112,7 @@ json estimate(const json& body) {
   job.width = static_cast<int>(request.integer_or("width", job.width));
   job.height = static_cast<int>(request.integer_or("height", job.height));
   job.frames = static_cast<int>(request.integer_or("frames", job.frames));
+  job.seconds = request.number_or("seconds", job.seconds);
   job.batch = static_cast<int>(request.integer_or("batch", job.batch));
   job.cfg = request.number_or("cfg", job.cfg);
   job.reference_images = static_cast<int>(request.integer_or("reference_images", job.reference_images));

@@ -179,6 +179,8 @@ constexpr RuntimeConstantSpec kRuntimeConstants[] = {
     {"tiled_retry_budget_share", {0.05, 1}, false},
     {"pageable_copy_fraction", {0.05, 1}, false},
     {"tiled_retry_slowdown_video", {1, 100}, false},
+    {"audio_retry_tile_latents", {8, 1 << 16}, true},
+    {"audio_retry_slowdown", {1, 100}, false},
     {"unfinished_run_ram_low_fraction", {0, 1}, false},
     {"calibration_min_runs", {1, 100}, true},
     {"calibration_max_runs", {1, 1000}, true},

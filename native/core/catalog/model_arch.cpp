@@ -51,6 +51,9 @@ constexpr Range kExperts{1, 64};
 constexpr Range kFraction{0, 1};
 constexpr Range kDecoderParams{0, 1e12};
 constexpr Range kStride{1, 64};             // a VAE stride or a patch size, per axis
+constexpr Range kLatentsPerSecond{0.01, 1e4}; // an audio latent's positions per second of audio
+constexpr Range kSampleRate{1000, 1e6};      // an audio VAE's output samples per second
+constexpr Range kSeconds{0.1, 3600};         // a default audio length
 
 ActivationPhase read_phase(const JsonFields& f) {
   ActivationPhase p;
@@ -148,6 +151,13 @@ DiffusionArch read_diffusion(const JsonFields& entry) {
   a.activation = activation_of(entry, arch);
   a.levels = read_levels(arch);
   if (!a.levels.empty()) a.conv_hidden_multiple = arch.number("conv_hidden_multiple", kMultiple);
+  if (auto audio = arch.optional_object("audio")) {
+    audio->text("source");  // which latent node sets the rate: for people, but it must be there
+    a.audio_latents_per_second = audio->number("latents_per_second", kLatentsPerSecond);
+    a.audio_rows = audio->integer("rows", kWidth);
+    if (a.vae_stride != std::array<int, 3>{1, 1, 1})
+      arch.fail("vae_stride", "expected [1, 1, 1] for an audio model (arch.audio sets its latent's length)");
+  }
   a.comfy_memory_usage_factor = value_of(entry, "comfy_memory_usage_factor");
   return a;
 }
@@ -201,7 +211,19 @@ VaeArch read_vae(const JsonFields& entry) {
   const JsonFields dec = entry.object("decode");
   const JsonFields enc = entry.object("encode");
   const std::string kind = dec.text("kind");
-  if (kind == "causal_per_latent_frame") {
+  if (auto audio = arch.optional_object("audio")) {
+    audio->text("source");
+    a.audio_sample_rate = audio->number("sample_rate", kSampleRate);
+    a.audio_samples_per_latent = audio->integer("samples_per_latent", kWidth);
+    if (kind != "audio_samples") dec.fail("kind", "expected audio_samples for an audio VAE (arch.audio), got '" + kind + "'");
+  } else if (kind == "audio_samples") {
+    dec.fail("kind", "audio_samples needs arch.audio {sample_rate, source}");
+  }
+  if (kind == "audio_samples") {
+    // Live elements per output sample, in the same field the full-frame decoders give per pixel.
+    a.decode.elems_per_output_px = dec.number("elems_per_output_sample", kElemsPerPixel);
+    a.encode.elems_per_input_px = enc.number("elems_per_input_sample", kElemsPerPixel);
+  } else if (kind == "causal_per_latent_frame") {
     a.decode.causal_per_latent_frame = true;
     a.cache_frames = arch.integer("cache_frames", kWidth);
     a.decode.single_frame_elems_per_output_px = dec.number("single_frame_elems_per_output_px", kElemsPerPixel);
@@ -214,7 +236,7 @@ VaeArch read_vae(const JsonFields& entry) {
     a.decode.elems_per_output_px = dec.number("elems_per_output_px", kElemsPerPixel);
     a.encode.elems_per_input_px = enc.number("elems_per_input_px", kElemsPerPixel);
   } else {
-    dec.fail("kind", "expected full_frame or causal_per_latent_frame, got '" + kind + "'");
+    dec.fail("kind", "expected full_frame, causal_per_latent_frame or audio_samples, got '" + kind + "'");
   }
   a.comfy_decode_constant = value_of(entry, "comfy_decode_constant");
   return a;
@@ -227,6 +249,7 @@ JobDefaults read_defaults(const JsonFields& f) {
   d.frames = f.optional_integer("frames", kFrames).value_or(d.frames);
   d.cfg = f.optional_number("cfg", kCfg).value_or(d.cfg);
   d.reference_images = f.optional_integer("reference_images", kReferenceImages).value_or(d.reference_images);
+  d.seconds = f.optional_number("seconds", kSeconds).value_or(d.seconds);
   // Not computed with, but shown to users with the model (headroom models --json, the nodes' catalog).
   f.optional_integer("steps", {1, 10000});
   f.optional_text("source");

@@ -74,6 +74,11 @@ struct DiffusionArch {
   std::vector<UnetLevel> levels;
   double conv_hidden_multiple = 0;
   double comfy_memory_usage_factor = 0;
+  // Audio models ("arch.audio"): the latent is `audio_rows` x (seconds x audio_latents_per_second)
+  // positions, patched by patch[1] x patch[2]; 0 = an image or video model, sized in pixels.
+  double audio_latents_per_second = 0;
+  int audio_rows = 1;
+  bool audio() const { return audio_latents_per_second > 0; }
   int temporal_stride() const { return vae_stride[0]; }
   int spatial_stride() const { return vae_stride[2]; }
   bool video() const { return temporal_stride() > 1; }
@@ -128,6 +133,11 @@ struct VaeArch {
   VaeDecodeCost decode;
   VaeEncodeCost encode;
   double comfy_decode_constant = 0;
+  // Audio VAEs ("arch.audio"): output samples per second per channel; the decode's working set is
+  // decode.elems_per_output_px per output sample. 0 = an image or video VAE.
+  double audio_sample_rate = 0;
+  int audio_samples_per_latent = 0;  // output samples per latent position (ComfyUI's upscale_ratio)
+  bool audio() const { return audio_sample_rate > 0; }
   int temporal_stride() const { return stride[0]; }
   int spatial_stride() const { return stride[2]; }
   bool video() const { return temporal_stride() > 1; }
@@ -151,6 +161,7 @@ struct ComfyHints {
 struct JobDefaults {
   int width = 1024, height = 1024, frames = 1, reference_images = 0;
   double cfg = 1.0;
+  double seconds = 0;  // audio models: the clip length their latent node starts with
 };
 
 }  // namespace headroom

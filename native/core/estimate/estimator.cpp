@@ -229,6 +229,7 @@ json job_to_json(const Job& job) {
   j["width"] = job.width;
   j["height"] = job.height;
   j["frames"] = job.frames;
+  if (job.seconds > 0) j["seconds"] = job.seconds;
   j["batch"] = job.batch;
   j["cfg"] = job.cfg;
   j["reference_images"] = job.reference_images;
@@ -253,6 +254,7 @@ Job default_job(const std::string& model) {
     job.frames = defs.frames;
     job.cfg = defs.cfg;
     job.reference_images = defs.reference_images;
+    job.seconds = defs.seconds;
   };
   switch (m.role) {
     case Role::DiffusionModel:
@@ -266,9 +268,9 @@ Job default_job(const std::string& model) {
     case Role::ClipVision: job.clip_vision = comp(m.name); break;
     case Role::Vae:
       job.vae = comp(m.name);
-      // A video VAE alone decodes the shape of the first model that uses it.
+      // A video or audio VAE alone decodes the shape of the first model that uses it.
       for (const auto& o : catalog_data().models)
-        if (o.companion_vae == m.name && o.defaults && m.vae->video()) {
+        if (o.companion_vae == m.name && o.defaults && (m.vae->video() || m.vae->audio())) {
           apply_defaults(*o.defaults);
           break;
         }

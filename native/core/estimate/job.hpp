@@ -42,6 +42,9 @@ struct Job {
   int width = 1024;                        // output pixels
   int height = 1024;
   int frames = 1;                          // output frames (video); 1 for images
+  // Length of an audio model's clip (EmptyLatentAudio's seconds): its latent is 1-D, so width, height and
+  // frames do not size it. 0 for image and video jobs.
+  double seconds = 0;
   int batch = 1;
   double cfg = 1.0;                        // cfg != 1 runs cond and uncond in one batch in ComfyUI
   int reference_images = 0;                // Kontext reference latents appended as tokens (output-sized)

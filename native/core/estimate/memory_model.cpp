@@ -82,6 +82,16 @@ std::uint64_t output_frames_for(const Job& job, int temporal_stride) {
   return (latent_frames_for(job, temporal_stride) - 1) * temporal_stride + 1;
 }
 
+// An audio latent's positions along time: ComfyUI's audio latent nodes round seconds x rate.
+std::uint64_t audio_latent_length(double seconds, double latents_per_second) {
+  return std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::llround(seconds * latents_per_second)));
+}
+
+// Output samples (per channel) an audio VAE writes for the job's clip.
+std::uint64_t audio_output_samples(const Job& job, const VaeArch& vae) {
+  return static_cast<std::uint64_t>(std::ceil(job.seconds * vae.audio_sample_rate));
+}
+
 // VAE working set of a decode (activations + cache + output buffers), allocated bytes.
 struct DecodeCost {
   std::uint64_t activations = 0;
@@ -201,6 +211,8 @@ ResolvedJob resolve_job(const Job& job) {
   check_range("frames", job.frames, 1, 10001, "a frame count");
   check_range("batch", job.batch, 1, 1024, "a batch size");
   check_range("reference_images", job.reference_images, 0, 16, "a number of reference images");
+  if (!(job.seconds >= 0.0 && job.seconds <= 3600.0))
+    throw InputError("seconds", "expected an audio length from 0 to 3600 seconds, got " + std::to_string(job.seconds));
   check_range("blocks_swapped", job.blocks_swapped, 0, 1000, "a number of blocks");
   if (job.decode_tile_px != 0) check_range("decode_tile_px", job.decode_tile_px, 64, 16384, "a tile edge in pixels");
   if (!(job.cfg >= 0.0 && job.cfg <= 100.0)) throw InputError("cfg", "expected a CFG scale from 0 to 100, got " + std::to_string(job.cfg));
@@ -231,6 +243,11 @@ ResolvedJob resolve_job(const Job& job) {
     const int ts = arch.temporal_stride();
     if (!arch.video() && job.frames != 1)
       throw InputError("frames", m.name + " is an image model; frames must be 1, got " + std::to_string(job.frames));
+    if (arch.audio() && !(job.seconds > 0))
+      throw InputError("seconds", m.name + " is an audio model; expected the clip's length in seconds (above 0), got " +
+                                      std::to_string(job.seconds));
+    if (!arch.audio() && job.seconds != 0)
+      throw InputError("seconds", m.name + " is not an audio model; seconds must be 0, got " + std::to_string(job.seconds));
     if (job.blocks_swapped > arch.blocks)
       throw InputError("blocks_swapped", m.name + " has " + std::to_string(arch.blocks) + " blocks; cannot swap " +
                                              std::to_string(job.blocks_swapped));
@@ -240,6 +257,9 @@ ResolvedJob resolve_job(const Job& job) {
     if (r.vae && r.vae->model->name != m.companion_vae && !m.companion_vae.empty())
       r.notes.push_back("vae " + r.vae->model->name + " is not the usual VAE of " + m.name + " (" + m.companion_vae + ")");
   }
+  if (r.vae && vae_of(*r.vae->model).audio() && !(job.seconds > 0))
+    throw InputError("seconds", r.vae->model->name + " decodes audio; expected the clip's length in seconds (above 0), got " +
+                                    std::to_string(job.seconds));
   if (r.vae && !vae_of(*r.vae->model).video() && job.frames != 1 && !r.diffusion)
     throw InputError("frames", r.vae->model->name + " decodes images; frames must be 1, got " + std::to_string(job.frames));
   return r;
@@ -251,6 +271,11 @@ SampleGeometry sample_geometry(const ModelInfo& m, const Job& job) {
   g.latent_frames = latent_frames_for(job, arch.temporal_stride());
   g.latent_h = ceil_div(job.height, arch.spatial_stride());
   g.latent_w = ceil_div(job.width, arch.spatial_stride());
+  if (arch.audio()) {  // a 1-D clip: rows x positions along time, whatever the width and height say
+    g.latent_frames = 1;
+    g.latent_h = static_cast<std::uint64_t>(arch.audio_rows);
+    g.latent_w = audio_latent_length(job.seconds, arch.audio_latents_per_second);
+  }
   const std::uint64_t per_frame = ceil_div(g.latent_h, arch.patch[1]) * ceil_div(g.latent_w, arch.patch[2]);
   const bool ref_tokens = arch.image_conditioning == ImageConditioning::ReferenceTokens;
   const std::uint64_t refs = ref_tokens ? static_cast<std::uint64_t>(job.reference_images) : 0;
@@ -272,6 +297,9 @@ std::uint64_t comfy_sampling_estimate(const ResolvedJob& rj, int batch) {
 
 std::uint64_t comfy_decode_estimate(const ResolvedJob& rj) {
   if (!rj.vae) return 0;
+  if (const VaeArch& v = vae_of(*rj.vae->model); v.audio())  // ComfyUI's memory_used_decode grows with the samples
+    return static_cast<std::uint64_t>(v.comfy_decode_constant * static_cast<double>(audio_output_samples(*rj.job, v)) *
+                                      vae_compute_bytes(*rj.vae));
   const int s = vae_of(*rj.vae->model).spatial_stride();
   return comfy_decode_estimate(rj, ceil_div(rj.job->height, s), ceil_div(rj.job->width, s));
 }
@@ -492,9 +520,41 @@ StageDemand sample_demand(const ResolvedJob& rj, const DemandOptions& o) {
   return d;
 }
 
+// An audio VAE decodes the whole clip at once (VAEDecodeAudio); after an OOM ComfyUI retries it in
+// overlapping pieces along time (comfy/sd.py VAE.decode, decode_tiled_1d), a share of the clip at a time.
+StageDemand audio_decode_demand(const ResolvedJob& rj, const DemandOptions& o) {
+  const Job& job = *rj.job;
+  const ModelInfo& vae = *rj.vae->model;
+  const VaeArch& arch = vae_of(vae);
+  const double samples = static_cast<double>(audio_output_samples(job, arch));
+  const int images = o.vae_batch > 0 ? std::min(o.vae_batch, job.batch) : job.batch;
+  StageDemand d;
+  d.name = "vae_decode";
+  d.weights.push_back({vae.name, rj.vae->weight_bytes});
+  d.resident_labels.push_back(vae.name);
+  d.transient["activations"] =
+      static_cast<std::uint64_t>(arch.decode.elems_per_output_px * samples * vae_compute_bytes(*rj.vae)) * images;
+  const double latents = samples / std::max(1, arch.audio_samples_per_latent);
+  d.notes.push_back("audio decode of " + std::to_string(static_cast<std::uint64_t>(samples)) +
+                    " samples per channel in one pass");
+  const double tile = runtime_constant("audio_retry_tile_latents");
+  if (latents > tile) {
+    StageDemand fb = d;
+    fb.fallback.clear();
+    fb.notes.clear();
+    for (auto& t : fb.transient) t.second = static_cast<std::uint64_t>(t.second * (tile / latents));
+    fb.slowdown = runtime_constant("audio_retry_slowdown");
+    fb.notes.push_back("ComfyUI's automatic retry after an OOM in the full decode: " + std::to_string(static_cast<int>(tile)) +
+                       " latent positions at a time along the clip");
+    d.fallback.push_back(fb);
+  }
+  return d;
+}
+
 StageDemand vae_decode_demand(const ResolvedJob& rj, const DemandOptions& o) {
   const Job& job = *rj.job;
   const ModelInfo& vae = *rj.vae->model;
+  if (vae_of(vae).audio()) return audio_decode_demand(rj, o);
   const int ts = vae_of(vae).temporal_stride();
   const bool video = vae_of(vae).video();
   const std::uint64_t frames = video ? output_frames_for(job, ts) : 1;

@@ -142,6 +142,7 @@ std::optional<ChangeOutcome> frames(const ChangeContext& c) {
 }
 
 std::optional<ChangeOutcome> resolution(const ChangeContext& c) {
+  if (c.job.seconds > 0) return std::nullopt;  // an audio clip has no resolution; its length is the user's
   std::vector<Job> candidates;
   const int m = c.search.resolution_multiple_px;
   for (double f : c.search.resolution_scales) {

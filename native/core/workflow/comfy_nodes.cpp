@@ -56,7 +56,8 @@ ComfyNode read_node(const std::string& type, const json& j, const Reader& r, con
   r.known(j, {"source", "widgets", "loads", "latent", "note", "latent_from_image", "reference_image", "cfg",
               "cfg_at_least", "decode", "tile_widget", "mode_widget", "output", "neutral", "virtual",
               "value_outputs", "size_from_image", "switch", "run_note", "generates", "stage", "image_input",
-              "image_through", "image_size", "image_size_unknown", "latent_scale", "image_total_pixels"});
+              "image_through", "image_size", "image_size_unknown", "latent_scale", "image_total_pixels",
+              "audio_latent"});
   ComfyNode n;
   n.type = type;
   n.source = r.text(j, "source");
@@ -71,8 +72,15 @@ ComfyNode read_node(const std::string& type, const json& j, const Reader& r, con
     n.latent = LatentSize{lr.text(*it, "width", true), lr.text(*it, "height", true), lr.text(*it, "batch"),
                           lr.text(*it, "length")};
   }
+  if (auto it = j.find("audio_latent"); it != j.end()) {
+    if (!it->is_object()) r.fail("audio_latent", "expected {seconds, batch}");
+    if (n.latent) r.fail("audio_latent", "a node sets either a latent or an audio_latent, not both");
+    Reader ar{r.file, r.where + ".audio_latent"};
+    ar.known(*it, {"seconds", "batch"});
+    n.audio_latent = AudioLatentSize{ar.text(*it, "seconds", true), ar.text(*it, "batch")};
+  }
   n.latent_note = r.text(j, "note");
-  if (!n.latent_note.empty() && !n.latent) r.fail("note", "is only read for latent nodes");
+  if (!n.latent_note.empty() && !n.latent && !n.audio_latent) r.fail("note", "is only read for latent nodes");
   n.latent_from_image = r.text(j, "latent_from_image");
   n.image_input = r.text(j, "image_input");
   if (!n.image_input.empty() && n.latent_from_image.empty()) r.fail("image_input", "is only read for latent_from_image nodes");

@@ -23,6 +23,12 @@ struct LatentSize {  // widget (or input) names
   std::string length;  // "" for image latents
 };
 
+// An audio latent node (EmptyLatentAudio, EmptyAceStepLatentAudio): widget names of the clip's length
+// in seconds and of the batch. The model's arch.audio turns seconds into latent positions.
+struct AudioLatentSize {
+  std::string seconds, batch;
+};
+
 // One side of an image a node sets: a widget it reads, or a fixed figure (the largest of the Kontext
 // rescale's resolutions, whatever the image).
 struct ImageSide {
@@ -48,6 +54,7 @@ struct ComfyNode {
   std::optional<std::vector<std::string>> widgets;  // widgets_values order; "" = frontend-only entry
   std::string loads;                                // loader role ("" = not a loader)
   std::optional<LatentSize> latent;
+  std::optional<AudioLatentSize> audio_latent;
   std::string latent_note;                          // caveat reported when the node sets the size
   std::string latent_from_image;                    // note text after "<type> #<id>": size follows an image
   // The image a latent_from_image node encodes (its input name), and how image sizes travel to it: a

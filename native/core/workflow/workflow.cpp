@@ -466,6 +466,31 @@ class Analyser {
     if (!info.latent_note.empty()) notes().push_back(info.latent_note);
   }
 
+  // An audio latent: its size is the clip's length in seconds (a float widget) and the batch; the model's
+  // arch.audio turns the seconds into latent positions.
+  void audio_latent(const Node& n, const ComfyNode& info) {
+    ++latent_nodes_;
+    const AudioLatentSize& size = *info.audio_latent;
+    auto sec = ref(n, size.seconds), b = ref(n, size.batch.empty() ? std::string("batch_size") : size.batch);
+    if (!sec) {
+      notes().push_back(n.type + " #" + n.id + ": " + size.seconds + " is computed by other nodes; size unknown");
+      return;
+    }
+    const double seconds = sec->value.is_number() ? sec->value.get<double>() : -1;
+    long long batch = b ? integer(b->value).value_or(1) : 1;
+    if (!(seconds > 0 && seconds <= 3600) || batch < 1 || batch > 4096) {
+      notes().push_back(n.type + " #" + n.id + ": " + size.seconds + " is " + json_preview(sec->value, 40) + ", batch " +
+                        std::to_string(batch) + ", expected seconds from 0 to 3600 and a batch from 1 to 4096; size unknown");
+      return;
+    }
+    if (info_.size_known && seconds * batch <= info_.job.seconds * info_.job.batch) return;  // the longest clip sets the peak
+    info_.job.seconds = seconds;
+    info_.job.batch = static_cast<int>(batch);
+    info_.latent_node = n.type;
+    info_.size_known = true;
+    info_.batch = b ? std::vector<WidgetRef>{*b} : std::vector<WidgetRef>{};
+  }
+
   // A latent with the size of an image (inpaint, InstructPix2Pix, the Kontext rescale): the size is the
   // image's where the workflow sets it, else unknown (a loaded image's size is not in the workflow).
   void image_latent(const Node& n, const ComfyNode& info) {
@@ -573,6 +598,7 @@ class Analyser {
     if (!info->stage.empty()) info_.node_stages[n.id] = info->stage;
     if (!info->loads.empty()) return loader(n, info->loads);
     if (info->latent) return latent(n, *info);
+    if (info->audio_latent) return audio_latent(n, *info);
     if (!info->cfg_widget.empty()) return sampler_cfg(n, info->cfg_widget);
     if (info->cfg_at_least) {
       cfg_ = std::max(cfg_, *info->cfg_at_least);  // several conditionings plus uncond run batched
@@ -596,6 +622,25 @@ class Analyser {
         !info->switch_widget.empty() || !info->run_note.empty())
       return;
     info_.unknown_nodes.push_back({n.id, n.type, ""});
+  }
+
+  // An audio model is sized by the clip's seconds, an image or video model by its pixels: a length read
+  // for the other kind is dropped, and an audio model without one takes its default (the size stays unknown).
+  void audio_length() {
+    Job& job = info_.job;
+    const ModelInfo* m = job.diffusion && !job.diffusion->model.empty() ? find_model(job.diffusion->model) : nullptr;
+    const bool audio = m && m->diffusion && m->diffusion->audio();
+    if (!audio && job.seconds > 0) {
+      notes().push_back("an audio latent of " + json_preview(job.seconds, 12) + " s runs beside a model that is not an audio "
+                        "model; its length is not counted");
+      job.seconds = 0;
+    } else if (audio && job.seconds <= 0) {
+      job.seconds = m->defaults && m->defaults->seconds > 0 ? m->defaults->seconds : 60.0;
+      if (!info_.size_known && latent_nodes_ == 0 && !image_sized_latent_ && !info_.size_from_unknown)
+        notes().push_back("the audio latent's length is not set by a node Headroom reads (it follows an input clip or a "
+                          "computed value); assumed " +
+                          json_preview(job.seconds, 12) + " s");
+    }
   }
 
   void finish() {
@@ -633,6 +678,7 @@ class Analyser {
     if (job.text_encoders.empty() && !checkpoint_text_encoders_.empty()) job.text_encoders = checkpoint_text_encoders_;
     if (!job.vae && checkpoint_vae_) job.vae = checkpoint_vae_;
 
+    audio_length();
     if (latent_nodes_ > 1) notes().push_back(std::to_string(latent_nodes_) + " latent nodes run; the largest sets the size");
     size_from_image_latent();
     if (info_.size_known && latent_scale_ > 1.0) {
@@ -651,7 +697,7 @@ class Analyser {
                         std::to_string(job.width) + "x" + std::to_string(job.height) + ", " + std::to_string(job.frames) +
                         " frame(s)");
     } else if (!info_.size_known) {
-      if (image_sized_latent_ || latent_nodes_ == 0)
+      if ((image_sized_latent_ || latent_nodes_ == 0) && job.seconds <= 0)
         notes().push_back("output size unknown (it follows an input image); assumed " + std::to_string(job.width) +
                           "x" + std::to_string(job.height));
     }

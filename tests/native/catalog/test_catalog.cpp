@@ -94,7 +94,15 @@ TEST_CASE("every canonical name of issue #2 is in the catalog with its role", "[
       {"anima-preview3", Role::DiffusionModel},  {"qwen3-0.6b", Role::TextEncoder},
       // Mage-Flow (text-to-image and edit, one 12-block MMDiT) and its Mage-VAE.
       {"mage-flow", Role::DiffusionModel},       {"mage-flow-edit", Role::DiffusionModel},
-      {"mage-flow-vae", Role::Vae}};
+      {"mage-flow-vae", Role::Vae},
+      // Issue 26: the audio families (ACE-Step 1.0 and 1.5, Stable Audio Open 1.0), their encoders and audio VAEs.
+      {"ace-step-1.5-turbo", Role::DiffusionModel}, {"ace-step-1.5-xl-base", Role::DiffusionModel},
+      {"ace-step-1.5-xl-sft", Role::DiffusionModel}, {"ace-step-1.5-xl-turbo", Role::DiffusionModel},
+      {"qwen3-0.6b-ace15", Role::TextEncoder},    {"qwen3-1.7b-ace15-lm", Role::TextEncoder},
+      {"qwen3-4b-ace15-lm", Role::TextEncoder},   {"ace-step-1.5-vae", Role::Vae},
+      {"stable-audio-oobleck-vae", Role::Vae},    {"umt5-base", Role::TextEncoder},
+      {"t5-base", Role::TextEncoder},             {"ace-step-v1-dcae", Role::Vae},
+      {"ace-step-v1-3.5b", Role::DiffusionModel}, {"stable-audio-open-1.0", Role::DiffusionModel}};
   for (const auto& [name, role] : names) {
     const ModelInfo& m = resolve_model(name);
     CHECK(m.name == name);

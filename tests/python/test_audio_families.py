@@ -1,0 +1,118 @@
+"""Issue 26, the audio families: the official ACE-Step 1.0, ACE-Step 1.5 (2B turbo, all-in-one, XL base/SFT/turbo)
+and Stable Audio Open 1.0 templates are read with their own DiT, encoders, audio VAE and the clip length their
+audio latent node records; the length sets the tokens and the decode; near names and other families' files stay
+unknown."""
+import json
+import subprocess
+
+import pytest
+
+from family_templates import BINARY, FOLDER, SKIP, plan
+
+pytestmark = SKIP
+
+EXPECTED = {
+    "audio_ace_step_1_5_split": ("ace-step-1.5-turbo", ["qwen3-0.6b-ace15", "qwen3-1.7b-ace15-lm"], "ace-step-1.5-vae", 120),
+    "audio_ace_step_1_5_split_4b": ("ace-step-1.5-turbo", ["qwen3-0.6b-ace15", "qwen3-4b-ace15-lm"], "ace-step-1.5-vae", 120),
+    "audio_ace_step_1_5_split_llm": ("ace-step-1.5-turbo", ["qwen3-0.6b-ace15", "qwen3-4b-ace15-lm"], "ace-step-1.5-vae", 120),
+    "audio_ace_step_1_5_checkpoint": ("ace-step-1.5-turbo", ["qwen3-0.6b-ace15", "qwen3-1.7b-ace15-lm"], "ace-step-1.5-vae", 120),
+    "audio_ace_step1_5_xl_base": ("ace-step-1.5-xl-base", ["qwen3-0.6b-ace15", "qwen3-4b-ace15-lm"], "ace-step-1.5-vae", 120),
+    "audio_ace_step1_5_xl_sft": ("ace-step-1.5-xl-sft", ["qwen3-0.6b-ace15", "qwen3-4b-ace15-lm"], "ace-step-1.5-vae", 120),
+    "audio_ace_step1_5_xl_turbo": ("ace-step-1.5-xl-turbo", ["qwen3-0.6b-ace15", "qwen3-4b-ace15-lm"], "ace-step-1.5-vae", 120),
+    "audio_ace_step_1_t2a_song": ("ace-step-v1-3.5b", ["umt5-base"], "ace-step-v1-dcae", 120),
+    "audio_ace_step_1_t2a_instrumentals": ("ace-step-v1-3.5b", ["umt5-base"], "ace-step-v1-dcae", 30),
+    "audio_stable_audio_example": ("stable-audio-open-1.0", ["t5-base"], "stable-audio-oobleck-vae", 47.6),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_the_templates_are_read_with_their_own_models_and_length(name):
+    dit, encoders, vae, seconds = EXPECTED[name]
+    a = plan(name)
+    job = a["job"]
+    assert a["verdict"] != "unknown", a.get("reason")
+    assert job["diffusion"]["model"] == dit
+    assert [t["model"] for t in job["text_encoders"]] == encoders
+    assert job["vae"]["model"] == vae
+    assert a["workflow"]["size_known"]
+    assert job["seconds"] == pytest.approx(seconds)
+
+
+def test_the_edit_template_follows_an_input_clip_whose_length_is_unknown():
+    # audio_ace_step_1_m2m_editing samples a VAEEncodeAudio of a loaded song: its length is not in the workflow.
+    a = plan("audio_ace_step_1_m2m_editing")
+    assert a["job"]["diffusion"]["model"] == "ace-step-v1-3.5b"
+    assert not a["workflow"]["size_known"]
+    assert any("assumed 120" in n for n in a["workflow"]["notes"])
+
+
+def _stage(a, name):
+    return next(s for s in a["stages"] if s["name"] == name)
+
+
+def _plan_file(tmp_path, text):
+    path = tmp_path / "changed.json"
+    path.write_text(text)
+    p = subprocess.run([str(BINARY), "plan", str(path), "--vram", "24", "--json"], capture_output=True, text=True,
+                       timeout=120)
+    return json.loads(p.stdout)
+
+
+def _with(tmp_path, template, old, new):
+    w = (FOLDER / f"{template}.json").read_text()
+    assert old in w
+    return _plan_file(tmp_path, w.replace(old, new))
+
+
+def _with_seconds(tmp_path, template, node_type, seconds):
+    w = json.loads((FOLDER / f"{template}.json").read_text())
+    nodes = [n for n in w["nodes"] if n["type"] == node_type]
+    assert nodes
+    for n in nodes:
+        n["widgets_values"][0] = seconds
+    return _plan_file(tmp_path, json.dumps(w))
+
+
+def test_a_shorter_clip_needs_fewer_tokens_and_a_smaller_decode(tmp_path):
+    long = plan("audio_stable_audio_example")
+    short = _with_seconds(tmp_path, "audio_stable_audio_example", "EmptyLatentAudio", 10)
+    assert short["job"]["seconds"] == 10
+    # 10 s x 44100 / 2048 = 215 latent positions, one token each (patch 1).
+    assert any("215 tokens per sequence" in n for n in _stage(short, "sample")["notes"])
+    long_act = _stage(long, "vae_decode")["breakdown"]["activations"]
+    short_act = _stage(short, "vae_decode")["breakdown"]["activations"]
+    # The decode grows with the samples: 441,000 against 2,099,160 at 1000 elements of 2 bytes each.
+    assert short_act == 441000 * 1000 * 2
+    assert long_act == 2099160 * 1000 * 2
+
+
+def test_the_xl_weighs_its_bf16_file():
+    sample = _stage(plan("audio_ace_step1_5_xl_turbo", 48), "sample")
+    weights = [v for k, v in sample["breakdown"].items() if k.startswith("weights:ace-step-1.5-xl")]
+    # 4.98 B analytic at two bytes: 9.95 GB, the 9,516 MiB (9.98 GB) of the published bf16 file.
+    assert weights and 9.5e9 < max(weights) < 10.5e9
+
+
+@pytest.mark.parametrize("old,new,role", [
+    # An ACE-Step 1.0 DiT file in the 1.5 loader, a plain Qwen3-4B (FLUX.2 klein's) beside the 0.6B encoder,
+    # and Stable Audio 3's checkpoint in place of Stable Audio Open's are not taken for the 1.5/SAO entries.
+    ("acestep_v1.5_turbo.safetensors", "acestep_v1_transformer.safetensors", "diffusion"),
+    ("acestep_v1.5_turbo.safetensors", "acestep_v1.5_turbo_lora.safetensors", "diffusion"),
+])
+def test_near_names_of_the_1_5_dit_stay_unknown(tmp_path, old, new, role):
+    a = _with(tmp_path, "audio_ace_step_1_5_split", old, new)
+    by_file = {l["file"]: l["model"] for l in a["workflow"]["loaders"] if l["role"] == role}
+    assert not by_file[new]
+
+
+def test_flux2_klein_s_qwen3_4b_is_not_the_ace_planner_lm(tmp_path):
+    a = _with(tmp_path, "audio_ace_step_1_5_split_4b", "qwen_4b_ace15.safetensors", "qwen_3_4b.safetensors")
+    encoders = [l["model"] for l in a["workflow"]["loaders"] if l["role"] == "text_encoder"]
+    assert "qwen3-4b" in encoders and "qwen3-4b-ace15-lm" not in encoders
+
+
+def test_stable_audio_3_is_not_stable_audio_open(tmp_path):
+    a = _with(tmp_path, "audio_stable_audio_example", "stable-audio-open-1.0.safetensors",
+              "stable_audio_3_medium.safetensors")
+    by_file = {l["file"]: l["model"] for l in a["workflow"]["loaders"] if l["role"] in ("diffusion", "checkpoint")}
+    assert not by_file["stable_audio_3_medium.safetensors"]
