@@ -46,9 +46,9 @@ void print_run(const json& r) {
               r["active"].get<bool>() ? "  (running now)" : "");
   if (r["message"].is_string()) std::cout << "  " << r["message"].get<std::string>() << "\n";
   if (r["stages"].empty()) return;
-  std::printf("  %-20s %9s %12s %12s %12s %12s\n", "stage", "wall", "predicted", "measured", "process RAM", "RAM free");
+  std::printf("  %-20s %9s %12s %15s %12s %12s\n", "stage", "wall", "predicted", "measured", "process RAM", "RAM free");
   for (const auto& s : r["stages"])
-    std::printf("  %-20s %8.2fs %12s %12s %12s %12s\n", s["name"].get<std::string>().c_str(), s["wall_s"].get<double>(),
+    std::printf("  %-20s %8.2fs %12s %15s %12s %12s\n", s["name"].get<std::string>().c_str(), s["wall_s"].get<double>(),
                 size_or_dash(s["predicted_bytes"]).c_str(), measured_text(s).c_str(),
                 size_or_dash(s["rss_bytes"]).c_str(), size_or_dash(s["ram_available_bytes"]).c_str());
 }

@@ -174,6 +174,13 @@ TEST_CASE("on the CPU a stage's measurement is the RAM its nodes added over wher
   CHECK(stage(run, "other")["measured_host_added_bytes"] == 0);
   // Without both figures nothing is made up.
   CHECK(runs::parse_history(decode_run("g", 1, true), {})["runs"][0]["stages"][0]["measured_host_added_bytes"].is_null());
+  // The table says which figure it shows: a CPU run's column is the RAM the stage added.
+  const std::string path = (std::filesystem::temp_directory_path() / ("hr_cpu_runs_" + std::to_string(getpid()) + ".jsonl")).string();
+  std::ofstream(path) << h;
+  CliRun table = run_cli("runs --history '" + path + "'", true);
+  std::filesystem::remove(path);
+  CHECK(table.code == 0);
+  CHECK(table.out.find("RAM +1.00 GiB") != std::string::npos);
 }
 
 TEST_CASE("figures that are not byte counts are null, never a wrong number", "[runs]") {
