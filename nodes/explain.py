@@ -36,9 +36,11 @@ def console_tail(lines=TAIL_LINES) -> str:
     return "\n".join(line for line in text.replace("\r", "\n").splitlines()[-lines:] if line.strip())
 
 
-def explain_text(text: str) -> dict:
-    """The core's diagnosis of an error text from this ComfyUI (the text's own evidence wins)."""
-    return json.loads(native_loader.core().explain(f"{text}\n{context_line()}\n"))
+def explain_text(text: str, run_fields: str = "") -> dict:
+    """The core's diagnosis of an error text from this ComfyUI (the text's own evidence wins); run_fields
+    go on the same context line (the core reads one): a run the previous process left unfinished."""
+    extra = f" {run_fields}" if run_fields else ""
+    return json.loads(native_loader.core().explain(f"{text}\n{context_line()}{extra}\n"))
 
 
 def format_explanation(result: dict) -> str:
@@ -74,15 +76,21 @@ class HeadroomExplainOOM:
 
     def explain(self, error_text=""):
         text = (error_text or "").strip()
+        run_fields = ""
         if not text:
             # The last failed run, with the console lines around it: what ComfyUI printed before the error
             # (its OOM hint, a tiled retry, "Killed") is often all that says what ran out.
-            text = "\n".join(t for t in (comfy_adapters.last_execution_error(), console_tail()) if t)
-        if not text:
+            failed = comfy_adapters.last_execution_error()
+            text = "\n".join(t for t in (failed, console_tail()) if t)
+            if not failed:  # none in this process: the run the previous one died in, if there was one
+                from . import unfinished_notice
+                run = unfinished_notice.previous_run()
+                run_fields = unfinished_notice.run_fields(run) if run is not None else ""
+        if not text and not run_fields:
             out = "No error text given, no failed run in this session's history and no console output."
         else:
             try:
-                out = format_explanation(explain_text(text))
+                out = format_explanation(explain_text(text, run_fields))
             except (native_loader.NativeUnavailable, ValueError, RuntimeError) as e:
                 out = f"Headroom could not explain this error: {e}"
         return {"ui": {"text": [out]}, "result": (out,)}

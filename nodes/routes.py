@@ -327,6 +327,19 @@ async def get_runs(request):
     return web.json_response(await _core("runs", {"history": path, "limit": limit}))
 
 
+@_guard
+async def get_unfinished_run(request):
+    """The run the previous process left unfinished, with the core's explanation, until it is seen."""
+    from . import unfinished_notice
+    return web.json_response(await asyncio.get_running_loop().run_in_executor(None, unfinished_notice.notice))
+
+
+@_guard
+async def post_unfinished_run_seen(request):
+    from . import unfinished_notice
+    return web.json_response({"forgotten": unfinished_notice.seen()})
+
+
 pusher = vram_push.VramPusher()
 
 ROUTES = [
@@ -339,6 +352,8 @@ ROUTES = [
     ("POST", "/headroom/settings", post_settings),
     ("POST", "/headroom/panel", post_panel),
     ("GET", "/headroom/runs", get_runs),
+    ("GET", "/headroom/runs/unfinished", get_unfinished_run),
+    ("POST", "/headroom/runs/unfinished/seen", post_unfinished_run_seen),
 ]
 
 

@@ -33,7 +33,9 @@ export function createClient(api) {
     runs: (limit = 20) => call(`/headroom/runs?limit=${encodeURIComponent(limit)}`),
     settings: (values) => call("/headroom/settings", values),
     panel: (open, clientId) => call("/headroom/panel", { open, client_id: clientId ?? null }),
-    runs: (limit = 20) => call(`/headroom/runs?limit=${limit}`),
+    // The run the previous process left unfinished ({run, explanation}, both null when none or seen).
+    unfinishedRun: () => call("/headroom/runs/unfinished"),
+    unfinishedSeen: () => call("/headroom/runs/unfinished/seen", {}),
     calibration: () => call("/headroom/calibration"),
     resetCalibration: () => call("/headroom/calibration/reset", {}),
   };

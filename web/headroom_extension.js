@@ -6,6 +6,7 @@ import { changeText, gib, loaderText, speedText } from "./headroom_format.js";
 import { applyPresetResult, nodeName, serializeWorkflow } from "./headroom_graph.js";
 import { patchNodeType } from "./headroom_node_view.js";
 import { handleExecutionError } from "./headroom_oom.js";
+import { showUnfinishedRun } from "./headroom_unfinished.js";
 import { createPanel, ensureStyle } from "./headroom_panel.js";
 import { readSetting, SETTING_IDS, settingDefinitions, writeSetting } from "./headroom_settings.js";
 
@@ -97,6 +98,7 @@ export function createHeadroomExtension(app, api) {
         refresh_s: Number(readSetting(app, SETTING_IDS.refresh, 1)) || 1,
         calibration: Boolean(readSetting(app, SETTING_IDS.calibration, false)),
       });
+      showUnfinishedRun({ app, client });
     },
   };
 

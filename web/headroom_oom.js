@@ -111,7 +111,8 @@ export function buttonLabel(fix) {
   return `Apply ${name.length > LABEL_CHARS ? `${name.slice(0, LABEL_CHARS - 1)}…` : name}`;
 }
 
-export function showOomToast({ app, client, result, fix, measured = null, getBudget = () => "auto", onApplied, doc = document }) {
+export function showOomToast({ app, client, result, fix, measured = null, getBudget = () => "auto", onApplied, doc = document,
+  title: heading = "Out of memory — Headroom" }) {
   doc.querySelector(".headroom-toast")?.remove();
   const toast = doc.createElement("div");
   toast.className = "headroom-toast";
@@ -125,7 +126,7 @@ export function showOomToast({ app, client, result, fix, measured = null, getBud
   });
   const title = doc.createElement("div");
   title.style.fontWeight = "bold";
-  title.textContent = "Out of memory — Headroom";
+  title.textContent = heading;
   const diagnosis = doc.createElement("div");
   diagnosis.className = "headroom-diagnosis";
   diagnosis.textContent = diagnosisText(result);

@@ -50,10 +50,12 @@ class Recorder:
         self.predictions = predictions.Predictions()
         self.predictions.on_kept = self._late_prediction
         self.active = None        # prompt_id of the running prompt
-        self._node = None         # (id, type, perf_counter at its start)
+        self._node = None         # (id, type, perf_counter at its start, RSS at its start)
         self._node_types = {}     # node id -> class_type of the running prompt
         self._predicted = False   # the running prompt's prediction is written
         self._server = None
+        self.unfinished_run = None  # the run the previous process left unfinished (unfinished_notice.py)
+        self.unfinished_seen = False  # the frontend showed its notice
         self.sampler = Sampler(self._sample, *(() if sample_period is None else (sample_period,)))
 
     # ---- wiring ----
@@ -152,18 +154,23 @@ class Recorder:
     def _start_node(self, node_id):
         node_type = self._node_types.get(node_id, "")
         probes.reset_device_peaks()
-        self._node = (node_id, node_type, time.perf_counter())
+        # The RSS the node starts from, and its peak over the node: what the node added in host memory
+        # (all a CPU run's tensors, and what a GPU run stages there).
+        rss_start = probes.host()["rss_bytes"] if probes.reset_host_peak() else None
+        self._node = (node_id, node_type, time.perf_counter(), rss_start)
         self._write("node_start", id=node_id, type=node_type)
 
     def _end_node(self):
         if self._node is None:
             return
-        node_id, node_type, began = self._node
+        node_id, node_type, began, rss_start = self._node
         self._node = None
         wall = time.perf_counter() - began
         reserved, allocated = probes.device_peaks()
+        peak_rss = probes.host_peak() if rss_start is not None else None
         self._write("node", id=node_id, type=node_type, wall_s=round(wall, 6), peak_reserved_bytes=reserved,
-                    peak_allocated_bytes=allocated, aimdo=probes.aimdo(), **probes.host())
+                    peak_allocated_bytes=allocated, rss_start_bytes=rss_start, peak_rss_bytes=peak_rss,
+                    aimdo=probes.aimdo(), **probes.host())
 
     def _end(self, outcome, message):
         self.sampler.stop()
@@ -218,6 +225,7 @@ class Recorder:
             return
         runs = answer.get("runs") or []
         if runs and runs[0].get("outcome") == "unfinished":
+            self.unfinished_run = runs[0]  # the frontend's notice on its first load (unfinished_notice.py)
             log.warning("Headroom: the last run (prompt %s) did not finish: %s", runs[0].get("prompt_id"),
                         runs[0].get("message"))
         skipped = answer.get("skipped_lines") or 0

@@ -165,5 +165,31 @@ def host():
             "swap_used_bytes": swap}
 
 
+def reset_host_peak():
+    """Starts the process's peak RSS (Linux VmHWM) over again at its current RSS: writing "5" to
+    /proc/self/clear_refs does that and nothing else (proc(5), Linux 4.0+). On the CPU the node's tensors
+    live in that memory, so the peak over a node is what the node needed there. False where it cannot."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def host_peak():
+    """The process's peak RSS since the last reset_host_peak (VmHWM), or None where /proc cannot tell."""
+    try:
+        with open("/proc/self/status", "rb", buffering=0) as f:
+            text = f.read(8192)
+    except OSError:
+        return None
+    start = text.find(b"VmHWM:")
+    if start < 0:
+        return None
+    parts = text[start + 6:text.find(b"\n", start)].split()
+    return int(parts[0]) * 1024 if parts and parts[0].isdigit() else None
+
+
 def ram_total():
     return comfy_runtime._ram()[0]

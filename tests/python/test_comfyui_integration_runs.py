@@ -1,8 +1,10 @@
 """The run recorder in a real ComfyUI on the CPU (only with COMFYUI_PATH; COMFYUI_PYTHON runs it): a VAE
 decode of a Flux-architecture VAE made at test time (random weights, ComfyUI's own VAELoader and
-VAEDecode) appears in GET /headroom/runs with its decode stage's predicted bytes, the process's measured
-RAM and outcome "ok"; a run killed with SIGKILL during a slow decode is "unfinished" after a restart,
-with its stage, and the start-up log says so."""
+VAEDecode) appears in GET /headroom/runs with its decode stage's predicted bytes, the RAM the decode
+added (measured) and outcome "ok"; a sampling run of a tiny SD 1.5-architecture UNet with a CLIP-L
+encoder records its text_encode and sample stages; a run killed with SIGKILL during a slow decode is
+"unfinished" after a restart, with its stage, the start-up log says so, and the notice the frontend
+shows on its next load holds the run and the core's explanation, once."""
 import json
 import os
 import signal
@@ -49,6 +51,57 @@ MAKE_VAE = textwrap.dedent("""
         out[name] = v.to(torch.float16).contiguous()
     save_file(out, sys.argv[2])
 """)
+
+
+# A tiny UNet of Stable Diffusion 1.5's architecture (ComfyUI's openaimodel UNetModel: 320 channels, cross-
+# attention on 768-wide CLIP-L tokens, so ComfyUI detects it as SD15) with one level instead of four, and a
+# CLIP-L text encoder of the real size (ComfyUI's sd1_clip, 123 M): a real prompt through CLIPTextEncode and
+# KSampler runs in seconds on two cores. Weights are random, scaled so activations stay finite.
+MAKE_SD15 = textwrap.dedent("""
+    import sys, torch
+    sys.path.insert(0, sys.argv[1])
+    import comfy.cli_args
+    comfy.cli_args.args.cpu = True
+    import comfy.model_detection, comfy.sd1_clip
+    from comfy.ldm.modules.diffusionmodules.openaimodel import UNetModel
+    from safetensors.torch import save_file
+    g = torch.Generator().manual_seed(0)
+    def filled(sd):
+        out = {}
+        for name, t in sd.items():
+            if not t.is_floating_point():
+                out[name] = t.contiguous()
+            elif "norm" in name:
+                out[name] = torch.ones(t.shape) if name.endswith("weight") else torch.zeros(t.shape)
+            elif name.endswith("weight") and t.dim() > 1:
+                out[name] = (torch.randn(t.shape, generator=g) * (1.0 / t[0].numel()) ** 0.5).to(torch.float16)
+            else:
+                out[name] = torch.zeros(t.shape, dtype=torch.float16)
+        return out
+    config = dict(image_size=32, in_channels=4, out_channels=4, model_channels=320, num_res_blocks=[1],
+                  channel_mult=[1], transformer_depth=[1], transformer_depth_output=[1, 1],
+                  transformer_depth_middle=1, context_dim=768, num_heads=8, use_linear_in_transformer=False,
+                  use_spatial_transformer=True, legacy=False, adm_in_channels=None, use_temporal_resblock=False,
+                  use_temporal_attention=False, dtype=torch.float32, device="cpu")
+    unet = filled(UNetModel(**config).state_dict())
+    detected = comfy.model_detection.model_config_from_unet(unet, "")
+    assert type(detected).__name__ == "SD15", type(detected).__name__
+    save_file(unet, sys.argv[2])
+    clip = comfy.sd1_clip.SDClipModel(device="cpu", dtype=torch.float32)
+    save_file(filled(clip.transformer.state_dict()), sys.argv[3])
+""")
+
+
+def sample_prompt():
+    return {"1": {"class_type": "UNETLoader", "inputs": {"unet_name": "tiny-sd15-unet.safetensors", "weight_dtype": "default"}},
+            "2": {"class_type": "CLIPLoader", "inputs": {"clip_name": "clip_l.safetensors", "type": "stable_diffusion"}},
+            "3": {"class_type": "CLIPTextEncode", "inputs": {"text": "a lighthouse", "clip": ["2", 0]}},
+            "4": {"class_type": "CLIPTextEncode", "inputs": {"text": "", "clip": ["2", 0]}},
+            "5": {"class_type": "EmptyLatentImage", "inputs": {"width": 128, "height": 128, "batch_size": 1}},
+            "6": {"class_type": "KSampler", "inputs": {"model": ["1", 0], "positive": ["3", 0], "negative": ["4", 0],
+                                                       "latent_image": ["5", 0], "seed": 1, "steps": 2, "cfg": 2.0,
+                                                       "sampler_name": "euler", "scheduler": "normal", "denoise": 1.0}},
+            "7": {"class_type": "SaveLatent", "inputs": {"samples": ["6", 0], "filename_prefix": "headroom_runs"}}}
 
 
 def decode_prompt(size):
@@ -114,6 +167,12 @@ def comfy(tmp_path_factory):
     vae_dir.mkdir(parents=True)
     subprocess.run([PYTHON, "-c", MAKE_VAE, COMFY, str(vae_dir / "ae.safetensors")], check=True, timeout=600,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for folder in ("diffusion_models", "text_encoders"):
+        (base / "models" / folder).mkdir(parents=True)
+    made = subprocess.run([PYTHON, "-c", MAKE_SD15, COMFY, str(base / "models" / "diffusion_models" / "tiny-sd15-unet.safetensors"),
+                           str(base / "models" / "text_encoders" / "clip_l.safetensors")], timeout=600,
+                          capture_output=True, text=True)
+    assert made.returncode == 0, made.stderr[-3000:]
     c = Comfy(base)
     c.start(1)
     yield c
@@ -137,23 +196,64 @@ def run_of(url, prompt_id):
     return found[0]
 
 
-def test_a_decode_run_is_recorded_with_predicted_and_measured_bytes(comfy):
-    status, body = post(comfy.url + "/prompt", {"prompt": decode_prompt(64), "client_id": "headroom-test"})
+def queue(comfy, prompt):
+    status, body = post(comfy.url + "/prompt", {"prompt": prompt, "client_id": "headroom-test"})
     assert status == 200, body
     entry = wait_done(comfy.url, body["prompt_id"])
     assert entry["status"]["status_str"] == "success", entry["status"]
-    run = run_of(comfy.url, body["prompt_id"])
-    assert run["outcome"] == "ok" and run["ended"] >= run["started"]
-    assert run["runtime"]["loader"] == "cpu"
-    decode = next(s for s in run["stages"] if s["name"] == "vae_decode")
-    assert [n["type"] for n in decode["nodes"]] == ["VAEDecode"]
-    assert decode["model"] == "ae.safetensors"
-    assert decode["predicted_bytes"] and decode["predicted_bytes"] > 0
-    assert decode["measured_bytes"] is None  # no device on the CPU: the process's RAM is the measurement
-    assert decode["rss_bytes"] > 100 * 2 ** 20  # ComfyUI with torch and a 100 MB VAE loaded
-    assert decode["wall_s"] > 0
+    return run_of(comfy.url, body["prompt_id"])
+
+
+def stage_of(run, name):
+    found = [s for s in run["stages"] if s["name"] == name]
+    assert found, [s["name"] for s in run["stages"]]
+    return found[0]
+
+
+def test_a_decode_run_is_recorded_with_predicted_and_measured_bytes(comfy):
+    decodes = []
+    for size in (128, 256):  # the smaller first: memory it leaves to the allocator cannot hide the larger's
+        run = queue(comfy, decode_prompt(size))
+        assert run["outcome"] == "ok" and run["ended"] >= run["started"]
+        assert run["runtime"]["loader"] == "cpu"
+        decode = stage_of(run, "vae_decode")
+        assert [n["type"] for n in decode["nodes"]] == ["VAEDecode"]
+        assert decode["model"] == "ae.safetensors"
+        assert decode["measured_bytes"] is None  # no device figure on the CPU: calibration learns from devices
+        assert decode["rss_bytes"] > 100 * 2 ** 20  # ComfyUI with torch and a 100 MB VAE loaded
+        assert decode["wall_s"] > 0
+        decodes.append(decode)
+    small, large = decodes
+    for d in decodes:
+        assert d["predicted_bytes"] > 0
+        # On the CPU the decode's tensors live in the process: the RAM it added over its start is the measurement.
+        assert d["measured_host_added_bytes"] > 2 ** 20 and d["measured_host_peak_bytes"] >= d["rss_bytes"] - 2 ** 20
+    # Four times the pixels: the prediction and the measurement both grow, the measurement by more than twice.
+    assert large["predicted_bytes"] > small["predicted_bytes"]
+    assert large["measured_host_added_bytes"] > 2 * small["measured_host_added_bytes"]
     history = comfy.base / "user" / "headroom" / "runs.jsonl"
     assert history.is_file() and str(comfy.base) not in history.read_text()  # file names, no paths
+    print(f"\ndecode 128: predicted {small['predicted_bytes']} measured +{small['measured_host_added_bytes']} RAM; "
+          f"decode 256: predicted {large['predicted_bytes']} measured +{large['measured_host_added_bytes']} RAM")
+
+
+def test_a_sampling_run_records_text_encode_and_sample_stages(comfy):
+    run = queue(comfy, sample_prompt())
+    assert run["outcome"] == "ok"
+    encode, sample = stage_of(run, "text_encode"), stage_of(run, "sample")
+    assert [n["type"] for n in encode["nodes"]] == ["CLIPTextEncode", "CLIPTextEncode"]
+    assert [n["type"] for n in sample["nodes"]] == ["KSampler"]
+    assert sample["model"] == "tiny-sd15-unet.safetensors" and encode["model"] == "clip_l.safetensors"
+    assert sample["wall_s"] > 0 and sample["measured_host_added_bytes"] > 0
+    assert encode["measured_host_added_bytes"] > 0
+    # CLIP-L is the real one, so its stage is predicted; a one-level UNet is no SD 1.5 Headroom knows, so
+    # its sample stage has no prediction rather than SD 1.5's (unknown, never a near family).
+    assert encode["predicted_bytes"] > 0
+    assert sample["predicted_bytes"] is None
+    # The KSampler's nodes ran during the timeline's sample points, tagged with their stage.
+    assert {p["stage"] for p in run["timeline"]} >= {"sample"}
+    print(f"\nsample: predicted {sample['predicted_bytes']} measured +{sample['measured_host_added_bytes']} RAM; "
+          f"text_encode: predicted {encode['predicted_bytes']} measured +{encode['measured_host_added_bytes']} RAM")
 
 
 def test_a_run_killed_mid_decode_is_unfinished_after_restart(comfy):
@@ -181,3 +281,11 @@ def test_a_run_killed_mid_decode_is_unfinished_after_restart(comfy):
     assert run["unfinished"]["likely_cause"] in ("unknown", "host_ram_exhausted")
     log = comfy.log_path.read_text()
     assert "did not finish" in log and prompt_id in log, log[-3000:]
+    # What the frontend shows on its first load after this start: the run and the core's explanation of a
+    # run that died without a message, once.
+    notice = get(comfy.url + "/headroom/runs/unfinished")
+    assert notice["run"]["prompt_id"] == prompt_id and notice["run"]["ram_total_bytes"] > 0
+    assert notice["explanation"]["format"] == "comfyui_unfinished_run"
+    assert "(it was in vae_decode)" in notice["explanation"]["diagnosis"]["text"]
+    assert post(comfy.url + "/headroom/runs/unfinished/seen", {}) == (200, {"forgotten": True})
+    assert get(comfy.url + "/headroom/runs/unfinished") == {"run": None, "explanation": None}

@@ -156,6 +156,105 @@ def test_a_killed_run_is_reported_at_the_next_start(core, tmp_path, caplog):
     assert len(lines) == 1 and "VAEDecode #8" in lines[0]
 
 
+def kill_mid_decode(rec, server, prompt_id="k"):
+    server.prompt_queue.currently_running[1] = (1, prompt_id, PROMPT, {}, ["9"])
+    rec.predictions.keep(prompt_id, PLAN)
+    server.send_sync("execution_start", {"prompt_id": prompt_id})
+    server.send_sync("executing", {"node": "4", "prompt_id": prompt_id})
+    server.send_sync("executing", {"node": "8", "prompt_id": prompt_id})
+    rec.sampler.stop()
+    rec.store.close()
+
+
+def test_the_next_start_offers_the_unfinished_run_once_with_the_cores_explanation(core, tmp_path, monkeypatch):
+    rec, server = make(tmp_path)
+    kill_mid_decode(rec, server)
+    again, _ = make(tmp_path)
+    again.report_previous_runs()
+    monkeypatch.setattr(recorder_pkg, "_recorder", again)
+
+    async def check(client):
+        first = await (await client.get("/headroom/runs/unfinished")).json()
+        run, explanation = first["run"], first["explanation"]
+        assert run["prompt_id"] == "k" and run["unfinished"]["stage"] == "vae_decode"
+        assert run["unfinished"]["rss_bytes"] > 0 and run["ram_total_bytes"] > 0
+        # Explained as a run that died without a message, in the stage the history says, with ComfyUI's levers.
+        assert explanation["recognised"] is True and explanation["format"] == "comfyui_unfinished_run"
+        assert "vae_decode" in explanation["diagnosis"]["text"]
+        assert "RAM was available" in explanation["diagnosis"]["text"]
+        assert any("--cache-none" in f["text"] or "page file" in f["text"] for f in explanation["fixes"])
+        seen = await (await client.post("/headroom/runs/unfinished/seen", json={})).json()
+        assert seen == {"forgotten": True}
+        after = await (await client.get("/headroom/runs/unfinished")).json()
+        assert after == {"run": None, "explanation": None}
+        again_seen = await (await client.post("/headroom/runs/unfinished/seen", json={})).json()
+        assert again_seen == {"forgotten": False}
+    run_with_client(check)
+
+
+def test_the_explain_node_with_no_failure_in_this_process_explains_the_run_the_last_one_died_in(core, tmp_path, monkeypatch):
+    from headroom_pack.nodes import comfy_adapters, explain
+    rec, server = make(tmp_path)
+    kill_mid_decode(rec, server)
+    again, _ = make(tmp_path)
+    again.report_previous_runs()
+    monkeypatch.setattr(recorder_pkg, "_recorder", again)
+    monkeypatch.setattr(comfy_adapters, "last_execution_error", lambda: None)
+    out = explain.HeadroomExplainOOM().explain("")["result"][0]
+    assert out.startswith("The last run did not finish and left no error (it was in vae_decode)"), out
+    assert "Fixes:" in out
+    # A failure of this process, or a pasted text, is explained as itself.
+    monkeypatch.setattr(comfy_adapters, "last_execution_error", lambda: "RuntimeError: shape mismatch")
+    assert "did not finish" not in explain.HeadroomExplainOOM().explain("")["result"][0]
+    assert "did not finish" not in explain.HeadroomExplainOOM().explain("ValueError: bad input")["result"][0]
+
+
+def test_a_start_after_finished_runs_offers_no_notice(core, tmp_path, monkeypatch):
+    rec, server = make(tmp_path)
+    run_prompt(server, "done")
+    again, _ = make(tmp_path)
+    again.report_previous_runs()
+    monkeypatch.setattr(recorder_pkg, "_recorder", again)
+
+    async def check(client):
+        assert await (await client.get("/headroom/runs/unfinished")).json() == {"run": None, "explanation": None}
+    run_with_client(check)
+
+
+def test_each_node_records_the_ram_it_added_over_its_start(core, tmp_path, monkeypatch):
+    from headroom_pack.nodes.recorder import probes
+    rss = iter([500, 1000, 1500, 2000, 2100])  # RSS at the run's start, then at each node's start and end
+    peaks = iter([5000, 2100])
+    monkeypatch.setattr(probes, "reset_host_peak", lambda: True)
+    monkeypatch.setattr(probes, "host_peak", lambda: next(peaks))
+    monkeypatch.setattr(probes, "host", lambda: {"rss_bytes": next(rss), "pinned_bytes": None,
+                                                  "ram_available_bytes": None, "swap_used_bytes": None})
+    rec, server = make(tmp_path)
+    rec.sampler = type("NoSampler", (), {"start": lambda self: None, "stop": lambda self: None})()
+    rec.predictions.keep("h", PLAN)
+    server.prompt_queue.currently_running[1] = (1, "h", PROMPT, {}, ["9"])
+    server.send_sync("execution_start", {"prompt_id": "h"})
+    server.send_sync("executing", {"node": "8", "prompt_id": "h"})
+    server.send_sync("executing", {"node": "9", "prompt_id": "h"})
+    server.send_sync("execution_success", {"prompt_id": "h"})
+    run = only_run(rec)
+    assert stage(run, "vae_decode")["measured_host_added_bytes"] == 4000
+    assert stage(run, "other")["measured_host_added_bytes"] == 100
+
+
+def test_the_host_peak_probe_reads_this_processs_peak_rss():
+    from headroom_pack.nodes.recorder import probes
+    if not probes.reset_host_peak():
+        pytest.skip("no /proc/self/clear_refs here")
+    before = probes.host_peak()
+    block = bytearray(64 << 20)
+    block[::4096] = b"x" * len(block[::4096])  # touched, so resident
+    del block
+    grown = probes.host_peak()
+    assert grown - before >= 60 << 20  # the peak stays after the memory is freed
+    assert probes.reset_host_peak() and probes.host_peak() < grown - (32 << 20)
+
+
 def test_the_history_rotates_and_keeps_two_files(tmp_path):
     store = history_store.HistoryStore(str(tmp_path / "runs.jsonl"), rotate_bytes=2000)
     for i in range(100):

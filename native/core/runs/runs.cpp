@@ -122,13 +122,21 @@ json stage_json(const Run& r, const std::string& name, const std::vector<const j
   json out = {{"name", name}, {"model", stage_model(r.prediction, name)}, {"nodes", json::array()}};
   double wall = 0;
   json reserved = nullptr, allocated = nullptr, rss = nullptr, pinned = nullptr, available = nullptr,
-       swap = nullptr, aimdo = nullptr;
+       swap = nullptr, aimdo = nullptr, host_peak = nullptr, host_added = nullptr;
   for (const json* n : nodes) {
     const double w = number(*n, "wall_s").value_or(0);
     wall += w;
     json node_reserved = bytes_or_null(*n, "peak_reserved_bytes"), node_allocated = bytes_or_null(*n, "peak_allocated_bytes");
     out["nodes"].push_back({{"id", text(*n, "id")}, {"type", text(*n, "type")}, {"wall_s", w},
                             {"peak_reserved_bytes", node_reserved}, {"peak_allocated_bytes", node_allocated}});
+    // The host memory a node added over the RSS it started from: on the CPU every tensor of the node is
+    // there, so this is what the stage needed on that device (a GPU run stages weights there too).
+    json node_peak = bytes_or_null(*n, "peak_rss_bytes"), node_start = bytes_or_null(*n, "rss_start_bytes");
+    host_peak = max_of(host_peak, node_peak);
+    if (!node_peak.is_null() && !node_start.is_null())
+      host_added = max_of(host_added, node_peak.get<std::uint64_t>() > node_start.get<std::uint64_t>()
+                                          ? node_peak.get<std::uint64_t>() - node_start.get<std::uint64_t>()
+                                          : 0);
     reserved = max_of(reserved, node_reserved);
     allocated = max_of(allocated, node_allocated);
     rss = max_of(rss, bytes_or_null(*n, "rss_bytes"));
@@ -159,6 +167,8 @@ json stage_json(const Run& r, const std::string& name, const std::vector<const j
   out["predicted_host_bytes"] = p.is_null() ? json(nullptr) : bytes_or_null(r.prediction, "host_ram_bytes");
   out["measured_bytes"] = reserved;
   out["measured_allocated_bytes"] = allocated;
+  out["measured_host_peak_bytes"] = host_peak;
+  out["measured_host_added_bytes"] = host_added;
   out["rss_bytes"] = rss;
   out["pinned_bytes"] = pinned;
   out["ram_available_bytes"] = available;
@@ -229,6 +239,7 @@ json run_json(const Run& r, const Options& options) {
               {"outcome", finished ? r.outcome : "unfinished"},
               {"message", r.message},
               {"runtime", r.runtime},
+              {"ram_total_bytes", r.ram_total},
               {"stages", stages_json(r)},
               {"timeline", timeline_json(r)},
               {"active", active}};

@@ -70,6 +70,7 @@ TEST_CASE("a recorded run has its stages with predicted and measured figures", "
   CHECK(run["outcome"] == "ok");
   CHECK(run["ended"].get<double>() == Approx(1002.1));
   CHECK(run["runtime"]["loader"] == "cpu");
+  CHECK(run["ram_total_bytes"] == 64 * kGiB);  // what the next start's explanation sets RAM free against
   const json& decode = stage(run, "vae_decode");
   CHECK(decode["predicted_bytes"] == 3 * kGiB);
   CHECK(decode["predicted_min_bytes"] == kGiB);
@@ -151,6 +152,35 @@ TEST_CASE("damaged, huge and newer-version lines are skipped and counted, the re
   CHECK(r["skipped"]["too_long"] == 1);
   CHECK(r["skipped"]["damaged"] == 6);
   CHECK(r["skipped_lines"] == 8);
+}
+
+TEST_CASE("on the CPU a stage's measurement is the RAM its nodes added over where they started", "[runs]") {
+  std::string h = line({{"ev", "start"}, {"prompt_id", "c"}, {"t", 1}, {"runtime", {{"loader", "cpu"}, {"device", "cpu"}}}});
+  h += line({{"ev", "predict"}, {"prompt_id", "c"}, {"t", 1},
+             {"prediction", {{"node_stages", {{"2", "vae_decode"}, {"3", "vae_decode"}}}}}});
+  // Two decoder nodes of one stage: the one that added the most is the stage's figure, not their sum; a node
+  // whose peak is below its start (a reset that failed between) adds nothing rather than wrapping around.
+  h += line({{"ev", "node"}, {"prompt_id", "c"}, {"t", 2}, {"id", "2"}, {"type", "VAEDecode"},
+             {"rss_start_bytes", 3 * kGiB}, {"peak_rss_bytes", 4 * kGiB + 7}});
+  h += line({{"ev", "node"}, {"prompt_id", "c"}, {"t", 3}, {"id", "3"}, {"type", "VAEDecode"},
+             {"rss_start_bytes", 5 * kGiB}, {"peak_rss_bytes", 5 * kGiB + 3}});
+  h += line({{"ev", "node"}, {"prompt_id", "c"}, {"t", 4}, {"id", "9"}, {"type", "SaveImage"},
+             {"rss_start_bytes", 6 * kGiB}, {"peak_rss_bytes", kGiB}});
+  const json run = runs::parse_history(h, {})["runs"][0];
+  const json& decode = stage(run, "vae_decode");
+  CHECK(decode["measured_host_added_bytes"] == kGiB + 7);
+  CHECK(decode["measured_host_peak_bytes"] == 5 * kGiB + 3);
+  CHECK(decode["measured_bytes"].is_null());  // no device figure: calibration learns from devices only
+  CHECK(stage(run, "other")["measured_host_added_bytes"] == 0);
+  // Without both figures nothing is made up.
+  CHECK(runs::parse_history(decode_run("g", 1, true), {})["runs"][0]["stages"][0]["measured_host_added_bytes"].is_null());
+  // The table says which figure it shows: a CPU run's column is the RAM the stage added.
+  const std::string path = (std::filesystem::temp_directory_path() / ("hr_cpu_runs_" + std::to_string(getpid()) + ".jsonl")).string();
+  std::ofstream(path) << h;
+  CliRun table = run_cli("runs --history '" + path + "'", true);
+  std::filesystem::remove(path);
+  CHECK(table.code == 0);
+  CHECK(table.out.find("RAM +1.00 GiB") != std::string::npos);
 }
 
 TEST_CASE("figures that are not byte counts are null, never a wrong number", "[runs]") {

@@ -8,11 +8,15 @@ RUNS = json.loads((Path(__file__).parent.parent / "fixtures" / "runs.json").read
 RULE = {"min_runs": 3, "max_runs": 20, "factor_min": 0.5, "factor_max": 2.0}
 LEARNED = [{"model": "flux1-dev-fp8.safetensors", "stage": "sample", "card": "NVIDIA GeForce RTX 4090",
             "factor": 1.25, "runs": 3}]
-state = {"enabled": False, "reset": False}
+# GET /headroom/runs/unfinished as the real recorder and core answered it after a run killed mid-decode
+# (tests/web/fixtures/unfinished.json); offered only while a test sets state["unfinished"].
+UNFINISHED = json.loads((Path(__file__).parent.parent / "fixtures" / "unfinished.json").read_text(encoding="utf-8"))
+NO_NOTICE = {"run": None, "explanation": None}
+state = {"enabled": False, "reset": False, "unfinished": False, "seen": 0}
 
 
 def reset_state():
-    state.update(enabled=False, reset=False)
+    state.update(enabled=False, reset=False, unfinished=False, seen=0)
 
 
 def calibration():
@@ -24,6 +28,12 @@ def calibration():
 def mock(method, route, body):
     """(status, reply) for the routes of this file, or None to leave the request to mock_routes."""
     # GET /headroom/runs is mock_routes': these runs and the OOM toast's run in one answer.
+    if route == "/headroom/runs/unfinished":
+        return 200, UNFINISHED if state["unfinished"] and not state["seen"] else NO_NOTICE
+    if route == "/headroom/runs/unfinished/seen":
+        forgotten = state["unfinished"] and not state["seen"]
+        state["seen"] += 1
+        return 200, {"forgotten": forgotten}
     if route == "/headroom/calibration":
         return 200, calibration()
     if route == "/headroom/calibration/reset":
