@@ -26,13 +26,13 @@ class VerdictCore(fakes.FakeCore):
 
     def __init__(self, verdict_id, reason=None, slowdown=1.0, runtime="dynamic"):
         super().__init__()
-        self.verdict = ROWS[verdict_id]["text"]
+        self.verdict, self.verdict_id = ROWS[verdict_id]["text"], verdict_id
         self.reason, self.slowdown, self.runtime = reason, slowdown, runtime
 
     def _result(self, req):
         out = super()._result(req)
         if req.get("vram_bytes") is not None:
-            out.update(verdict=self.verdict, slowdown=self.slowdown, runtime=self.runtime,
+            out.update(verdict=self.verdict, verdict_id=self.verdict_id, slowdown=self.slowdown, runtime=self.runtime,
                        changes=self.changes, advice="use fp8 weights to run at full speed")
             if self.reason:
                 out["verdict_reason"] = self.reason
