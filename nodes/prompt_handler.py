@@ -229,8 +229,9 @@ def _payload(plan: dict, fields: dict, action: str) -> dict:
     return {
         "action": action,
         "verdict": plan.get("verdict"),
+        "verdict_id": plan.get("verdict_id"),
         # The catalog's row of that verdict ({id, text, runs, fits, sized}): the browser decides from its flags.
-        "verdict_flags": verdicts.row(plan.get("verdict")),
+        "verdict_flags": verdicts.row(plan),
         "over_budget": report_format.is_over_budget(plan, fields),
         # False: the core could not estimate this prompt (e.g. no diffusion loader); never a fit.
         "estimated": report_format.is_estimated(plan),

@@ -15,7 +15,7 @@ def budget_bytes(result: dict, fields: dict):
 def is_estimated(result: dict) -> bool:
     """False when the core could not estimate the run (no diffusion loader, unknown model...): it then
     gives no peak and an unsized verdict, which must never read as a fit."""
-    return result.get("peak_bytes") is not None and not verdicts.is_unsized(result.get("verdict"))
+    return result.get("peak_bytes") is not None and not verdicts.is_unsized(result)
 
 
 def not_estimated_reason(result: dict) -> str:
@@ -36,8 +36,8 @@ def _node_name(node) -> str:
 def is_over_budget(result: dict, fields: dict) -> bool:
     """The core's verdict when it gave one; otherwise peak against the budget we passed."""
     # The catalog's flags say which verdicts mean the run will not complete (nodes/verdicts.py).
-    if verdicts.row(result.get("verdict")) is not None:
-        return verdicts.is_failure(result.get("verdict"))
+    if verdicts.row(result) is not None:
+        return verdicts.is_failure(result)
     limit = budget_bytes(result, fields)
     peak = result.get("peak_bytes")
     return limit is not None and peak is not None and peak > limit
@@ -97,7 +97,7 @@ def verdict_text(result: dict, fields: dict) -> str:
     reason = result.get("verdict_reason")
     if is_over_budget(result, fields):
         return f"OVER BUDGET ({reason})" if reason else "OVER BUDGET"
-    if verdicts.is_tight(verdict):
+    if verdicts.is_tight(result):
         return f"RUNS ({verdict}: {reason})" if reason else f"RUNS ({verdict})"
     return "FITS"
 

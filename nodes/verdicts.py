@@ -1,15 +1,15 @@
 """The core's verdicts as its catalog lists them (api::catalog() "verdicts": id, text, runs, fits, sized).
-Nodes decide from these flags, never from the words, so a verdict's spelling lives only in the core
-(native/core/catalog/verdict.cpp)."""
+Nodes decide from these flags, found by the answer's `verdict_id`, never from the words, so a verdict's
+spelling lives only in the core (native/core/catalog/verdict.cpp)."""
 import json
 
 from . import native_loader
 
-_tables = {}  # id(core) -> (core, {text: row}); the core is kept so its id is never reused by another
+_tables = {}  # id(core) -> (core, {verdict id: row}); the core is kept so its id is never reused by another
 
 
 def table() -> dict:
-    """{verdict text: {id, text, runs, fits, sized}}; empty when the core is unavailable."""
+    """{verdict id: {id, text, runs, fits, sized}}; empty when the core is unavailable."""
     try:
         core = native_loader.core()
     except native_loader.NativeUnavailable:
@@ -20,36 +20,38 @@ def table() -> dict:
             rows = json.loads(core.catalog()).get("verdicts") or []
         except (ValueError, TypeError, AttributeError):
             rows = []
-        _tables[key] = (core, {r["text"]: r for r in rows if isinstance(r, dict) and "text" in r})
+        _tables[key] = (core, {r["id"]: r for r in rows if isinstance(r, dict) and "id" in r})
     return _tables[key][1]
 
 
-def row(verdict):
-    """The catalog row of a verdict text, or None (no verdict, or one this core does not list)."""
-    return table().get(verdict) if isinstance(verdict, str) else None
+def row(answer):
+    """The catalog row of a core answer's verdict (its `verdict_id`), or None (no verdict, or one this
+    core does not list)."""
+    verdict_id = answer.get("verdict_id") if isinstance(answer, dict) else None
+    return table().get(verdict_id) if isinstance(verdict_id, str) else None
 
 
-def is_unsized(verdict) -> bool:
+def is_unsized(answer) -> bool:
     """The core could not size the run (no peak, no verdict on the card)."""
-    r = row(verdict)
+    r = row(answer)
     return r is not None and not r.get("sized", True)
 
 
-def is_failure(verdict) -> bool:
+def is_failure(answer) -> bool:
     """The run was sized and will not complete on the card."""
-    r = row(verdict)
+    r = row(answer)
     return r is not None and r.get("sized", True) and not r.get("runs", False)
 
 
-def is_tight(verdict) -> bool:
+def is_tight(answer) -> bool:
     """The run completes, but streams weights or has little margin."""
-    r = row(verdict)
+    r = row(answer)
     return r is not None and r.get("runs", False) and not r.get("fits", False)
 
 
 def text_of(**flags):
     """The spelling of the verdict with these flags (e.g. fits=True), or None."""
-    for text, r in table().items():
+    for r in table().values():
         if all(r.get(k) == v for k, v in flags.items()):
-            return text
+            return r.get("text")
     return None

@@ -61,6 +61,12 @@ export function budgetOf(result, getBudget) {
   return Number.isSafeInteger(total) && total > 0 ? { vram_bytes: total } : getBudget();
 }
 
+// Whether a core answer's verdict lets the run complete: the catalog's `runs` flag of its verdict_id.
+function runs(verdicts, answer) {
+  const id = answer?.verdict_id;
+  return Boolean(id && (verdicts ?? []).find((v) => v?.id === id)?.runs);
+}
+
 // The fix the button applies: a preset the diagnosis names, else (only when the job needs more memory
 // than the card has) the first preset (the catalog lists them cheapest first) that makes this workflow
 // fit on the card of the message, computed by the server on the current graph; else the preset with the
@@ -69,9 +75,11 @@ export async function suggestedFix({ app, client, result, getBudget }) {
   for (const fix of result?.fixes ?? []) if (fix && typeof fix === "object" && fix.preset) return fix;
   const id = diagnosisId(result);
   if (id !== null && id !== undefined && !SHRINK_DIAGNOSES.has(id)) return null;
-  let presets;
+  let presets, verdicts;
   try {
-    presets = (await client.presets()).presets ?? [];
+    const listed = await client.presets();
+    presets = listed.presets ?? [];
+    verdicts = listed.verdicts ?? [];
   } catch {
     return null;
   }
@@ -81,7 +89,7 @@ export async function suggestedFix({ app, client, result, getBudget }) {
     client.applyPreset(workflow, p.name ?? p.id, budget).catch(() => null)));
   // The catalog's preset for "the card of this request" is the planner's own cheapest fit.
   const own = presets.findIndex((p) => p.target === "request");
-  if (own >= 0 && previews[own]?.changes?.length && !/not|over/.test(previews[own].after?.verdict ?? "not")) {
+  if (own >= 0 && previews[own]?.changes?.length && runs(verdicts, previews[own].after)) {
     const p = presets[own];
     return { preset: p.name ?? p.id, title: p.title ?? p.name ?? p.id, text: p.title ?? p.name ?? p.id };
   }
@@ -89,7 +97,7 @@ export async function suggestedFix({ app, client, result, getBudget }) {
   presets.forEach((p, i) => {
     const after = previews[i]?.after;
     if (!after || !previews[i].changes?.length) return;
-    const fits = after.verdict ? !/not|over/.test(after.verdict) : false;
+    const fits = runs(verdicts, after);
     const key = [fits ? 0 : 1, fits ? i : after.peak_bytes ?? Infinity];
     if (!best || key[0] < best.key[0] || (key[0] === best.key[0] && key[1] < best.key[1])) {
       best = { key, fix: { preset: p.name ?? p.id, title: p.title ?? p.name ?? p.id, text: p.title ?? p.name ?? p.id } };

@@ -85,13 +85,15 @@ export function renderBar(snapshot) {
 // could not estimate the workflow, e.g. no diffusion loader): never shown as a fit.
 export function isEstimated(estimate, verdicts = []) {
   return estimate?.peak_bytes !== null && estimate?.peak_bytes !== undefined &&
-    verdictRow(verdicts, estimate?.verdict)?.sized !== false;
+    verdictRow(verdicts, estimate)?.sized !== false;
 }
 
-// The catalog's row ({id, text, runs, fits, sized}) of a verdict text, or null. The core spells the
-// verdicts (GET /headroom/presets carries them); the panel decides from the flags only.
-export function verdictRow(verdicts, text) {
-  return (verdicts ?? []).find((v) => v?.text === text) ?? null;
+// The catalog's row ({id, text, runs, fits, sized}) of a core answer's verdict, found by its
+// `verdict_id`, or null. The core spells the verdicts (GET /headroom/presets carries them); the panel
+// decides from the flags only.
+export function verdictRow(verdicts, answer) {
+  const id = answer?.verdict_id;
+  return id ? (verdicts ?? []).find((v) => v?.id === id) ?? null : null;
 }
 
 export function renderStages(estimate, cardBytes, verdicts = []) {
@@ -118,7 +120,7 @@ export function renderStages(estimate, cardBytes, verdicts = []) {
   }
   // The core's verdict when it gave one (its catalog flags say whether the run completes and with room to
   // spare); otherwise the peak against the card.
-  const row = verdictRow(verdicts, estimate.verdict);
+  const row = verdictRow(verdicts, estimate);
   const over = row ? !row.runs : Boolean(limit && estimate.peak_bytes > limit);
   const tight = Boolean(row && row.runs && !row.fits);
   const word = estimate.verdict ?? (limit ? (over ? "over" : verdicts.find((v) => v.fits)?.text ?? "within") : "");
@@ -207,11 +209,11 @@ export function presetSummary(preview, verdicts = []) {
   if (before.verdict || after.verdict) {
     effect.push(before.verdict === after.verdict ? `still ${valueText(after.verdict)}`
       : `${valueText(before.verdict)} → ${valueText(after.verdict)}`);
-    const rank = (v) => {
-      const r = verdictRow(verdicts, v);
-      return r ? (r.fits ? 2 : r.runs ? 1 : 0) : v ? 1 : -1;
+    const rank = (side) => {
+      const r = verdictRow(verdicts, side);
+      return r ? (r.fits ? 2 : r.runs ? 1 : 0) : side.verdict ? 1 : -1;
     };
-    better += Math.sign(rank(after.verdict) - rank(before.verdict));
+    better += Math.sign(rank(after) - rank(before));
   }
   // The slowdown is of weight streaming only: said when it moves, never "full speed" on its own (a text
   // encoder on the CPU is slower in a stage it does not cover; the costs below say so).

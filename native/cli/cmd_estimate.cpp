@@ -63,11 +63,11 @@ bool names_no_catalog_model(const std::string& model) {
 // cannot size.
 int not_covered(const std::string& model, const std::string& reason, bool as_json) {
   std::cerr << "headroom estimate: --model: " << reason << "\n";
-  if (as_json)
-    std::cout << json{{"verdict", spelling(Verdict::Unknown)}, {"reason", reason},
-                      {"not_covered", {{"kind", "model"}, {"model", model}}}}
-                     .dump(2, ' ', false, json::error_handler_t::replace)
-              << "\n";
+  if (as_json) {
+    json out = {{"reason", reason}, {"not_covered", {{"kind", "model"}, {"model", model}}}};
+    put_verdict(out, Verdict::Unknown);
+    std::cout << out.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
+  }
   return kExitNotCovered;
 }
 
@@ -203,7 +203,7 @@ int cmd_estimate(const Argv& argv) {
     std::cout << r.dump(2) << "\n";
   else
     print_estimate(r);
-  return r.value("verdict", "") == spelling(Verdict::DoesNotFit) ? kExitDoesNotFit : kExitOk;
+  return answer_verdict(r) == Verdict::DoesNotFit ? kExitDoesNotFit : kExitOk;
 }
 
 }  // namespace headroom::cli

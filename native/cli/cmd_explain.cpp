@@ -106,7 +106,7 @@ void print_verdict(const json& r) {
   std::cout << "\n";
 }
 
-int verdict_status(const json& r) { return r["verdict"] == spelling(Verdict::DoesNotFit) ? 1 : 0; }
+int verdict_status(const json& r) { return answer_verdict(r) == Verdict::DoesNotFit ? 1 : 0; }
 
 // The caller's context line of oom_parse.hpp, from --app/--os/--loader; each value checked here so a typo
 // is an error rather than a line the parser ignores.

@@ -77,9 +77,10 @@ void print_table(const std::string& path, const api::json& r) {
               << (r.contains("vram_bytes") ? " of " + bytes(r["vram_bytes"]) : std::string()) << "\n";
   else if (r["budget_bytes"].is_number())
     std::cout << "Card      " << bytes(r["budget_bytes"]) << "\n";
-  if (r["verdict"] == "unknown" && !r["stages"].empty())
+  const bool unknown = answer_verdict(r) == Verdict::Unknown;
+  if (unknown && !r["stages"].empty())
     std::cout << "\nSize unknown: " << r.value("reason", "") << "\n";
-  if (r["verdict"] == "unknown" && r["stages"].empty()) {
+  if (unknown && r["stages"].empty()) {
     std::cout << "\nNot covered: " << r.value("reason", "") << "\n";
   } else {
     Table stages;
@@ -121,11 +122,11 @@ void print_table(const std::string& path, const api::json& r) {
   if (r.contains("smallest_gpu_runs") && r["smallest_gpu_runs"].is_object()) {
     const auto& g = r["smallest_gpu_runs"];
     std::cout << "\nSmallest card that runs it unchanged: " << card(g);
-    if (g.value("verdict", "") != "fits") std::cout << ", " << g.value("verdict", "");
+    if (answer_verdict(g) != Verdict::Fits) std::cout << ", " << g.value("verdict", "");
     std::cout << "\n";
     if (r["smallest_gpu"].is_object() && r["smallest_gpu"]["name"] != g["name"])
       std::cout << "Smallest card that holds it fully resident: " << card(r["smallest_gpu"]) << "\n";
-  } else if (r["verdict"] != "unknown") {
+  } else if (!unknown) {
     std::cout << "\nNo card in gpus.json runs it unchanged.\n";
   }
   if (!r["unknown_nodes"].empty()) {
@@ -178,8 +179,9 @@ int cmd_plan(const Argv& argv) {
   }
   if (args.has("json")) std::cout << r.dump(2, ' ', false, api::json::error_handler_t::replace) << "\n";
   else print_table(path, r);
-  if (r["verdict"] == spelling(Verdict::Unknown)) return kExitNotCovered;
-  return r["verdict"] == spelling(Verdict::DoesNotFit) ? kExitDoesNotFit : kExitOk;
+  const std::optional<Verdict> verdict = answer_verdict(r);
+  if (verdict == Verdict::Unknown) return kExitNotCovered;
+  return verdict == Verdict::DoesNotFit ? kExitDoesNotFit : kExitOk;
 }
 
 }  // namespace headroom::cli

@@ -18,6 +18,8 @@
 #include "cli/args.hpp"
 #include "core/base/error.hpp"
 #include "core/base/file_reader.hpp"
+#include "core/catalog/model_arch.hpp"
+#include "core/estimate/decode_plan.hpp"
 #include "core/inspect/safetensors_header.hpp"
 #include "core/base/units.hpp"
 #include "torch/decode.hpp"
@@ -212,6 +214,7 @@ ops::TensorMap load_vae(const std::string& path) {
 // What the VAE decodes: the latent's rank and channels, from the state dict (as the decoders read them).
 struct LatentSpec {
   std::string family;
+  hr::DecoderKind kind = hr::DecoderKind::None;
   int64_t rank = 4;
   int64_t channels = -1;  // -1: unknown here, left to the decoder's own check
   int64_t scale = 8;      // image pixels per latent pixel
@@ -220,13 +223,14 @@ struct LatentSpec {
 LatentSpec latent_spec(const ops::TensorMap& sd) {
   LatentSpec s;
   s.family = ops::detect_vae_family(sd);
-  const bool image = s.family == "kl" || s.family == "flux2";
+  s.kind = hr::decoder_kind_from_name(s.family).value_or(hr::DecoderKind::None);
+  const bool image = hr::kl_decoder(s.kind);
   s.rank = image ? 4 : 5;
   const char* key = image ? "decoder.conv_in.weight" : "conv2.weight";
   auto it = sd.find(key);
   if (it != sd.end() && it->second.dim() >= 2) s.channels = it->second.size(1);
   // FLUX.2: ComfyUI's latent holds the decoder's channels patchified 2x2 (4x the channels, half the side).
-  if (s.family == "flux2") {
+  if (s.kind == hr::DecoderKind::Flux2) {
     if (s.channels > 0) s.channels *= 4;
     s.scale = 16;
   }
@@ -318,8 +322,7 @@ int run(int argc, char** argv) {
 
   ops::DecodeOptions o;
   o.mode = args.get_or("mode", "auto");
-  if (o.mode != "auto" && o.mode != "full" && o.mode != "exact" && o.mode != "fast" && o.mode != "blend")
-    throw hr::InputError("--mode", "'" + o.mode + "' is not a mode (full, exact, fast, blend or auto)");
+  hr::decode_tiling_from_name(o.mode, "--mode");  // refused here, before the files are read
   o.tile_px = args.get_int("tile", 0, 0, 1 << 20);
   if (auto b = args.get("budget")) o.budget_bytes = hr::parse_size(*b, "--budget");
   const std::string device = args.get_or("device", torch::cuda::is_available() ? "cuda" : "cpu");

@@ -5,6 +5,7 @@
 #include "core/estimate/decode_plan.hpp"
 #include "core/base/error.hpp"
 #include "core/base/units.hpp"
+#include "core/catalog/model_arch.hpp"
 #include "core/inspect/recognise.hpp"
 #include "torch/budget.hpp"
 #include "torch/flux2_vae.hpp"
@@ -106,13 +107,14 @@ torch::Tensor decode_kl(const StateDict& sd, const torch::Tensor& latent, const 
   };
   kl::TileRunInfo tinfo;
   at::Tensor raw;
-  if (plan.mode == "full") {
+  const DecodeTiling tiling = plan.tiling();
+  if (tiling == DecodeTiling::Full) {
     if (run.check_cancel) run.check_cancel();
     raw = kl::forward(w, z);
     if (o.progress) o.progress(1, 1);
-  } else if (plan.mode == "exact") {
+  } else if (tiling == DecodeTiling::Exact) {
     raw = kl::forward_exact(w, z, run, &tinfo);
-  } else if (plan.mode == "fast") {
+  } else if (tiling == DecodeTiling::Fast) {
     raw = kl::forward_fast(w, z, run, &tinfo);
   } else {  // blend
     raw = blend_tiles(
@@ -120,7 +122,7 @@ torch::Tensor decode_kl(const StateDict& sd, const torch::Tensor& latent, const 
         o.progress, run.check_cancel);
   }
   if (info) {
-    info->family = flux2 ? "flux2" : "kl";
+    info->family = decoder_kind_name(flux2 ? DecoderKind::Flux2 : DecoderKind::Kl);
     info->mode = plan.mode;
     info->tile_latent = plan.tile_latent;
     info->halo_latent = plan.halo_latent;
@@ -146,7 +148,7 @@ std::string detect_vae_family(const StateDict& sd) {
                             "'bn.running_mean') or "
                             "'decoder.middle.0.residual.0.gamma' (Wan 2.1/2.2); for other VAEs use blend mode with a "
                             "Python decode function");
-  if (family != "kl" && family != "flux2" && family != "wan2.1" && family != "wan2.2")
+  if (!decoder_kind_from_name(family))
     throw Error("comfy_nodes.json: vae_key_rules: family '" + family +
                 "' has no native decoder (expected kl, flux2, wan2.1 or wan2.2)");
   return family;
@@ -155,7 +157,8 @@ std::string detect_vae_family(const StateDict& sd) {
 torch::Tensor decode(const StateDict& state_dict, const torch::Tensor& latent, const DecodeOptions& options,
                      DecodeInfo* info) {
   const std::string family = detect_vae_family(state_dict);
-  if (family == "kl" || family == "flux2") return decode_kl(state_dict, latent, options, info, family == "flux2");
+  const DecoderKind kind = *decoder_kind_from_name(family);  // detect_vae_family refuses any other
+  if (kl_decoder(kind)) return decode_kl(state_dict, latent, options, info, kind == DecoderKind::Flux2);
   return decode_wan(family, state_dict, latent, options, info);
 }
 

@@ -199,7 +199,7 @@ torch::Tensor decode_wan(const std::string& family, const StateDict& state_dict,
   req.latent_width = int(latent.size(4));
   req.base_channels = int(m.head.in_channels());
   req.dtype_bytes = int(c10::elementSize(dtype));
-  req.mode = options.mode == "fast" ? "blend" : options.mode;
+  req.mode = options.mode;  // plan_decode_wan reads fast as blend
   req.tile_px = options.tile_px;
   if (options.budget_bytes) {
     req.budget_bytes = *options.budget_bytes;
@@ -219,18 +219,19 @@ torch::Tensor decode_wan(const std::string& family, const StateDict& state_dict,
                                                int64_t(kWanAttentionScratchBytes));
   job.out = at::empty({z.size(0) * job.frames, job.H, job.W, 3}, at::kFloat);
   const int64_t T = z.size(2), B = z.size(0);
-  if (plan.mode == "full") {
+  const DecodeTiling tiling = plan.tiling();
+  if (tiling == DecodeTiling::Full) {
     job.total = int(B * T);
   } else {
     job.total = int(B * T * (1 + plan.tiles));
   }
   try {
     for (int64_t b = 0; b < B; ++b) {
-      if (plan.mode == "full") {
+      if (tiling == DecodeTiling::Full) {
         job.run_full(b);
-      } else if (plan.mode == "exact") {
+      } else if (tiling == DecodeTiling::Exact) {
         job.run_exact(b, plan.tile_latent);
-      } else if (plan.mode == "blend") {
+      } else if (tiling == DecodeTiling::Blend) {
         job.run_blend(b, plan.tile_latent, plan.halo_latent);
       } else {
         throw Error("plan_decode_wan returned unknown mode '" + plan.mode + "'");

@@ -50,6 +50,13 @@ VERDICTS = [{"id": "fits", "text": "fits", "runs": True, "fits": True, "sized": 
             {"id": "unknown", "text": "unknown", "runs": False, "fits": False, "sized": False}]
 
 
+def set_verdict(answer, verdict_id):
+    """Writes a verdict into a fake answer as the core does: the words and the id beside them."""
+    answer["verdict"] = next(v["text"] for v in VERDICTS if v["id"] == verdict_id)
+    answer["verdict_id"] = verdict_id
+    return answer
+
+
 class FakeCore:
     """Answers like the core library (JSON strings in and out), with canned results, and records calls."""
 
@@ -79,7 +86,7 @@ class FakeCore:
             out["workflow"] = {"format": "ui" if "nodes" in workflow else "api"}
         if budget is not None:
             out["budget_bytes"] = budget
-            out["verdict"] = "fits" if self.peak <= budget else "does not fit"
+            set_verdict(out, "fits" if self.peak <= budget else "does_not_fit")
             out["changes"] = [] if self.peak <= budget else self.changes
         return out
 
@@ -109,7 +116,7 @@ class FakeCore:
             result = self._result({**req})
             result["peak_bytes"] = self.peak // 2
             if "budget_bytes" in result:
-                result["verdict"] = "fits" if result["peak_bytes"] <= result["budget_bytes"] else "does not fit"
+                set_verdict(result, "fits" if result["peak_bytes"] <= result["budget_bytes"] else "does_not_fit")
         return json.dumps(result)
 
     def apply_preset(self, text):

@@ -13,7 +13,7 @@ from headroom_pack.nodes.preflight import HeadroomPreflight  # noqa: E402
 # core in test_real_core_says_it_could_not_estimate below).
 UNKNOWN = {"budget_bytes": 12 * 2**30, "changes": [], "peak_bytes": None, "reason": "no diffusion model loader runs "
            "in this workflow", "smallest_gpu": None, "stages": [], "unknown_nodes": [{"id": "3", "type": "MyNode"}],
-           "verdict": "unknown"}
+           "verdict": "unknown", "verdict_id": "unknown"}
 NO_LOADER = {"5": {"class_type": "EmptyLatentImage", "inputs": {"width": 1024, "height": 1024, "batch_size": 1}},
              "9": {"class_type": "HeadroomPreflight", "inputs": {"samples": ["5", 0], "budget": "12", "action": "stop"}}}
 
@@ -35,7 +35,8 @@ def test_report_says_not_estimated_with_the_reason():
 
 
 def test_estimated_reports_keep_their_verdict():
-    fits = {"peak_bytes": 8 * 2**30, "peak_stage": "sample", "verdict": "fits", "budget_bytes": 12 * 2**30,
+    fits = {"peak_bytes": 8 * 2**30, "peak_stage": "sample", "verdict": "fits", "verdict_id": "fits",
+            "budget_bytes": 12 * 2**30,
             "stages": [{"name": "sample", "peak_bytes": 8 * 2**30}]}
     assert report_format.is_estimated(fits)
     assert "Verdict: FITS" in report_format.preflight_report(fits, {"vram_bytes": 12 * 2**30}, "12.00 GiB")

@@ -26,13 +26,13 @@ class VerdictCore(fakes.FakeCore):
 
     def __init__(self, verdict_id, reason=None, slowdown=1.0, runtime="dynamic"):
         super().__init__()
-        self.verdict = ROWS[verdict_id]["text"]
+        self.verdict, self.verdict_id = ROWS[verdict_id]["text"], verdict_id
         self.reason, self.slowdown, self.runtime = reason, slowdown, runtime
 
     def _result(self, req):
         out = super()._result(req)
         if req.get("vram_bytes") is not None:
-            out.update(verdict=self.verdict, slowdown=self.slowdown, runtime=self.runtime,
+            out.update(verdict=self.verdict, verdict_id=self.verdict_id, slowdown=self.slowdown, runtime=self.runtime,
                        changes=self.changes, advice="use fp8 weights to run at full speed")
             if self.reason:
                 out["verdict_reason"] = self.reason
@@ -126,13 +126,13 @@ def test_a_preflight_on_auto_leaves_the_settings_budget(queue):
 
 def test_the_preflight_report_names_the_loader_the_reason_and_the_advice():
     with natives_installed(fakes.FakeCore()):
-        result = {"peak_bytes": 20 * GIB, "peak_stage": "sample", "stages": [], "verdict": "streams",
+        result = {"peak_bytes": 20 * GIB, "peak_stage": "sample", "stages": [], "verdict": "streams", "verdict_id": "streams",
                   "verdict_reason": "sample streams weights, about 2.4x slower", "runtime": "dynamic",
                   "advice": "use fp8 weights", "budget_bytes": 16 * GIB}
         text = report_format.preflight_report(result, {"vram_bytes": 16 * GIB}, "16.00 GiB")
         assert "RUNS (streams: sample streams weights, about 2.4x slower) [dynamic VRAM]" in text
         assert "Advice: use fp8 weights" in text
-        legacy = report_format.preflight_report({**result, "verdict": "does not fit", "runtime": "legacy",
+        legacy = report_format.preflight_report({**result, "verdict": "does not fit", "verdict_id": "does_not_fit", "runtime": "legacy",
                                                  "verdict_reason": "runs out of VRAM in sample"},
                                                 {"vram_bytes": 16 * GIB}, "16.00 GiB")
         assert "Verdict: OVER BUDGET (runs out of VRAM in sample) [legacy loader]" in legacy

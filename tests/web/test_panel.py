@@ -129,15 +129,15 @@ def test_oom_toast_appears_for_a_recorded_error_and_its_button_applies_the_fix(o
 
 def test_the_oom_fix_prefers_the_catalogs_fit_this_card_preset_when_it_fits(open_panel):
     page, _ = open_panel("/templates/flux_schnell.json")
-    chosen = page.evaluate("""async () => {
+    chosen = page.evaluate("""async (rows) => {
       const { suggestedFix } = await import("/extensions/headroom/headroom_oom.js");
-      const after = { "fit 24 GB": { peak_bytes: 5, verdict: "fits" }, "fit this card": { peak_bytes: 9, verdict: "tight" } };
+      const after = { "fit 24 GB": { peak_bytes: 5, verdict: "fits", verdict_id: "fits" }, "fit this card": { peak_bytes: 9, verdict: "tight", verdict_id: "tight" } };
       const client = {
-        presets: async () => ({ presets: [{ name: "fit 24 GB" }, { name: "fit this card", target: "request" }] }),
+        presets: async () => ({ presets: [{ name: "fit 24 GB" }, { name: "fit this card", target: "request" }], verdicts: rows }),
         applyPreset: async (wf, name) => ({ after: after[name], changes: [{ node_id: 1, widget: "w", to: 1 }] }),
       };
       return suggestedFix({ app: window.__comfy.app, client, result: { fixes: [] }, getBudget: () => "auto" });
-    }""")
+    }""", VERDICT_ROWS + [{"id": "tight", "text": "tight", "runs": True, "fits": False, "sized": True}])
     assert chosen == {"preset": "fit this card", "title": "fit this card", "text": "fit this card"}
 
 
@@ -265,8 +265,8 @@ def test_preset_rows_say_what_they_change_and_what_it_does(open_panel):
       const { presetSummary } = await import("/extensions/headroom/headroom_panel.js");
       return presetSummary({ changes: [{ node_id: 1, widget: "weight_dtype", from: "default", to: "fp8_e4m3fn" },
                                        { node_id: 2, widget: "length", from: 121, to: 101 }],
-        before: { peak_bytes: 7.4 * 2 ** 30, verdict: "tight", slowdown: 1.73 },
-        after: { peak_bytes: 7.4 * 2 ** 30, verdict: "tight", slowdown: 1.0 } });
+        before: { peak_bytes: 7.4 * 2 ** 30, verdict: "tight", verdict_id: "tight", slowdown: 1.73 },
+        after: { peak_bytes: 7.4 * 2 ** 30, verdict: "tight", verdict_id: "tight", slowdown: 1.0 } });
     }""")
     assert summary == {"changes": ["weight_dtype default → fp8_e4m3fn", "length 121 → 101"],
                        "effect": ["still tight", "weights: 1.7× slower → full speed"], "better": 1, "costs": []}
@@ -283,11 +283,11 @@ def test_preset_rows_are_judged_on_the_users_card_and_say_their_costs(open_panel
       const swap = { node_id: 8, widget: "type", from: "VAEDecode", to: "VAEDecodeTiled", replace: true,
                      widgets: { tile_size: 768, overlap: 64 } };
       const judged = presetSummary({ changes: [swap], judged_on: "request", judged_bytes: 12e9,
-        before: { verdict: "does not fit", slowdown: 1.2 }, after: { verdict: "streams", slowdown: 1.2 },
-        target: { bytes: 8e9, verdict: "does not fit" },
+        before: { verdict: "does not fit", verdict_id: "does_not_fit", slowdown: 1.2 }, after: { verdict: "streams", verdict_id: "streams", slowdown: 1.2 },
+        target: { bytes: 8e9, verdict: "does not fit", verdict_id: "does_not_fit" },
         costs: [{ kind: "text_encoder_cpu", effect: "prompt encoding takes seconds" }] });
-      const nothing = presetSummary({ changes: [], before: { verdict: "tight", slowdown: 1.2 },
-                                      after: { verdict: "tight", slowdown: 1.2 } });
+      const nothing = presetSummary({ changes: [], before: { verdict: "tight", verdict_id: "tight", slowdown: 1.2 },
+                                      after: { verdict: "tight", verdict_id: "tight", slowdown: 1.2 } });
       return { judged, nothing };
     }""")
     assert out["judged"]["changes"] == ["VAEDecode → VAEDecodeTiled (tile_size 768, overlap 64)"]
@@ -306,11 +306,11 @@ def test_the_headline_names_the_limit_it_stops_at(open_panel):
       const stages = [{ name: "text_encode", peak_bytes: 5 * G, required_bytes: 1 * G },
                       { name: "sample", peak_bytes: 11.7 * G, required_bytes: 4 * G }];
       const base = { peak_bytes: 11.7 * G, peak_stage: "sample", stages, budget_bytes: 12 * G, required_bytes: 4 * G };
-      const ram = renderStages({ ...base, verdict: "does not fit", limit: "host_ram", ram_bytes: 16 * G,
+      const ram = renderStages({ ...base, verdict: "does not fit", verdict_id: "does_not_fit", limit: "host_ram", ram_bytes: 16 * G,
         host_ram_bytes: 30 * G, verdict_reason: "runs out of host RAM: the weights need 30.0 GiB of 16.0 GiB" }, null, rows);
-      const vram = renderStages({ ...base, verdict: "does not fit", limit: "vram", limit_stage: "text_encode",
+      const vram = renderStages({ ...base, verdict: "does not fit", verdict_id: "does_not_fit", limit: "vram", limit_stage: "text_encode",
         verdict_reason: "runs out of VRAM in text_encode" }, null, rows);
-      const fits = renderStages({ ...base, verdict: "fits" }, null, rows);
+      const fits = renderStages({ ...base, verdict: "fits", verdict_id: "fits" }, null, rows);
       return [ram, vram, fits].map((e) => ({ text: e.querySelector(".headroom-verdict").textContent,
         ramBar: Boolean(e.querySelector(".headroom-ram-bar")) }));
     }""", VERDICT_ROWS)
@@ -374,7 +374,7 @@ def test_an_estimate_the_core_could_not_make_says_so(open_panel):
     assert "n/a" not in text and "fits" not in text
     # The queue-time event says so once, as a warning.
     page.evaluate("""() => { for (let i = 0; i < 2; i++) window.__comfy.api.emit("headroom.preflight", {
-      action: "warn", verdict: "unknown", over_budget: false, estimated: false,
+      action: "warn", verdict: "unknown", verdict_id: "unknown", over_budget: false, estimated: false,
       not_estimated: "no diffusion model loader runs in this workflow" }); }""")
     toasts = page.evaluate("() => window.__comfy.toasts")
     assert len(toasts) == 1 and toasts[0]["summary"] == "Headroom could not estimate this workflow"
@@ -384,14 +384,14 @@ def test_an_estimate_the_core_could_not_make_says_so(open_panel):
 def test_oom_toast_offers_no_unrelated_preset_and_fits_the_card_of_the_message(open_panel):
     """Item 14: a fragmentation diagnosis got "Apply: fit this card", computed against the settings' budget."""
     page, errors = open_panel("/templates/flux_schnell.json")
-    result = page.evaluate("""async () => {
+    result = page.evaluate("""async (rows) => {
       const { suggestedFix, showOomToast } = await import("/extensions/headroom/headroom_oom.js");
       const calls = [];
       const client = {
-        presets: async () => ({ presets: [{ name: "fit 8 GB" }, { name: "fit this card", target: "request" }] }),
+        presets: async () => ({ presets: [{ name: "fit 8 GB" }, { name: "fit this card", target: "request" }], verdicts: rows }),
         applyPreset: async (wf, name, budget) => {
           calls.push([name, budget]);
-          return { after: { peak_bytes: 5, verdict: "fits" }, changes: [{ node_id: 1, widget: "w", to: 1 }] };
+          return { after: { peak_bytes: 5, verdict: "fits", verdict_id: "fits" }, changes: [{ node_id: 1, widget: "w", to: 1 }] };
         },
       };
       const app = window.__comfy.app;
@@ -409,7 +409,7 @@ def test_oom_toast_offers_no_unrelated_preset_and_fits_the_card_of_the_message(o
       const buttons = toast.querySelectorAll(".headroom-apply-fix").length;
       toast.remove();
       return { forFragmentation, callsAfterFragmentation, forOom, calls, overflow, buttons };
-    }""")
+    }""", VERDICT_ROWS)
     assert result["forFragmentation"] is None and result["callsAfterFragmentation"] == 0
     assert result["forOom"] == {"preset": "fit this card", "title": "fit this card", "text": "fit this card"}
     assert all(budget == {"vram_bytes": 12 * 2 ** 30} for _, budget in result["calls"])
@@ -431,11 +431,11 @@ def test_the_estimate_says_its_loader_the_advice_and_the_streaming_slowdown(open
       const { renderStages } = await import("/extensions/headroom/headroom_panel.js");
       const base = { peak_bytes: 14 * 2 ** 30, peak_stage: "sample", budget_bytes: 12 * 2 ** 30,
                      stages: [{ name: "sample", peak_bytes: 14 * 2 ** 30 }] };
-      const streams = renderStages({ ...base, verdict: "streams", slowdown: 2.44, runtime: "dynamic",
+      const streams = renderStages({ ...base, verdict: "streams", verdict_id: "streams", slowdown: 2.44, runtime: "dynamic",
         verdict_reason: "sample streams weights, about 2.4x slower", advice: "fp8 weights run at full speed" }, null, rows);
-      const legacy = renderStages({ ...base, verdict: "does not fit", runtime: "legacy",
+      const legacy = renderStages({ ...base, verdict: "does not fit", verdict_id: "does_not_fit", runtime: "legacy",
         verdict_reason: "runs out of VRAM in sample" }, null, rows);
-      const plain = renderStages({ ...base, verdict: "fits", peak_bytes: 2 ** 30 }, null, rows);
+      const plain = renderStages({ ...base, verdict: "fits", verdict_id: "fits", peak_bytes: 2 ** 30 }, null, rows);
       return [streams, legacy, plain].map((e) => ({
         verdict: e.querySelector(".headroom-verdict").textContent,
         cls: e.querySelector(".headroom-verdict").className,
@@ -458,16 +458,16 @@ def test_the_estimate_says_its_loader_the_advice_and_the_streaming_slowdown(open
 def test_queue_time_toasts_name_the_loader_and_a_streaming_run_is_reported_whatever_the_action(open_panel):
     page, _ = open_panel("/templates/flux_schnell.json")
     page.evaluate("""(rows) => window.__comfy.api.emit("headroom.preflight", {
-      action: "block", verdict: "streams", verdict_flags: rows[1], over_budget: false, runtime: "dynamic",
+      action: "block", verdict: "streams", verdict_id: "streams", verdict_flags: rows[1], over_budget: false, runtime: "dynamic",
       slowdown: 2.44, verdict_reason: "sample streams weights, about 2.4x slower",
       peak_bytes: 14 * 2 ** 30, peak_stage: "sample", budget_bytes: 12 * 2 ** 30 })""", VERDICT_ROWS)
     page.evaluate("""(rows) => window.__comfy.api.emit("headroom.preflight", {
-      action: "block", blocked: true, verdict: "does not fit", verdict_flags: rows[2], over_budget: true,
+      action: "block", blocked: true, verdict: "does not fit", verdict_id: "does_not_fit", verdict_flags: rows[2], over_budget: true,
       runtime: "legacy", verdict_reason: "runs out of host RAM: the weights need 40.0 GiB of 32.0 GiB",
       peak_bytes: 10 * 2 ** 30, peak_stage: "sample", budget_bytes: 12 * 2 ** 30, fix: "fp8 weights" })""", VERDICT_ROWS)
     # Without the core's reason the plan's slowdown says how much slower.
     page.evaluate("""(rows) => window.__comfy.api.emit("headroom.preflight", {
-      action: "auto-fix", verdict: "streams", verdict_flags: rows[1], over_budget: false, slowdown: 1.8,
+      action: "auto-fix", verdict: "streams", verdict_id: "streams", verdict_flags: rows[1], over_budget: false, slowdown: 1.8,
       peak_bytes: 14 * 2 ** 30, peak_stage: "sample", budget_bytes: 12 * 2 ** 30 })""", VERDICT_ROWS)
     toasts = page.evaluate("() => window.__comfy.toasts")
     assert len(toasts) == 3

@@ -36,7 +36,7 @@ json catalog() {
   for (const auto& p : c.precisions) {
     json j = {{"name", p.name},
               {"aliases", p.aliases},
-              {"kind", p.kind},
+              {"kind", precision_kind_name(p.kind)},
               {"bits_per_weight", p.bits_per_weight()},
               {"elems_per_block", p.elems_per_block},
               {"bytes_per_block", p.bytes_per_block}};

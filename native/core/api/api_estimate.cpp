@@ -83,7 +83,7 @@ json estimate(const json& body) {
   } else if (auto guessed = precision_from_file_name(model); guessed && named.name != normalised_name(model)) {
     // A file name such as flux1-dev-fp8.safetensors names the precision too.
     const PrecisionInfo& p = resolve_precision(*guessed, "model");
-    if (named.role != Role::Vae || p.kind == "float") {
+    if (named.role != Role::Vae || p.kind == PrecisionKind::Float) {
       component_of(job, named.role).precision = p.name;
       job.notes.push_back("precision " + p.name + " taken from the name '" + model + "'");
     }

@@ -169,11 +169,13 @@ json plan(const json& body) {
     json covered = not_covered(info, unknown);
     const std::string why = covered["reason"].get<std::string>();
     covered.erase("reason");
-    return {{"verdict", spelling(Verdict::Unknown)}, {"reason", why}, {"not_covered", std::move(covered)},
-            {"peak_bytes", nullptr}, {"stages", json::array()}, {"changes", json::array()},
-            {"unknown_nodes", unknown}, {"smallest_gpu", nullptr}, {"smallest_gpu_runs", nullptr},
-            {"sized_stages", sized_stages(info, rt)}, {"job", job_to_json(info.job)}, {"workflow", std::move(info_json)},
-            {"budget_bytes", budget_json(rt)}};
+    json out = {{"reason", why}, {"not_covered", std::move(covered)},
+                {"peak_bytes", nullptr}, {"stages", json::array()}, {"changes", json::array()},
+                {"unknown_nodes", unknown}, {"smallest_gpu", nullptr}, {"smallest_gpu_runs", nullptr},
+                {"sized_stages", sized_stages(info, rt)}, {"job", job_to_json(info.job)}, {"workflow", std::move(info_json)},
+                {"budget_bytes", budget_json(rt)}};
+    put_verdict(out, Verdict::Unknown);
+    return out;
   }
   Plan p = make_plan(info.job, rt);
   const bool any_widget = std::any_of(p.changes.begin(), p.changes.end(), [](const PlanChange& c) { return c.widget; });
@@ -194,7 +196,7 @@ json plan(const json& body) {
                             "; the stages are for an assumed " +
                             std::to_string(info.job.width) + "x" + std::to_string(info.job.height) + ", " +
                             std::to_string(info.job.frames) + " frame(s), batch " + std::to_string(info.job.batch);
-    out["verdict"] = spelling(Verdict::Unknown);
+    put_verdict(out, Verdict::Unknown);
     out["verdict_reason"] = why;
     out["reason"] = why;
     out["not_covered"] = {{"kind", "size"}, {"node_id", from->id}, {"node_type", from->type}, {"why", from->why},
@@ -235,9 +237,12 @@ json apply_preset(const json& body) {
   auto side = [](const Estimate& e, std::uint64_t need) {
     json j = e.to_json();
     j["full_load_bytes"] = need;
-    if (!j.contains("verdict")) j["verdict"] = e.verdict;
+    if (!j.contains("verdict")) put_verdict(j, e.verdict, "");
     return j;
   };
+  json target = {{"bytes", r.target_bytes ? json(r.target_bytes) : json(nullptr)},
+                 {"peak_bytes", r.target_after.peak_bytes}};
+  put_verdict(target, r.target_after.verdict, "");
   json out = {{"workflow", r.workflow},
               {"preset", request.raw("preset")},
               {"target_bytes", r.target_bytes ? json(r.target_bytes) : json(nullptr)},
@@ -245,9 +250,7 @@ json apply_preset(const json& body) {
               {"judged_on", r.judged_on_request ? "request" : "target"},
               {"before", side(r.before, r.before_need)},
               {"after", side(r.after, r.after_need)},
-              {"target", {{"bytes", r.target_bytes ? json(r.target_bytes) : json(nullptr)},
-                          {"peak_bytes", r.target_after.peak_bytes},
-                          {"verdict", r.target_after.verdict}}},
+              {"target", std::move(target)},
               {"changes", r.changes},
               {"kinds", r.kinds},
               {"costs", costs_of(r.kinds)},

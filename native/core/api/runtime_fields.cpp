@@ -49,7 +49,9 @@ request::Fields with_runtime_fields(request::Fields fields) {
 namespace {
 
 void apply_runtime_fields(const request::Request& r, Runtime& rt) {
-  if (r.has("runtime")) rt.loader = r.text("runtime") == "dynamic" ? Runtime::Loader::Dynamic : Runtime::Loader::Legacy;
+  // The field's choices are the two loader names (checked by the request table), so the other is legacy.
+  if (r.has("runtime"))
+    rt.loader = r.text("runtime") == loader_name(Runtime::Loader::Dynamic) ? Runtime::Loader::Dynamic : Runtime::Loader::Legacy;
   if (r.has("offload_streams")) rt.offload_streams = static_cast<int>(r.integer("offload_streams"));
   rt.windows = r.flag_or("windows", rt.windows);
   if (auto b = r.bytes_if("reserve_bytes")) rt.reserve_bytes = *b;

@@ -35,11 +35,16 @@ std::string normalise(const std::string& s) {
 }
 
 Role parse_role(const JsonFields& entry, const std::string& role) {
-  if (role == "diffusion_model") return Role::DiffusionModel;
-  if (role == "text_encoder") return Role::TextEncoder;
-  if (role == "clip_vision") return Role::ClipVision;
-  if (role == "vae") return Role::Vae;
+  for (Role r : {Role::DiffusionModel, Role::TextEncoder, Role::ClipVision, Role::Vae})
+    if (role == role_name(r)) return r;
   entry.fail("role", "expected diffusion_model, text_encoder, clip_vision or vae, got '" + role + "'");
+}
+
+PrecisionKind read_precision_kind(const JsonFields& f) {
+  const std::string kind = f.text("kind");
+  for (PrecisionKind k : {PrecisionKind::Float, PrecisionKind::Fp8, PrecisionKind::ComfyQuant, PrecisionKind::Gguf})
+    if (kind == precision_kind_name(k)) return k;
+  f.fail("kind", "expected float, fp8, comfy_quant or gguf, got '" + kind + "'");
 }
 
 // Every spelling of every item -> the item it names. Raw spellings point where their normalised form
@@ -225,7 +230,7 @@ Catalog load() {
     info.name = JsonFields(p, models_file + ": precision").text("name");
     const JsonFields f(p, models_file + ": precision " + info.name);
     if (f.has("aliases")) info.aliases = f.texts("aliases");
-    info.kind = f.text("kind");
+    info.kind = read_precision_kind(f);
     info.elems_per_block = f.integer("elems_per_block", {1, 4096});
     info.bytes_per_block = f.integer("bytes_per_block", {1, 1 << 16});
     info.ggml_type = f.optional_integer("ggml_type", {0, 1023}).value_or(-1);
@@ -327,6 +332,16 @@ std::string all_names(const std::vector<T>& items) {
 }
 
 }  // namespace
+
+const char* precision_kind_name(PrecisionKind kind) {
+  switch (kind) {
+    case PrecisionKind::Fp8: return "fp8";
+    case PrecisionKind::ComfyQuant: return "comfy_quant";
+    case PrecisionKind::Gguf: return "gguf";
+    case PrecisionKind::Float: break;
+  }
+  return "float";
+}
 
 const char* role_name(Role role) {
   switch (role) {
@@ -434,12 +449,12 @@ void check_precision_for_role(const ModelInfo& model, const PrecisionInfo& preci
     case Role::DiffusionModel:
     case Role::TextEncoder: break;
     case Role::ClipVision:
-      ok = precision.kind != "gguf";
+      ok = precision.kind != PrecisionKind::Gguf;
       allowed = "fp32, bf16, fp16 or fp8";
       break;
     case Role::Vae: {
       const auto& q = model.released_quantized;
-      ok = precision.kind == "float" || std::find(q.begin(), q.end(), precision.name) != q.end();
+      ok = precision.kind == PrecisionKind::Float || std::find(q.begin(), q.end(), precision.name) != q.end();
       allowed = "fp32, bf16 or fp16";
       for (const auto& name : q) allowed += ", " + name;
       break;

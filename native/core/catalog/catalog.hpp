@@ -22,10 +22,15 @@ const char* role_name(Role role);  // "diffusion_model", "text_encoder", "clip_v
 
 // A storage format of weights. Float and fp8 formats are one element per "block".
 // GGUF formats are exact ggml blocks (e.g. Q8_0: 32 weights in 34 bytes, Q4_K: 256 in 144).
+// How a precision stores weights (models.json precisions "kind"): plain floats, float8, ComfyUI's
+// per-layer quantised formats, or GGUF blocks.
+enum class PrecisionKind { Float, Fp8, ComfyQuant, Gguf };
+const char* precision_kind_name(PrecisionKind kind);  // "float", "fp8", "comfy_quant", "gguf"
+
 struct PrecisionInfo {
   std::string name;                   // canonical: "bf16", "fp8_e4m3fn", "gguf-q4_k", ...
   std::vector<std::string> aliases;
-  std::string kind;                   // "float" | "fp8" | "gguf"
+  PrecisionKind kind = PrecisionKind::Float;
   int elems_per_block = 1;
   int bytes_per_block = 2;
   int ggml_type = -1;                 // GGUF type id (ggml_type enum), -1 when not a GGUF type
@@ -35,7 +40,7 @@ struct PrecisionInfo {
   double bits_per_weight() const { return 8.0 * bytes_per_block / elems_per_block; }
   // Bytes of `elements` weights stored in this format (whole blocks).
   std::uint64_t bytes_for(std::uint64_t elements) const;
-  bool quantised() const { return kind != "float"; }  // needs a cast/dequant to compute
+  bool quantised() const { return kind != PrecisionKind::Float; }  // needs a cast/dequant to compute
 };
 
 struct GpuInfo {

@@ -81,7 +81,7 @@ std::string precision_token(const std::string& stem, bool gguf_allowed, bool ggu
         for (auto& c : sp) c = c == '-' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
         if (sp.rfind("gguf_", 0) == 0) sp = sp.substr(5);
         if (std::none_of(sp.begin(), sp.end(), [](unsigned char c) { return std::isdigit(c); })) continue;
-        out.push_back({"_" + sp + "_", p.name, p.kind == "gguf", p.kind == "float"});
+        out.push_back({"_" + sp + "_", p.name, p.kind == PrecisionKind::Gguf, p.kind == PrecisionKind::Float});
       }
     }
     return out;
@@ -113,7 +113,7 @@ std::optional<std::string> precision_from_file_name(const std::string& file_name
     // Mixed K-quants (Q4_K_M = Q4_K with some Q6_K tensors) are named after their main block type,
     // spelt as the catalog's ggml-type alias ("q4_k", "q8_0"); the first in catalog order wins.
     for (const auto& p : catalog_data().precisions) {
-      if (p.kind != "gguf") continue;
+      if (p.kind != PrecisionKind::Gguf) continue;
       for (const auto& a : p.aliases)
         if (a.size() == 4 && a[0] == 'q' && a[2] == '_' && has(stem, a.c_str())) return p.name;
     }

@@ -13,14 +13,17 @@ const char* decoder_kind_name(DecoderKind kind) {
   switch (kind) {
     case DecoderKind::None: return "none";
     case DecoderKind::Kl: return "kl";
+    case DecoderKind::Flux2: return "flux2";
     case DecoderKind::Wan21: return "wan2.1";
     case DecoderKind::Wan22: return "wan2.2";
   }
   return "none";
 }
 
+bool kl_decoder(DecoderKind kind) { return kind == DecoderKind::Kl || kind == DecoderKind::Flux2; }
+
 std::optional<DecoderKind> decoder_kind_from_name(std::string_view name) {
-  for (DecoderKind k : {DecoderKind::Kl, DecoderKind::Wan21, DecoderKind::Wan22})
+  for (DecoderKind k : {DecoderKind::Kl, DecoderKind::Flux2, DecoderKind::Wan21, DecoderKind::Wan22})
     if (name == decoder_kind_name(k)) return k;
   return std::nullopt;
 }
@@ -190,10 +193,10 @@ VaeArch read_vae(const JsonFields& entry) {
   a.causal = arch.optional_flag("causal").value_or(false);
   if (auto d = arch.optional_text("decoder")) {
     auto kind = decoder_kind_from_name(*d);
-    if (!kind) arch.fail("decoder", "expected kl, wan2.1 or wan2.2 (a native decoder), got '" + *d + "'");
+    if (!kind) arch.fail("decoder", "expected kl, flux2, wan2.1 or wan2.2 (a native decoder), got '" + *d + "'");
     a.decoder = *kind;
     a.res_blocks = arch.integer("res_blocks", kWidth);
-    if (a.decoder == DecoderKind::Kl) {
+    if (kl_decoder(a.decoder)) {
       a.channels = arch.integers("channels", kWidth);
       a.receptive_field_latent_px = arch.integer("receptive_field_latent_px", kWidth);
     } else {

@@ -14,8 +14,10 @@ namespace headroom {
 
 // Which of Headroom's native VAE decoders runs a VAE (models.json vae "arch.decoder").
 // None: no native decoder; its Headroom decode is estimated as ComfyUI's tiled one.
-enum class DecoderKind { None, Kl, Wan21, Wan22 };
-const char* decoder_kind_name(DecoderKind kind);  // "none", "kl", "wan2.1", "wan2.2"
+// Flux2: the KL decoder behind FLUX.2's front end (inverse BatchNorm, 2x2 unpatchify), planned as KL.
+enum class DecoderKind { None, Kl, Flux2, Wan21, Wan22 };
+const char* decoder_kind_name(DecoderKind kind);  // "none", "kl", "flux2", "wan2.1", "wan2.2"
+bool kl_decoder(DecoderKind kind);                // Kl or Flux2: an image decoder with KL's blocks
 std::optional<DecoderKind> decoder_kind_from_name(std::string_view name);
 
 // Live elements per token at one phase of a block's peak: hidden_multiple*hidden + ffn_multiple*ffn.

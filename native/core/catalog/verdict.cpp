@@ -2,6 +2,8 @@
 
 #include <array>
 
+#include "core/base/error.hpp"
+
 namespace headroom {
 namespace {
 
@@ -31,6 +33,32 @@ const std::array<Row, 5>& rows() {
 const std::string& spelling(Verdict v) {
   const Row& r = rows()[static_cast<std::size_t>(v)];
   return r.verdict == v ? r.text : rows()[0].text;  // a misplaced row is caught by test_verdict.cpp
+}
+
+const char* verdict_id(Verdict v) {
+  const Row& r = rows()[static_cast<std::size_t>(v)];
+  return r.verdict == v ? r.id : rows()[0].id;
+}
+
+Verdict verdict_from_id(const std::string& id, const std::string& field) {
+  std::string ids;
+  for (const auto& r : rows()) {
+    if (id == r.id) return r.verdict;
+    ids += std::string(ids.empty() ? "" : ", ") + r.id;
+  }
+  throw InputError(field, "expected a verdict id (" + ids + "), got '" + id + "'");
+}
+
+std::optional<Verdict> answer_verdict(const nlohmann::json& answer) {
+  const auto it = answer.find("verdict_id");
+  if (it == answer.end() || it->is_null()) return std::nullopt;
+  if (!it->is_string()) throw InputError("verdict_id", "expected a string, got " + std::string(it->type_name()));
+  return verdict_from_id(it->get<std::string>(), "verdict_id");
+}
+
+void put_verdict(nlohmann::json& out, std::optional<Verdict> v, const nlohmann::json& none) {
+  out["verdict"] = v ? nlohmann::json(spelling(*v)) : none;
+  out["verdict_id"] = v ? nlohmann::json(verdict_id(*v)) : nlohmann::json(nullptr);
 }
 
 nlohmann::json verdicts_json() {

@@ -188,18 +188,16 @@ DecodePlan plan_kl(const DecodeRequest& r) {
                                     format_bytes(need) + "; raise the budget (free VRAM) or lower the tile");
   };
 
-  std::string mode = r.mode;
-  if (mode != "auto" && mode != "full" && mode != "exact" && mode != "fast" && mode != "blend")
-    throw InputError("mode", "unknown mode '" + r.mode + "' (use full, exact, fast, blend or auto)");
-  if (mode == "auto") mode = (requested == 0 && fits(p.full_peak_bytes)) ? "full" : "exact";
-  p.mode = mode;
+  DecodeTiling mode = decode_tiling_from_name(r.mode, "mode");
+  if (mode == DecodeTiling::Auto) mode = (requested == 0 && fits(p.full_peak_bytes)) ? DecodeTiling::Full : DecodeTiling::Exact;
+  p.mode = decode_tiling_name(mode);
 
-  if (mode == "full") {
+  if (mode == DecodeTiling::Full) {
     if (!fits(p.full_peak_bytes)) throw budget_error("a full decode (use mode exact or auto)", p.full_peak_bytes);
     p.peak_bytes = p.full_peak_bytes;
     return p;
   }
-  if (mode == "exact") {
+  if (mode == DecodeTiling::Exact) {
     p.halo_latent = 1;
     auto choose = [&](int T) -> bool {
       if (fits(exact_peak(T, false))) {
@@ -235,7 +233,7 @@ DecodePlan plan_kl(const DecodeRequest& r) {
     }
     p.peak_bytes = exact_peak(p.tile_latent, p.park_on_cpu);
   } else {  // fast, blend
-    const int halo = mode == "fast" ? vae.receptive_field_latent_px : 0;  // fast: the decoder's receptive field
+    const int halo = mode == DecodeTiling::Fast ? vae.receptive_field_latent_px : 0;  // fast: the decoder's receptive field
     int T = requested ? std::min(requested, max_tile) : 0;
     if (!T) {
       // Down to 8 latent px, or the whole latent when it is smaller: a latent under 8 px a side once got
@@ -244,13 +242,13 @@ DecodePlan plan_kl(const DecodeRequest& r) {
       for (int t = max_tile; t >= smallest && !T; --t)
         if (fits(tile_forward_peak(t, halo))) T = t;
       if (!T)
-        throw budget_error("a " + mode + " tile of " + std::to_string(smallest) + " latent px",
+        throw budget_error("a " + p.mode + " tile of " + std::to_string(smallest) + " latent px",
                            tile_forward_peak(smallest, halo));
     } else if (!fits(tile_forward_peak(T, halo))) {
-      throw budget_error(mode + " tiles of " + std::to_string(T * up) + " px", tile_forward_peak(T, halo));
+      throw budget_error(p.mode + " tiles of " + std::to_string(T * up) + " px", tile_forward_peak(T, halo));
     }
     p.tile_latent = T;
-    p.halo_latent = mode == "fast" ? halo : std::max(1, std::min(8, T / 4));
+    p.halo_latent = mode == DecodeTiling::Fast ? halo : std::max(1, std::min(8, T / 4));
     p.peak_bytes = tile_forward_peak(T, halo);
   }
   const int ny = (r.latent_height + p.tile_latent - 1) / p.tile_latent;
@@ -261,9 +259,26 @@ DecodePlan plan_kl(const DecodeRequest& r) {
 
 }  // namespace
 
+const char* decode_tiling_name(DecodeTiling tiling) {
+  switch (tiling) {
+    case DecodeTiling::Full: return "full";
+    case DecodeTiling::Exact: return "exact";
+    case DecodeTiling::Fast: return "fast";
+    case DecodeTiling::Blend: return "blend";
+    case DecodeTiling::Auto: break;
+  }
+  return "auto";
+}
+
+DecodeTiling decode_tiling_from_name(const std::string& name, const std::string& field) {
+  for (DecodeTiling t : {DecodeTiling::Auto, DecodeTiling::Full, DecodeTiling::Exact, DecodeTiling::Fast, DecodeTiling::Blend})
+    if (name == decode_tiling_name(t)) return t;
+  throw InputError(field, "unknown mode '" + name + "' (use full, exact, fast, blend or auto)");
+}
+
 const VaeArch& decode_arch(const DecodeRequest& request) {
   const auto kind = decoder_kind_from_name(request.family);
-  if (!kind) throw InputError("family", "unknown VAE family '" + request.family + "' (kl, wan2.1 or wan2.2)");
+  if (!kind) throw InputError("family", "unknown VAE family '" + request.family + "' (kl, flux2, wan2.1 or wan2.2)");
   if (request.arch) {
     if (request.arch->decoder != *kind)
       throw InputError("family", "'" + request.family + "' does not match the VAE figures given (a " +
@@ -276,7 +291,7 @@ const VaeArch& decode_arch(const DecodeRequest& request) {
 }
 
 DecodePlan plan_decode(const DecodeRequest& request) {
-  return decode_arch(request).decoder == DecoderKind::Kl ? plan_kl(request) : plan_decode_wan(request);
+  return kl_decoder(decode_arch(request).decoder) ? plan_kl(request) : plan_decode_wan(request);
 }
 
 }  // namespace headroom

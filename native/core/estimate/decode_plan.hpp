@@ -9,6 +9,13 @@ namespace headroom {
 
 struct VaeArch;  // core/catalog/model_arch.hpp
 
+// The decode modes. DecodeRequest::mode and DecodePlan::mode carry their names, the form in which
+// they cross to the torch decoders and Python; the planners parse the name once.
+enum class DecodeTiling { Auto, Full, Exact, Fast, Blend };
+const char* decode_tiling_name(DecodeTiling tiling);  // "auto", "full", "exact", "fast", "blend"
+// The mode called `name`; throws InputError(field) naming the modes for any other word.
+DecodeTiling decode_tiling_from_name(const std::string& name, const std::string& field);
+
 struct DecodeRequest {
   std::string family;            // the decoder kind: decoder_kind_name() of DecoderKind ("kl", "wan2.1", "wan2.2")
   // The VAE's figures (models.json arch: widths, blocks, strides); nullptr = those of the first
@@ -31,7 +38,8 @@ struct DecodeRequest {
 };
 
 struct DecodePlan {
-  std::string mode;              // the mode that will run (auto resolves to full or exact)
+  std::string mode;              // the mode that will run (auto resolves to full or exact): decode_tiling_name
+  DecodeTiling tiling() const { return decode_tiling_from_name(mode, "mode"); }
   int tile_latent = 0;           // tile edge in latent pixels (0 for full)
   int halo_latent = 0;           // extra latent pixels decoded on each side of a tile
   int tiles = 1;                 // number of tiles per image

@@ -271,7 +271,7 @@ int count_overlapping(int size, int tile, int overlap) {
 }
 
 // The request's figures, checked; returns its mode with "fast" read as "blend" (Wan has no halo mode).
-std::string checked_wan_mode(const DecodeRequest& r, const VaeArch& vae) {
+DecodeTiling checked_wan_mode(const DecodeRequest& r, const VaeArch& vae) {
   if (vae.decoder != DecoderKind::Wan21 && vae.decoder != DecoderKind::Wan22)
     throw InputError("family", "plan_decode_wan: '" + r.family + "' is not wan2.1 or wan2.2");
   if (r.latent_height < 1 || r.latent_width < 1 || r.latent_frames < 1 || r.batch < 1)
@@ -279,17 +279,15 @@ std::string checked_wan_mode(const DecodeRequest& r, const VaeArch& vae) {
                                    "x" + std::to_string(r.latent_frames) + "x" + std::to_string(r.latent_height) + "x" +
                                    std::to_string(r.latent_width) + ")");
   if (r.dtype_bytes != 2 && r.dtype_bytes != 4) throw InputError("dtype", "dtype_bytes must be 2 or 4");
-  std::string mode = r.mode == "fast" ? "blend" : r.mode;
-  if (mode != "auto" && mode != "full" && mode != "exact" && mode != "blend")
-    throw InputError("mode", "unknown mode '" + r.mode + "' (use full, exact, blend, fast or auto)");
-  return mode;
+  const DecodeTiling mode = decode_tiling_from_name(r.mode, "mode");
+  return mode == DecodeTiling::Fast ? DecodeTiling::Blend : mode;
 }
 
 }  // namespace
 
 DecodePlan plan_decode_wan(const DecodeRequest& r) {
   const VaeArch& vae = decode_arch(r);
-  std::string mode = checked_wan_mode(r, vae);
+  DecodeTiling mode = checked_wan_mode(r, vae);
   const Arch a = arch_of(r, vae);
   const double d = r.dtype_bytes, h = r.latent_height, w = r.latent_width, T = r.latent_frames;
   const int scale = a.scale;
@@ -327,22 +325,22 @@ DecodePlan plan_decode_wan(const DecodeRequest& r) {
                                     format_bytes(need) + "; free VRAM (unload models) or raise the budget");
   };
 
-  if (mode == "auto") mode = (requested == 0 && fits(p.full_peak_bytes)) ? "full" : "exact";
-  p.mode = mode;
-  if (mode == "full") {
+  if (mode == DecodeTiling::Auto) mode = (requested == 0 && fits(p.full_peak_bytes)) ? DecodeTiling::Full : DecodeTiling::Exact;
+  p.mode = decode_tiling_name(mode);
+  if (mode == DecodeTiling::Full) {
     if (!fits(p.full_peak_bytes)) throw budget_error("a full decode (use mode exact or auto)", p.full_peak_bytes);
     p.peak_bytes = p.full_peak_bytes;
     p.tiles = 1;
     return p;
   }
-  const bool exact = mode == "exact";
+  const bool exact = mode == DecodeTiling::Exact;
   int tile = requested ? std::min(requested, max_tile) : 0;
   bool park = false;
   if (tile) {
     if (!fits(tiled_peak(tile, exact, false))) {
       park = true;
       if (!fits(tiled_peak(tile, exact, true)))
-        throw budget_error(mode + " tiles of " + std::to_string(tile * scale) + " px, even with the cache in CPU memory",
+        throw budget_error(p.mode + " tiles of " + std::to_string(tile * scale) + " px, even with the cache in CPU memory",
                            tiled_peak(tile, exact, true));
     }
   } else {
@@ -360,7 +358,7 @@ DecodePlan plan_decode_wan(const DecodeRequest& r) {
       }
     }
     if (!tile)
-      throw budget_error(mode + " tiles of " + std::to_string(smallest * scale) + " px with the cache in CPU memory",
+      throw budget_error(p.mode + " tiles of " + std::to_string(smallest * scale) + " px with the cache in CPU memory",
                          tiled_peak(smallest, exact, true));
   }
   p.tile_latent = tile;

@@ -55,7 +55,7 @@ const char* decode_mode_name(DecodeMode m) {
 // this stage's peak (both loaders keep models cached while they fit; dynamic VRAM evicts them on
 // demand, the legacy loader frees them before a stage that would not fit otherwise).
 void mark_cached(Stage& stage, const std::vector<std::pair<std::string, std::uint64_t>>& earlier, std::uint64_t vram) {
-  if (vram == 0 || stage.mode != "full") return;
+  if (vram == 0 || stage.mode != StageMode::Full) return;
   std::uint64_t used = std::max(stage.peak_bytes, stage.cache_floor_bytes);
   for (const auto& e : earlier) {
     if (std::find(stage.resident.begin(), stage.resident.end(), e.first) != stage.resident.end()) continue;
@@ -71,7 +71,7 @@ void mark_cached(Stage& stage, const std::vector<std::pair<std::string, std::uin
 
 // GGUF files load through ComfyUI-GGUF's own ModelPatcher, which stays on the legacy loader even with
 // dynamic VRAM on (Comfy-Org/ComfyUI#13953).
-bool gguf(const ResolvedComponent& c) { return c.precision->kind == "gguf"; }
+bool gguf(const ResolvedComponent& c) { return c.precision->kind == PrecisionKind::Gguf; }
 
 // A prompt upsampler that is not also one of the job's text encoders: one file, one residency.
 bool generator_only(const ResolvedJob& rj, const ResolvedComponent& g) {
@@ -124,7 +124,7 @@ std::string host_ram_end(const Runtime& rt) {
 // would not fit in maximum_vram_for_weights = total * max_weights_share - minimum_inference_memory
 // (comfy/model_management.py unet_dtype, facts comfyui-internals §4.2); otherwise it upcasts.
 void upcast_fp8_like_comfyui(ResolvedJob& rj, const Runtime& rt) {
-  if (!rj.diffusion || rj.diffusion->precision->kind != "fp8" || rt.fp8_compute != 0 || !rt.has_card()) return;
+  if (!rj.diffusion || rj.diffusion->precision->kind != PrecisionKind::Fp8 || rt.fp8_compute != 0 || !rt.has_card()) return;
   const ModelInfo& m = *rj.diffusion->model;
   const PrecisionInfo& wide = resolve_precision(m.compute_dtype);
   const double max_for_weights = runtime_total_bytes(rt) * runtime_constant("max_weights_share") -
@@ -161,6 +161,29 @@ void mark_native_compute(ResolvedJob& rj, const Runtime& rt) {
 
 const char* loader_name(Runtime::Loader loader) { return loader == Runtime::Loader::Dynamic ? "dynamic" : "legacy"; }
 
+const std::string& stage_mode_name(StageMode mode) {
+  static const std::string full = "full", partial = "partial", tiled = "tiled_fallback";
+  switch (mode) {
+    case StageMode::Partial: return partial;
+    case StageMode::TiledFallback: return tiled;
+    case StageMode::Streams: return spelling(Verdict::Streams);
+    case StageMode::DoesNotFit: return spelling(Verdict::DoesNotFit);
+    case StageMode::Full: break;
+  }
+  return full;
+}
+
+const char* stage_mode_id(StageMode mode) {
+  switch (mode) {
+    case StageMode::Partial: return "partial";
+    case StageMode::TiledFallback: return "tiled_fallback";
+    case StageMode::Streams: return verdict_id(Verdict::Streams);
+    case StageMode::DoesNotFit: return verdict_id(Verdict::DoesNotFit);
+    case StageMode::Full: break;
+  }
+  return "full";
+}
+
 json Estimate::to_json() const {
   json j;
   j["peak_bytes"] = peak_bytes;
@@ -168,7 +191,7 @@ json Estimate::to_json() const {
   j["full_load_peak_bytes"] = full_load_peak_bytes;
   j["min_peak_bytes"] = min_peak_bytes;
   j["slowdown"] = slowdown;
-  j["runtime"] = runtime;
+  j["runtime"] = loader_name(runtime);
   j["required_bytes"] = required_bytes();
   j["own_peak_bytes"] = own_peak_bytes;
   j["host_ram_bytes"] = host_ram_bytes;
@@ -176,7 +199,7 @@ json Estimate::to_json() const {
   if (ram_bytes) j["ram_bytes"] = ram_bytes;
   if (vram_bytes) {
     j["vram_bytes"] = vram_bytes;
-    j["verdict"] = verdict;
+    put_verdict(j, verdict, "");
     j["verdict_reason"] = verdict_reason;
     if (!limit.empty()) j["limit"] = limit;
     if (!limit_stage.empty()) j["limit_stage"] = limit_stage;
@@ -190,7 +213,8 @@ json Estimate::to_json() const {
                            {"breakdown", bd},
                            {"resident", s.resident},
                            {"cached", s.cached},
-                           {"mode", s.mode},
+                           {"mode", stage_mode_name(s.mode)},
+                           {"mode_id", stage_mode_id(s.mode)},
                            {"slowdown", s.slowdown},
                            {"full_load_bytes", s.full_load_bytes},
                            {"min_bytes", s.min_bytes},
@@ -199,7 +223,7 @@ json Estimate::to_json() const {
                            {"resident_bytes", s.resident_bytes},
                            {"streamed_bytes", s.streamed_bytes},
                            {"seconds_per_step", s.seconds_per_step},
-                           {"loader", s.loader},
+                           {"loader", loader_name(s.loader)},
                            {"notes", s.notes}});
     if (s.calibration) {
       json c = calibrate::to_json(*s.calibration);
@@ -344,7 +368,7 @@ Estimate estimate(const Job& job, const Runtime& runtime) {
         single = fit_stage(sample_demand(rj, o), spc);
       }
     }
-    if (rj.diffusion->model->experts > 1 && V && single.mode == "full" &&
+    if (rj.diffusion->model->experts > 1 && V && single.mode == StageMode::Full &&
         single.peak_bytes + rj.diffusion->weight_bytes <= V)
       single.cached.push_back(rj.diffusion->model->name + " (other expert)");
     mark_cached(single, earlier, V);
@@ -369,7 +393,7 @@ Estimate estimate(const Job& job, const Runtime& runtime) {
 
   apply_calibration(est, job, runtime.calibration);
 
-  est.runtime = loader_name(runtime.loader);
+  est.runtime = runtime.loader;
   est.host_ram_bytes = host_ram_needed(rj, job);
   est.host_ram_held_bytes = host_ram_held(rj, job, runtime);
   est.ram_bytes = runtime.ram_bytes;
@@ -388,17 +412,17 @@ Estimate estimate(const Job& job, const Runtime& runtime) {
     // Sampling takes nearly all of the run's time, so its slowdown is the run's; other stages'
     // slowdowns stay in their own entries.
     if (s.name == "sample") est.slowdown = s.slowdown;
-    if (s.mode == spelling(Verdict::DoesNotFit) && fail_stage.empty()) fail_stage = s.name;
+    if (s.mode == StageMode::DoesNotFit && fail_stage.empty()) fail_stage = s.name;
     // The stage that streams is named with its own slowdown, sampling first (it is most of the run).
-    if (s.mode == spelling(Verdict::Streams) && (stream_stage.empty() || s.name == "sample")) {
+    if (s.mode == StageMode::Streams && (stream_stage.empty() || s.name == "sample")) {
       stream_stage = s.name;
       stream_slowdown = s.slowdown;
     }
-    any_fail = any_fail || s.mode == spelling(Verdict::DoesNotFit);
-    any_streams = any_streams || s.mode == spelling(Verdict::Streams);
-    any_degraded = any_degraded || s.mode == "partial" || s.mode == "tiled_fallback";
-    any_partial = any_partial || s.mode == "partial";
-    any_retry = any_retry || s.mode == "tiled_fallback";
+    any_fail = any_fail || s.mode == StageMode::DoesNotFit;
+    any_streams = any_streams || s.mode == StageMode::Streams;
+    any_degraded = any_degraded || s.mode == StageMode::Partial || s.mode == StageMode::TiledFallback;
+    any_partial = any_partial || s.mode == StageMode::Partial;
+    any_retry = any_retry || s.mode == StageMode::TiledFallback;
   }
   const bool ram_short = runtime.ram_bytes && est.host_ram_held_bytes > runtime.ram_bytes;
   // Under dynamic VRAM the file-backed rest only costs disk reads.
@@ -409,12 +433,12 @@ Estimate estimate(const Job& job, const Runtime& runtime) {
   if (V) {
     const double margin = runtime_constant("tight_margin_fraction");
     if (any_fail || est.peak_bytes > V) {
-      est.verdict = spelling(Verdict::DoesNotFit);
+      est.verdict = Verdict::DoesNotFit;
       est.verdict_reason = "runs out of VRAM in " + (fail_stage.empty() ? est.peak_stage : fail_stage);
       est.limit = "vram";
       est.limit_stage = fail_stage.empty() ? est.peak_stage : fail_stage;
     } else if (ram_short) {
-      est.verdict = spelling(Verdict::DoesNotFit);
+      est.verdict = Verdict::DoesNotFit;
       est.limit = "host_ram";
       est.verdict_reason =
           runtime.loader == Runtime::Loader::Dynamic
@@ -427,30 +451,30 @@ Estimate estimate(const Job& job, const Runtime& runtime) {
       // Dynamic VRAM: a run has everything resident or streams; "tight" stays only for a stage on the
       // legacy loader (GGUF) that partial loading saves.
       if (any_streams) {
-        est.verdict = spelling(Verdict::Streams);
+        est.verdict = Verdict::Streams;
         est.verdict_reason = stream_stage + " streams weights, about " + one_decimal(stream_slowdown) + "x slower";
         if (ram_slow) est.verdict_reason += "; " + disk_reads;
       } else if (ram_slow) {
-        est.verdict = spelling(Verdict::Streams);
+        est.verdict = Verdict::Streams;
         est.verdict_reason = disk_reads;
       } else if (any_partial) {
-        est.verdict = spelling(Verdict::Tight);
+        est.verdict = Verdict::Tight;
         est.verdict_reason = "a GGUF model stays on the legacy loader and fits only with partial loading";
       } else if (any_retry) {
         // The untiled decode runs out of memory first: the run lives on ComfyUI's tiled retry, as on the
         // legacy loader, not on a plan that fits.
-        est.verdict = spelling(Verdict::Tight);
+        est.verdict = Verdict::Tight;
         est.verdict_reason = "fits only with ComfyUI's tiled retry after the untiled VAE pass runs out of memory";
       } else {
-        est.verdict = spelling(Verdict::Fits);
+        est.verdict = Verdict::Fits;
       }
     } else if (any_degraded || est.own_peak_bytes > static_cast<std::uint64_t>(V * (1.0 - margin))) {
-      est.verdict = spelling(Verdict::Tight);
+      est.verdict = Verdict::Tight;
       est.verdict_reason = any_degraded ? "fits only with partial loading or the tiled retry"
                                         : "the peak is within " + std::to_string(static_cast<int>(margin * 100 + 0.5)) +
                                               "% of the card";
     } else {
-      est.verdict = spelling(Verdict::Fits);
+      est.verdict = Verdict::Fits;
     }
   }
   return est;

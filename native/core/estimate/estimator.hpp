@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/calibrate/calibration.hpp"
+#include "core/catalog/verdict.hpp"
 #include "core/estimate/job.hpp"
 
 namespace headroom {
@@ -53,6 +54,18 @@ struct Runtime {
 };
 const char* loader_name(Runtime::Loader loader);  // "legacy" | "dynamic"
 
+// How a stage runs on the card; the JSON spells it with stage_mode_name (the last two as the verdicts
+// of the same name) and gives stage_mode_id beside it.
+enum class StageMode {
+  Full,           // every model it needs resident
+  Partial,        // ComfyUI's lowvram partial loading streams weights
+  TiledFallback,  // ComfyUI's tiled retry after an OOM of the decode
+  Streams,        // dynamic VRAM copies part of the weights in per step
+  DoesNotFit,     // the stage cannot run on the card
+};
+const std::string& stage_mode_name(StageMode mode);  // "full", "partial", "tiled_fallback", "streams", "does not fit"
+const char* stage_mode_id(StageMode mode);           // the same with "does_not_fit"
+
 struct Stage {
   std::string name;                                 // "text_encode", "sample", "vae_decode", ...
   std::uint64_t peak_bytes = 0;                     // reserved memory at this stage's peak
@@ -61,8 +74,7 @@ struct Stage {
   double slowdown = 1.0;                            // >1 when partial loading streams weights
   std::vector<std::string> notes;
   // Added by the estimator work (additive):
-  std::string mode = "full";                        // "full" | "partial" (lowvram streaming) |
-                                                    // "tiled_fallback" (ComfyUI's retry after OOM) | "does_not_fit"
+  StageMode mode = StageMode::Full;
   std::uint64_t full_load_bytes = 0;                // need with every needed model fully resident
   std::uint64_t min_bytes = 0;                      // need with the most streaming ComfyUI allows
   std::vector<std::string> cached;                  // earlier models that stay loaded because they fit
@@ -75,7 +87,7 @@ struct Stage {
   std::map<std::string, std::uint64_t> resident_bytes;  // per model: weights on the card during the stage
   std::map<std::string, std::uint64_t> streamed_bytes;  // per model: weights copied in per forward pass
   double seconds_per_step = 0;                      // sampling: estimated time of one step on this card
-  std::string loader = "legacy";                    // which loader ran the stage ("legacy" for GGUF always)
+  Runtime::Loader loader = Runtime::Loader::Legacy;  // which loader ran the stage (legacy for GGUF always)
   // Set when a learned correction moved peak_bytes: the correction, and the peak before it (what a
   // recorder stores as the prediction, so a correction is never learned from its own output).
   std::optional<calibrate::Correction> calibration;
@@ -90,13 +102,13 @@ struct Estimate {
   // Added by the estimator work (additive):
   std::uint64_t vram_bytes = 0;            // the card (0 = none given; no policy, no verdict); with
                                            // Runtime::free_bytes, the free memory the verdict is against
-  std::string verdict;                     // "fits" | "tight" | "does not fit"; "" without a card
+  std::optional<Verdict> verdict;          // none without a card
   std::uint64_t full_load_peak_bytes = 0;  // peak with every stage's models fully resident (no lowvram):
                                            // the smallest card that runs it unchanged
   std::uint64_t min_peak_bytes = 0;        // peak with the most streaming/tiling ComfyUI does by itself
   double slowdown = 1.0;                   // worst stage slowdown from partial loading / tiling
   // Added for the two runtimes:
-  std::string runtime = "legacy";          // loader_name of Runtime::loader
+  Runtime::Loader runtime = Runtime::Loader::Legacy;
   // The least the run needs on the card without an OOM (the largest stage's required_bytes).
   std::uint64_t required_bytes() const { return min_peak_bytes; }
   std::uint64_t own_peak_bytes = 0;        // peak_bytes without the models cached from earlier stages

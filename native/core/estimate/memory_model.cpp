@@ -515,7 +515,7 @@ StageDemand sample_demand(const ResolvedJob& rj, const DemandOptions& o) {
     d.notes.push_back("guidance-distilled model at cfg 1: batch not doubled");
   if (m.experts > 1)
     d.notes.push_back("two experts, one active per step: the low-noise expert loads after the high-noise one is offloaded");
-  if (dc.precision->kind == "fp8")
+  if (dc.precision->kind == PrecisionKind::Fp8)
     d.notes.push_back("fp8 weights stay fp8 on cards with fp8 compute (Ada/Hopper+); older cards keep fp8 storage only when 16-bit does not fit");
   return d;
 }

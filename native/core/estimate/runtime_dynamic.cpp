@@ -18,7 +18,7 @@ Stage resident_dynamic(const StageDemand& d, const PolicyContext& c) {
   s.peak_bytes = 0;
   for (const auto& kv : s.breakdown) s.peak_bytes += kv.second;
   s.full_load_bytes = s.peak_bytes;
-  s.loader = "dynamic";
+  s.loader = Runtime::Loader::Dynamic;
   for (const auto& w : d.weights) s.resident_bytes[w.first] += w.second;
   return s;
 }
@@ -60,7 +60,7 @@ Stage fit_stage_dynamic(const StageDemand& d, const PolicyContext& c) {
 
   if (required <= V && in_flight < weights) {
     Stage s = full;
-    s.mode = spelling(Verdict::Streams);
+    s.mode = StageMode::Streams;
     // Weights stay only where they leave the kept-free room free beside the working set.
     const std::uint64_t resident = V > required + c.keep_free_bytes ? std::min(weights, V - required - c.keep_free_bytes) : 0;
     const double keep = weights ? static_cast<double>(resident) / weights : 1.0;
@@ -94,7 +94,7 @@ Stage fit_stage_dynamic(const StageDemand& d, const PolicyContext& c) {
     return tiled_retry(std::move(*fallback), full, d.name, V);
   }
 
-  full.mode = spelling(Verdict::DoesNotFit);
+  full.mode = StageMode::DoesNotFit;
   full.notes.push_back("even with every weight streamed, the CUDA context, the activations and the layers in flight need " +
                        format_bytes(required) + " on a " + format_bytes(V) + " card");
   return full;

@@ -41,7 +41,7 @@ std::string ratio_text(double x) {
 Stage tiled_retry(Stage s, const Stage& untiled, const std::string& stage_name, std::uint64_t vram) {
   s.full_load_bytes = untiled.full_load_bytes;
   s.min_bytes = untiled.min_bytes;
-  s.mode = s.peak_bytes <= vram ? "tiled_fallback" : spelling(Verdict::DoesNotFit);
+  s.mode = s.peak_bytes <= vram ? StageMode::TiledFallback : StageMode::DoesNotFit;
   s.notes.insert(s.notes.begin(), "the untiled " + stage_name + " needs " + format_bytes(untiled.peak_bytes) +
                                       "; ComfyUI runs out of memory and retries tiled");
   return s;
@@ -220,7 +220,7 @@ Stage fit_stage_legacy(const StageDemand& d, const PolicyContext& c) {
     bool comfy_overfills = resident > room;
     if (comfy_overfills) resident = std::max(min_resident, room);
     Stage s = full;
-    s.mode = "partial";
+    s.mode = StageMode::Partial;
     s.breakdown.erase("comfyui_reserve");
     // Scale each model's resident share alike; report what stays on the card.
     const double keep = weights ? static_cast<double>(resident) / weights : 1.0;
@@ -232,7 +232,7 @@ Stage fit_stage_legacy(const StageDemand& d, const PolicyContext& c) {
     const double transfer = transfer_seconds(streamed, c);
     s.slowdown = full.slowdown * (1.0 + transfer / std::max(forward_seconds(d, c), 1e-9));
     if (s.peak_bytes > V) {
-      s.mode = spelling(Verdict::DoesNotFit);
+      s.mode = StageMode::DoesNotFit;
       s.notes.push_back("even with all weights streamed, the activations need " + format_bytes(s.peak_bytes) +
                         " on a " + format_bytes(V) + " card");
       return s;
@@ -245,7 +245,7 @@ Stage fit_stage_legacy(const StageDemand& d, const PolicyContext& c) {
       // need: as it is, the stage runs out of memory (users of such templates report OOMs in sampling).
       // What it would hold is the stage's peak; the lower share above is what makes it run.
       const std::uint64_t comfy_resident = std::min(weights, std::max(min_resident, budget));
-      s.mode = spelling(Verdict::DoesNotFit);
+      s.mode = StageMode::DoesNotFit;
       s.peak_bytes += comfy_resident - resident;
       s.notes.push_back("ComfyUI's own estimate keeps " + format_bytes(comfy_resident) +
                         " of weights loaded, which leaves too little for the activations: it runs out of memory "
@@ -259,7 +259,7 @@ Stage fit_stage_legacy(const StageDemand& d, const PolicyContext& c) {
 
   if (fallback) return tiled_retry(std::move(*fallback), full, d.name, V);
 
-  full.mode = spelling(Verdict::DoesNotFit);
+  full.mode = StageMode::DoesNotFit;
   full.notes.push_back("needs " + format_bytes(full.peak_bytes) + " on a " + format_bytes(V) + " card");
   return full;
 }

@@ -160,14 +160,14 @@ void check_total(double total, const std::string& field, const std::string& part
 
 void add_verdict(json& out, const CardBudget& budget, double total) {
   if (!budget.given()) {
-    out["verdict"] = nullptr;
+    put_verdict(out, std::nullopt);
     return;
   }
   const std::uint64_t bytes = budget.budget_bytes();
   out["budget_bytes"] = bytes;
   if (budget.free_bytes) out["free_bytes"] = budget.free_bytes;
   out["gpu"] = budget.gpu ? json(budget.gpu->name) : json(nullptr);
-  out["verdict"] = spelling(total <= static_cast<double>(bytes) ? Verdict::Fits : Verdict::DoesNotFit);
+  put_verdict(out, total <= static_cast<double>(bytes) ? Verdict::Fits : Verdict::DoesNotFit);
   out["headroom_bytes"] = static_cast<std::int64_t>(std::llround(static_cast<double>(bytes) - total));
 }
 

@@ -14,6 +14,16 @@ namespace {
 
 using nlohmann::json;
 
+enum class Method { Full, Lora, Qlora };
+
+// The training method a request names (already lower-cased); throws InputError("method") otherwise.
+Method method_of(const std::string& name) {
+  static const std::pair<const char*, Method> kMethods[] = {{"full", Method::Full}, {"lora", Method::Lora}, {"qlora", Method::Qlora}};
+  for (const auto& [word, method] : kMethods)
+    if (name == word) return method;
+  throw InputError("method", "expected full, lora or qlora, got '" + name + "'");
+}
+
 const json& constants() { return llm::llm_data()["training"]; }
 
 std::string lower(std::string s) {
@@ -69,9 +79,8 @@ json estimate(const json& body) {
   const json& c = constants();
   llm::Architecture a = llm::architecture_from(request, false);
 
-  std::string method = lower(request.text("method"));
-  if (method != "full" && method != "lora" && method != "qlora")
-    throw InputError("method", "expected full, lora or qlora, got '" + method + "'");
+  const std::string method_name = lower(request.text("method"));
+  const Method method = method_of(method_name);
   std::string optimizer = lower(request.text_or("optimizer", "adamw"));
   if (optimizer == "adam") optimizer = "adamw";
   if (optimizer == "adamw-8bit" || optimizer == "adamw_8bit" || optimizer == "adam8bit" || optimizer == "paged_adamw_8bit")
@@ -101,7 +110,7 @@ json estimate(const json& body) {
   double P = a.params;
   double states = 0, trainable = P;
   json notes = json::array();
-  if (method == "full") {
+  if (method == Method::Full) {
     const json& f = c["full"][precision == "bf16" ? "mixed" : "fp32"];
     std::string src = c["full"]["source"];
     states += add("weights", P * f["weights"].get<double>(), src);
@@ -109,9 +118,9 @@ json estimate(const json& body) {
     if (f["master_weights"].get<double>() > 0) states += add("master_weights", P * f["master_weights"].get<double>(), src);
     states += add("optimizer_states", P * opt["bytes"].get<double>(), opt["source"]);
   } else {
-    require_shape(a, method == "lora" ? "LoRA" : "QLoRA");
+    require_shape(a, method == Method::Lora ? "LoRA" : "QLoRA");
     trainable = lora_params(a, rank);
-    if (method == "lora") {
+    if (method == Method::Lora) {
       states += add("frozen_weights_bf16", P * 2, "frozen base model in 16 bit: 2 bytes per parameter");
     } else {
       llm::Precision nf4 = llm::find_weight_precision("nf4", "method");
@@ -154,12 +163,12 @@ json estimate(const json& body) {
 
   json out;
   out["model"] = {{"name", a.name}, {"params", a.params}, {"source", a.source}};
-  out["method"] = method;
+  out["method"] = method_name;
   out["optimizer"] = optimizer;
   out["precision"] = precision;
   out["params"] = a.params;
   out["trainable_params"] = trainable;
-  out["lora_rank"] = method == "full" ? json(nullptr) : json(rank);
+  out["lora_rank"] = method == Method::Full ? json(nullptr) : json(rank);
   out["seq_len"] = seq;
   out["batch"] = batch;
   out["gradient_checkpointing"] = checkpointing;

@@ -36,10 +36,10 @@ std::string node(const Report& r) {
 }
 
 std::string alloc_conf_var(const Report& r) {
-  return r.backend == "rocm" ? "PYTORCH_HIP_ALLOC_CONF" : "PYTORCH_CUDA_ALLOC_CONF";
+  return r.backend == Backend::Rocm ? "PYTORCH_HIP_ALLOC_CONF" : "PYTORCH_CUDA_ALLOC_CONF";
 }
 
-std::string smi(const Report& r) { return r.backend == "rocm" ? "rocm-smi --showpids" : "nvidia-smi"; }
+std::string smi(const Report& r) { return r.backend == Backend::Rocm ? "rocm-smi --showpids" : "nvidia-smi"; }
 
 bool comfy(const Report& r) { return r.app == "comfyui"; }
 
@@ -67,8 +67,8 @@ bool legacy_loader(const Report& r) {
 
 // The allocator settings exist on Linux only ("expandable_segments not supported on this platform" on
 // Windows; PyTorch's CUDA caching allocator docs). Unknown OS: offer it, and say where it works.
-bool expandable_segments_apply(const Report& r) { return r.os != "windows" && r.os != "macos"; }
-bool on_linux(const Report& r) { return r.os == "linux"; }
+bool expandable_segments_apply(const Report& r) { return r.os != System::Windows && r.os != System::Macos; }
+bool on_linux(const Report& r) { return r.os == System::Linux; }
 
 // ---- the texts (native/data/oom_fixes.json) ----
 
@@ -215,11 +215,11 @@ void general_fixes(const Report& r, std::vector<Fix>& f, bool offer_plan_preset)
     if (tiled_retry) f.push_back(fix("comfy_tiled_decode.smaller"));
     else if (decode) f.push_back(fix("comfy_tiled_decode.replace"));
     if (r.origin == "cudnn") f.push_back(fix("comfy_fast_autotune"));
-    if (r.backend != "mps") f.push_back(fix("comfy_fp8_weights"));  // Apple's MPS has no float8 type
+    if (r.backend != Backend::Mps) f.push_back(fix("comfy_fp8_weights"));  // Apple's MPS has no float8 type
     f.push_back(fix("smaller_shape.comfy"));
     if (!dynamic) f.push_back(fix("comfy_gguf"));
     if (!decode && !tiled_retry) f.push_back(fix("comfy_tiled_decode.if_decode"));
-    if (r.backend == "mps") f.push_back(fix("mps_watermark"));
+    if (r.backend == Backend::Mps) f.push_back(fix("mps_watermark"));
     if (!partial && !dynamic) f.push_back(fix("comfy_reserve_vram"));
     if (!dynamic) f.push_back(fix("comfy_lowvram"));
     if (dynamic) {
@@ -258,7 +258,7 @@ void general_fixes(const Report& r, std::vector<Fix>& f, bool offer_plan_preset)
 
 // System RAM: the OS's own way to get more (a page file or swap), then what ComfyUI holds in RAM.
 void ram_fixes(const Report& r, std::vector<Fix>& f) {
-  const char* more_ram = r.os == "windows" ? "free_ram.windows" : r.os == "linux" ? "free_ram.linux" : "free_ram";
+  const char* more_ram = r.os == System::Windows ? "free_ram.windows" : r.os == System::Linux ? "free_ram.linux" : "free_ram";
   if (comfy(r)) {
     f.push_back(fix("comfy_disable_pinned_memory.ram"));
     f.push_back(fix("comfy_cache_ram"));
@@ -399,7 +399,7 @@ std::optional<Diagnosis> pinned_memory(const Report& r, const Derived&) {
     d.fixes.push_back(fix("comfy_requeue"));
   } else {
     d.fixes.push_back(fix("pin_memory_off"));
-    d.fixes.push_back(fix(r.os == "windows" ? "free_ram.windows" : r.os == "linux" ? "free_ram.linux" : "free_ram"));
+    d.fixes.push_back(fix(r.os == System::Windows ? "free_ram.windows" : r.os == System::Linux ? "free_ram.linux" : "free_ram"));
   }
   return d;
 }
@@ -505,12 +505,12 @@ std::optional<Diagnosis> request_larger_than_card(const Report& r, const Derived
   Diagnosis d;
   d.id = "request_larger_than_card";
   const Vars sizes = {{"req", b(x.req)}, {"total", b(*r.total_bytes)}};
-  d.text = text(r.backend == "mps" ? "request_larger_than_card.mps" : "request_larger_than_card", sizes);
+  d.text = text(r.backend == Backend::Mps ? "request_larger_than_card.mps" : "request_larger_than_card", sizes);
   if (x.req > kUnexpectedShapeFactor * *r.total_bytes) d.text += text("request_larger_than_card.unexpected_shape");
   d.fixes.push_back(fix("smaller_shape.tensor"));
   d.fixes.push_back(fix("memory_efficient_attention"));
   if (comfy(r)) d.fixes.push_back(fix("comfy_tiled_decode.if_decode"));
-  if (r.backend == "mps") d.fixes.push_back(fix("mps_watermark.prefer_smaller"));
+  if (r.backend == Backend::Mps) d.fixes.push_back(fix("mps_watermark.prefer_smaller"));
   return d;
 }
 
@@ -539,7 +539,7 @@ std::optional<Diagnosis> pytorch_limit(const Report& r, const Derived& x) {
 // CUDACachingAllocator.cpp both call cudaMemGetInfo in their out-of-memory path): when it covers the
 // request, the card was not short at that moment, whatever the rest of the message suggests.
 std::optional<Diagnosis> freed_before_report(const Report& r, const Derived& x) {
-  if (!x.have_req || !r.free_bytes || !r.total_bytes || x.free < x.req || x.req == 0 || r.backend == "mps")
+  if (!x.have_req || !r.free_bytes || !r.total_bytes || x.free < x.req || x.req == 0 || r.backend == Backend::Mps)
     return std::nullopt;
   if (r.extra.contains("free_bytes_invalid")) return std::nullopt;
   Diagnosis d;
@@ -671,7 +671,7 @@ std::optional<Diagnosis> out_of_memory(const Report& r, const Derived& x) {
     if (r.free_bytes)
       d.text = text("out_of_memory.with_free",
                     {{"req", b(x.req)}, {"free", b(x.free)},
-                     {"limit", text(r.backend == "mps" ? "out_of_memory.limit_mps" : "out_of_memory.limit_card")},
+                     {"limit", text(r.backend == Backend::Mps ? "out_of_memory.limit_mps" : "out_of_memory.limit_card")},
                      {"total", b(*r.total_bytes)}, {"held", held}});
     else
       d.text = text("out_of_memory.without_free", {{"req", b(x.req)}, {"held", held}, {"total", b(*r.total_bytes)}});

@@ -76,12 +76,21 @@ void comfyui_context(const std::string& n, Report& r) {
 // The caller's "headroom-context: app=comfyui os=linux" line (see oom_parse.hpp): the last such line,
 // removed from the text so no recogniser reads it. Unknown keys and values are ignored.
 struct Context {
-  std::string app, os;
-  std::string loader;  // dynamic | legacy: which ComfyUI loader the caller saw running
+  std::string app;
+  System os = System::None;
+  std::optional<bool> dynamic_loader;  // which ComfyUI loader the caller saw running (loader=dynamic|legacy)
   std::string run;     // unfinished: the previous run ended without an error (the run recorder's report)
   std::string stage;   // the stage that run was in
   std::optional<std::uint64_t> ram_available, ram_total;  // system RAM at its last record, bytes
 };
+
+// The context line's loader word: true for dynamic VRAM, false for the legacy loader, nullopt otherwise.
+std::optional<bool> loader_is_dynamic(const std::string& word) {
+  static const std::pair<const char*, bool> kLoaders[] = {{"dynamic", true}, {"legacy", false}};
+  for (const auto& [name, dynamic] : kLoaders)
+    if (word == name) return dynamic;
+  return std::nullopt;
+}
 
 bool is_word_value(const std::string& v) {
   if (v.empty() || v.size() > 64) return false;
@@ -111,10 +120,10 @@ Context take_context(std::string& text) {
     std::string key = token.substr(0, eq), value = token.substr(eq + 1);
     if (key == "app" && (value == "comfyui" || value == "vllm" || value == "llama.cpp" || value == "ollama"))
       c.app = value;
-    else if (key == "os" && (value == "linux" || value == "windows" || value == "macos"))
-      c.os = value;
-    else if (key == "loader" && (value == "dynamic" || value == "legacy"))
-      c.loader = value;
+    else if (key == "os" && system_from_name(value))
+      c.os = *system_from_name(value);
+    else if (key == "loader" && loader_is_dynamic(value))
+      c.dynamic_loader = loader_is_dynamic(value);
     else if (key == "run" && value == "unfinished")
       c.run = value;
     else if (key == "stage" && is_word_value(value))
@@ -161,7 +170,7 @@ Report parse(const std::string& input) {
     if (!detail::windows_silent_exit(n, r)) {
       r.format = "comfyui_unfinished_run";
       r.origin = "os";
-      r.backend = "cpu";
+      r.backend = Backend::Cpu;
       r.app = "comfyui";
     }
     r.recognised = true;
@@ -180,10 +189,10 @@ Report parse(const std::string& input) {
     r.extra["host_ram_total_bytes"] = *context.ram_total;
     if (context.ram_available) r.extra["host_ram_available_bytes"] = *context.ram_available;
   }
-  if (r.backend.empty()) {
-    if (contains(n, "HIP out of memory") || contains(n, "ROCm")) r.backend = "rocm";
-    else if (contains(n, "CUDA out of memory") || contains(n, "torch.cuda.")) r.backend = "cuda";
-    else r.backend = "unknown";
+  if (r.backend == Backend::None) {
+    if (contains(n, "HIP out of memory") || contains(n, "ROCm")) r.backend = Backend::Rocm;
+    else if (contains(n, "CUDA out of memory") || contains(n, "torch.cuda.")) r.backend = Backend::Cuda;
+    else r.backend = Backend::Unknown;
   }
   if (r.app.empty()) {
     if (contains(n, "vllm") || contains(n, "vLLM") || contains(n, "VllmWorker")) r.app = "vllm";
@@ -192,8 +201,8 @@ Report parse(const std::string& input) {
   comfyui_context(n, r);
   // What the text itself shows wins over what the caller says (a vLLM log pasted into ComfyUI's node).
   if (r.app.empty()) r.app = context.app;
-  if (!context.loader.empty() && !r.extra.contains("comfy_dynamic_vram") && r.app == "comfyui")
-    r.extra["comfy_dynamic_vram"] = context.loader == "dynamic";
+  if (context.dynamic_loader && !r.extra.contains("comfy_dynamic_vram") && r.app == "comfyui")
+    r.extra["comfy_dynamic_vram"] = *context.dynamic_loader;
   // Several training ranks on one machine: their CUDA contexts are a common "other process".
   if (contains(text, "DistributedDataParallel") || contains(text, "torch.distributed") || contains(text, "[rank") ||
       contains(text, "local_rank"))
@@ -201,12 +210,12 @@ Report parse(const std::string& input) {
   // Windows paths in the traceback: expandable segments are unavailable there.
   if (contains(text, "\\site-packages\\") || contains(text, "C:\\") || contains(text, "python_embeded") ||
       contains(text, "ComfyUI_windows_portable"))
-    r.os = "windows";
-  if (r.os.empty()) r.os = context.os;
-  if (r.os == "windows") r.extra["windows"] = true;
+    r.os = System::Windows;
+  if (r.os == System::None) r.os = context.os;
+  if (r.os == System::Windows) r.extra["windows"] = true;
   for (auto& [k, v] : r.extra.items())
     if (v.is_string()) v = clean_utf8(v.get<std::string>());
-  if (r.total_bytes && r.allocated_bytes && *r.allocated_bytes > *r.total_bytes && r.backend != "mps") {
+  if (r.total_bytes && r.allocated_bytes && *r.allocated_bytes > *r.total_bytes && r.backend != Backend::Mps) {
     r.notes.push_back("PyTorch reports more allocated than the card holds: on Windows the driver's system-memory "
                       "fallback lets allocations spill into shared RAM (slow) before failing.");
   }

@@ -21,10 +21,10 @@ bool starts_at(const std::string& s, std::size_t pos, const char* t) {
 
 // comfy-aimdo ships a CUDA and a ROCm library (comfy_aimdo/aimdo.so, aimdo_rocm.so in the 0.6.0 wheel);
 // the text names the second only through ROCm/HIP words.
-std::string aimdo_backend(const std::string& n) {
-  if (contains(n, "ROCm") || contains(n, "rocm") || contains(n, "HIP") || contains(n, "hipError")) return "rocm";
-  if (contains(n, "CUDA") || contains(n, "cuda") || contains(n, "cuMem")) return "cuda";
-  return "unknown";
+Backend aimdo_backend(const std::string& n) {
+  if (contains(n, "ROCm") || contains(n, "rocm") || contains(n, "HIP") || contains(n, "hipError")) return Backend::Rocm;
+  if (contains(n, "CUDA") || contains(n, "cuda") || contains(n, "cuMem")) return Backend::Cuda;
+  return Backend::Unknown;
 }
 
 // Lower-case words after `pos` ("device not ready"), stopping at a word that ends in ':' (the next log
@@ -178,8 +178,8 @@ bool killed_line(const std::string& line) {
 bool system_kill(const std::string& raw, const std::string& n, Report& r) {
   if (kernel_oom_killer(n, r) || earlyoom(n, r)) {
     r.origin = "os";
-    r.backend = "cpu";
-    r.os = "linux";  // the OOM killer and earlyoom exist only there
+    r.backend = Backend::Cpu;
+    r.os = System::Linux;  // the OOM killer and earlyoom exist only there
     return true;
   }
   // Ollama reports its runner's exit status: "signal: killed" is SIGKILL, which a runner that loads a model
@@ -188,7 +188,7 @@ bool system_kill(const std::string& raw, const std::string& n, Report& r) {
   if (contains(n, "llama runner process has terminated: signal: killed")) {
     r.format = "process_killed";
     r.origin = "os";
-    r.backend = "cpu";
+    r.backend = Backend::Cpu;
     r.app = "ollama";
     r.extra["killed_by"] = "signal";
     r.extra["killed_process"] = "llama runner";
@@ -202,7 +202,7 @@ bool system_kill(const std::string& raw, const std::string& n, Report& r) {
   if (!killed_line(normalise(raw.substr(b, e - b)))) return false;
   r.format = "process_killed";
   r.origin = "os";
-  r.backend = "cpu";
+  r.backend = Backend::Cpu;
   r.extra["killed_by"] = "signal";
   return true;
 }
@@ -237,9 +237,9 @@ bool windows_silent_exit(const std::string& n, Report& r) {
     if (contains(tail, err)) return false;
   r.format = "windows_silent_exit";
   r.origin = "os";
-  r.backend = "cpu";
+  r.backend = Backend::Cpu;
   r.app = "comfyui";
-  r.os = "windows";
+  r.os = System::Windows;
   return true;
 }
 
@@ -294,7 +294,7 @@ bool comfyui_caught_oom(const std::string& n, Report& r) {
     r.format = "comfyui_oom_hint";
     r.origin = "pytorch";
     r.app = "comfyui";
-    r.backend = contains(n, "HIP") || contains(n, "ROCm") ? "rocm" : contains(n, "CUDA") ? "cuda" : "unknown";
+    r.backend = contains(n, "HIP") || contains(n, "ROCm") ? Backend::Rocm : contains(n, "CUDA") ? Backend::Cuda : Backend::Unknown;
     return true;
   }
   // comfy/sd.py VAE.decode / VAE.encode (Comfy-Org/ComfyUI@033046cc): "Warning: Ran out of memory when
@@ -310,7 +310,7 @@ bool comfyui_caught_oom(const std::string& n, Report& r) {
     r.format = "comfyui_vae_tiled_retry";
     r.origin = "pytorch";
     r.app = "comfyui";
-    r.backend = contains(n, "HIP") || contains(n, "ROCm") ? "rocm" : contains(n, "CUDA") ? "cuda" : "unknown";
+    r.backend = contains(n, "HIP") || contains(n, "ROCm") ? Backend::Rocm : contains(n, "CUDA") ? Backend::Cuda : Backend::Unknown;
     r.extra["vae_stage"] = stage;
     return true;
   }

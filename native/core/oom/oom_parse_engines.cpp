@@ -21,10 +21,10 @@ std::optional<Size> kv_size(const std::string& n, const char* key) {
   return read_size(n, p + std::strlen(key));
 }
 
-std::string gpu_backend_word(const std::string& n) {
-  if (contains(n, "ROCm") || contains(n, "HIP") || contains(n, "hip")) return "rocm";
-  if (contains(n, "CUDA") || contains(n, "cuda")) return "cuda";
-  return "unknown";
+Backend gpu_backend_word(const std::string& n) {
+  if (contains(n, "ROCm") || contains(n, "HIP") || contains(n, "hip")) return Backend::Rocm;
+  if (contains(n, "CUDA") || contains(n, "cuda")) return Backend::Cuda;
+  return Backend::Unknown;
 }
 
 // vLLM's memory-profiling figures, kept as extras (they explain where the budget went).
@@ -134,11 +134,11 @@ bool llama_cpp(const std::string& n, Report& r) {
       found = true;
       if (auto size = read_size(n, idx_end + 16, false); size && size->bytes) r.requested_bytes = size->bytes;
       if (indexed && index <= 1024) r.gpu_index = static_cast<int>(index);
-      if (dev == "CUDA") r.backend = "cuda";
-      else if (dev == "ROCm") r.backend = "rocm";
-      else if (dev == "Vulkan") r.backend = "vulkan";
-      else if (dev == "Metal" || dev == "MTL") r.backend = "metal";
-      else if (dev == "SYCL") r.backend = "xpu";
+      if (dev == "CUDA") r.backend = Backend::Cuda;
+      else if (dev == "ROCm") r.backend = Backend::Rocm;
+      else if (dev == "Vulkan") r.backend = Backend::Vulkan;
+      else if (dev == "Metal" || dev == "MTL") r.backend = Backend::Metal;
+      else if (dev == "SYCL") r.backend = Backend::Xpu;
     }
   }
   // "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 279356.51 MiB on device 0: cudaMalloc
@@ -156,7 +156,7 @@ bool llama_cpp(const std::string& n, Report& r) {
         }
       }
     }
-    if (r.backend.empty()) r.backend = "cuda";
+    if (r.backend == Backend::None) r.backend = Backend::Cuda;
   }
   // ggml's CUDA_CHECK: "CUDA error 2 at .../ggml-cuda.cu:7949: out of memory current device: 0"
   // (error 2 is cudaErrorMemoryAllocation), newer: "CUDA error: out of memory current device: 0, in
@@ -168,14 +168,14 @@ bool llama_cpp(const std::string& n, Report& r) {
     if (m != std::string::npos && m - p < 400) {
       found = true;
       r.format = "llama_cpp_cuda_error";
-      r.backend = contains(n, "ROCm") || contains(n, "hip") ? "rocm" : "cuda";
+      r.backend = contains(n, "ROCm") || contains(n, "hip") ? Backend::Rocm : Backend::Cuda;
       if (std::size_t d = n.find("current device: ", m); d != std::string::npos && d - m < 200) {
         if (auto idx = read_uint(n, d + 16); idx && *idx <= 1024) r.gpu_index = static_cast<int>(*idx);
       }
     } else if (contains(n, "ErrorOutOfDeviceMemory")) {
       found = true;
       r.format = "llama_cpp_vulkan";
-      r.backend = "vulkan";
+      r.backend = Backend::Vulkan;
     }
   }
   if (!found) {
@@ -192,7 +192,7 @@ bool llama_cpp(const std::string& n, Report& r) {
         found = true;
         r.format = "llama_cpp_alloc";
         if (*idx <= 1024) r.gpu_index = static_cast<int>(*idx);
-        r.backend = dev == "CUDA" ? "cuda" : dev == "ROCm" ? "rocm" : dev == "Vulkan" ? "vulkan" : dev == "Metal" ? "metal" : "xpu";
+        r.backend = dev == "CUDA" ? Backend::Cuda : dev == "ROCm" ? Backend::Rocm : dev == "Vulkan" ? Backend::Vulkan : dev == "Metal" ? Backend::Metal : Backend::Xpu;
       }
     }
   }
@@ -207,7 +207,7 @@ bool llama_cpp(const std::string& n, Report& r) {
   }
   if (!found) return false;
   if (r.format.empty()) r.format = "llama_cpp_alloc";
-  if (r.backend.empty()) r.backend = gpu_backend_word(n);
+  if (r.backend == Backend::None) r.backend = gpu_backend_word(n);
   r.origin = "llama.cpp";
   r.app = contains(n, "llama runner process") || contains(n, "ollama") ? "ollama" : "llama.cpp";
   // Context creation allocates the KV cache and the compute buffer, both sized by the context
@@ -231,17 +231,17 @@ bool math_library(const std::string& n, Report& r) {
   if (contains(n, "CUBLAS_STATUS_ALLOC_FAILED")) {
     r.format = "cublas";
     r.origin = "cublas";
-    r.backend = contains(n, "HIP") || contains(n, "hipblas") ? "rocm" : "cuda";  // cuBLAS is NVIDIA's
+    r.backend = contains(n, "HIP") || contains(n, "hipblas") ? Backend::Rocm : Backend::Cuda;  // cuBLAS is NVIDIA's
   } else if (contains(n, "CUDNN_STATUS_ALLOC_FAILED") || contains(n, "CUDNN_STATUS_NOT_ENOUGH_WORKSPACE")) {
     r.format = "cudnn";
     r.origin = "cudnn";
-    r.backend = "cuda";  // cuDNN exists only for NVIDIA GPUs
+    r.backend = Backend::Cuda;  // cuDNN exists only for NVIDIA GPUs
     r.extra["status"] = contains(n, "CUDNN_STATUS_NOT_ENOUGH_WORKSPACE") ? "CUDNN_STATUS_NOT_ENOUGH_WORKSPACE"
                                                                          : "CUDNN_STATUS_ALLOC_FAILED";
   } else if (contains(n, "miopenStatusAllocFailed")) {
     r.format = "miopen";
     r.origin = "miopen";
-    r.backend = "rocm";
+    r.backend = Backend::Rocm;
   } else {
     return false;
   }
@@ -257,7 +257,7 @@ bool gpu_runtime(const std::string& n, Report& r) {
     if (p == std::string::npos) continue;
     r.format = "cuda_runtime";
     r.origin = "cuda-runtime";
-    r.backend = "cuda";
+    r.backend = Backend::Cuda;
     // Pinning host RAM fails with the same words: tensor.pin_memory() asks cudaHostAlloc for page-locked
     // memory and PyTorch's C10_CUDA_CHECK prints "CUDA error: out of memory". The traceback just above
     // names the call.
@@ -271,7 +271,7 @@ bool gpu_runtime(const std::string& n, Report& r) {
     if (contains(n, k)) {
       r.format = "hip_runtime";
       r.origin = "hip-runtime";
-      r.backend = "rocm";
+      r.backend = Backend::Rocm;
       return true;
     }
   }
@@ -285,7 +285,7 @@ bool ollama_system_memory(const std::string& n, Report& r) {
   r.format = "ollama_system_memory";
   r.origin = "ollama";
   r.app = "ollama";
-  r.backend = "cpu";
+  r.backend = Backend::Cpu;
   auto need = read_size(n, p + 35);
   if (need && need->bytes) r.requested_bytes = need->bytes;
   if (std::size_t a = n.find("than is available (", p); a != std::string::npos && a - p < 80) {
@@ -313,7 +313,7 @@ bool cudnn_no_algorithm(const std::string& n, Report& r) {
     if (!contains(n, text)) continue;
     r.format = "cudnn_no_algorithm";
     r.origin = "cudnn";
-    r.backend = "cuda";  // cuDNN exists only for NVIDIA GPUs
+    r.backend = Backend::Cuda;  // cuDNN exists only for NVIDIA GPUs
     r.extra["cudnn_path"] = api;
     return true;
   }

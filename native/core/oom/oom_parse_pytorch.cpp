@@ -16,18 +16,18 @@ bool starts_at(const std::string& n, std::size_t pos, const char* s) {
 }
 
 // "CUDA out of memory" / "HIP out of memory" / "XPU out of memory" just before `pos`.
-std::string backend_before(const std::string& n, std::size_t pos) {
+Backend backend_before(const std::string& n, std::size_t pos) {
   std::size_t head = rfind_str(n, "out of memory", pos);
-  if (head == std::string::npos || pos - head > 200) return "";
+  if (head == std::string::npos || pos - head > 200) return Backend::None;
   std::size_t w = head;
   while (w > 0 && n[w - 1] == ' ') --w;
   std::size_t b = w;
   while (b > 0 && std::isalpha(static_cast<unsigned char>(n[b - 1]))) --b;
   std::string word = n.substr(b, w - b);
-  if (word == "CUDA") return "cuda";
-  if (word == "HIP") return "rocm";
-  if (word == "XPU") return "xpu";
-  return "";
+  if (word == "CUDA") return Backend::Cuda;
+  if (word == "HIP") return Backend::Rocm;
+  if (word == "XPU") return Backend::Xpu;
+  return Backend::None;
 }
 
 void set_size(std::optional<std::uint64_t>& field, const std::optional<Size>& s) {
@@ -120,7 +120,7 @@ bool mps(const std::string& n, Report& r) {
   std::size_t p = rfind_str(n, "MPS backend out of memory");
   if (p == std::string::npos) return false;
   r.format = "mps";
-  r.backend = "mps";
+  r.backend = Backend::Mps;
   r.origin = "pytorch";
   std::string region = n.substr(p, 1024);
   if (auto a = region.find("MPS allocated: "); a != std::string::npos) set_size(r.allocated_bytes, read_size(region, a + 15));
@@ -216,7 +216,7 @@ bool pytorch_async(const std::string& n, Report& r) {
     return false;
   }
   // cudaMallocAsync is CUDA-only (ROCm builds print the caching allocator's message).
-  r.backend = "cuda";
+  r.backend = Backend::Cuda;
   r.origin = "pytorch";
   std::string region = n.substr(p, kClauseWindow);
   auto field = [&](const char* label) -> std::optional<Size> {
@@ -245,7 +245,7 @@ bool directml(const std::string& n, Report& r) {
   std::size_t p = rfind_str(n, "Could not allocate tensor with ");
   if (p == std::string::npos || !contains(n, "not enough GPU video memory")) return false;
   r.format = "directml";
-  r.backend = "directml";
+  r.backend = Backend::Directml;
   r.origin = "pytorch";
   set_size(r.requested_bytes, read_size(n, p + 31));
   return true;
@@ -258,7 +258,7 @@ bool cpu_allocator(const std::string& n, Report& r) {
   bool memory_words = contains(n, "not enough memory") || contains(n, "can't allocate memory");
   if (!memory_words) return false;
   r.format = "cpu_allocator";
-  r.backend = "cpu";
+  r.backend = Backend::Cpu;
   r.origin = "pytorch";
   if (t != std::string::npos && t - p < 200) set_size(r.requested_bytes, read_size(n, t + 22));
   r.notes.push_back("This is system RAM (PyTorch's CPU allocator), not GPU memory.");
@@ -282,9 +282,9 @@ bool pytorch_generic(const std::string& n, Report& r) {
     if (p == std::string::npos) continue;
     r.format = "pytorch_generic";
     r.origin = "pytorch";
-    if (contains(n, "HIP out of memory")) r.backend = "rocm";
-    else if (contains(n, "XPU out of memory")) r.backend = "xpu";
-    else if (contains(n, "torch.cuda.") || contains(n, "CUDA")) r.backend = "cuda";
+    if (contains(n, "HIP out of memory")) r.backend = Backend::Rocm;
+    else if (contains(n, "XPU out of memory")) r.backend = Backend::Xpu;
+    else if (contains(n, "torch.cuda.") || contains(n, "CUDA")) r.backend = Backend::Cuda;
     return true;
   }
   return false;

@@ -8,7 +8,23 @@ nlohmann::json opt(const std::optional<T>& v) {
   return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
 }
 
+const char* const kBackendNames[] = {"", "cuda", "rocm", "mps", "xpu", "directml", "vulkan", "metal", "cpu", "unknown"};
+const char* const kSystemNames[] = {"", "linux", "windows", "macos"};
+static_assert(sizeof kBackendNames / sizeof *kBackendNames == static_cast<int>(Backend::Unknown) + 1,
+              "one name per Backend, in its order");
+static_assert(sizeof kSystemNames / sizeof *kSystemNames == static_cast<int>(System::Macos) + 1,
+              "one name per System, in its order");
+
 }  // namespace
+
+const char* backend_name(Backend b) { return kBackendNames[static_cast<int>(b)]; }
+const char* system_name(System s) { return kSystemNames[static_cast<int>(s)]; }
+
+std::optional<System> system_from_name(const std::string& word) {
+  for (int i = static_cast<int>(System::Linux); i <= static_cast<int>(System::Macos); ++i)
+    if (word == kSystemNames[i]) return static_cast<System>(i);
+  return std::nullopt;
+}
 
 nlohmann::json to_json(const Report& r) {
   nlohmann::json j;
@@ -29,10 +45,10 @@ nlohmann::json to_json(const Report& r) {
     j["other_processes"] = nullptr;
   }
   j["gpu_index"] = opt(r.gpu_index);
-  j["backend"] = r.recognised ? nlohmann::json(r.backend) : nlohmann::json(nullptr);
+  j["backend"] = r.recognised ? nlohmann::json(backend_name(r.backend)) : nlohmann::json(nullptr);
   j["origin"] = r.recognised ? nlohmann::json(r.origin) : nlohmann::json(nullptr);
   j["app"] = r.app.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.app);
-  j["os"] = r.os.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.os);
+  j["os"] = r.os == System::None ? nlohmann::json(nullptr) : nlohmann::json(system_name(r.os));
   j["extra"] = r.extra;
   j["notes"] = r.notes;
   if (r.recognised) {

@@ -36,6 +36,17 @@ struct Diagnosis {
   std::vector<Fix> fixes;  // cheapest or most likely first
 };
 
+// The device memory ran out on; None until a recogniser says, Unknown when it cannot tell. The JSON
+// spells it with backend_name ("cuda", "rocm", "mps", "xpu", "directml", "vulkan", "metal", "cpu", "unknown").
+enum class Backend { None, Cuda, Rocm, Mps, Xpu, Directml, Vulkan, Metal, Cpu, Unknown };
+const char* backend_name(Backend b);
+
+// The operating system, from the text or the caller's context line ("linux", "windows", "macos").
+enum class System { None, Linux, Windows, Macos };
+const char* system_name(System s);  // "" for None
+// The system named `word`; nullopt for any other word.
+std::optional<System> system_from_name(const std::string& word);
+
 struct Report {
   bool recognised = false;
   std::string format;  // message family, e.g. "pytorch_sentence", "vllm_v1_kv_cache" (see oom_parse.hpp)
@@ -50,11 +61,11 @@ struct Report {
   std::optional<std::vector<ProcessUse>> other_processes;   // "Process N has X memory in use"
   std::optional<int> gpu_index;
 
-  std::string backend;  // cuda | rocm | mps | xpu | directml | vulkan | metal | cpu | unknown
+  Backend backend = Backend::None;
   std::string origin;   // pytorch | cuda-runtime | hip-runtime | cublas | cudnn | miopen | vllm |
                         // llama.cpp | ollama | transformers | xla | comfy-aimdo | os (the system ended it)
   std::string app;      // comfyui | vllm | llama.cpp | ollama | "" when the text does not say
-  std::string os;       // linux | windows | macos | "" when neither the text nor the caller says
+  System os = System::None;  // None when neither the text nor the caller says
 
   nlohmann::json extra = nlohmann::json::object();  // figures outside the fixed set, bytes where sizes
   std::vector<std::string> notes;                    // caveats about the figures, in plain words

@@ -21,7 +21,7 @@ const Stage* stage_named(const Estimate& e, const std::string& name) {
 }  // namespace
 
 NeedBasis need_basis(const Estimate& e) {
-  return e.verdict == spelling(Verdict::DoesNotFit) ? NeedBasis::Runs : NeedBasis::FullyResident;
+  return e.verdict == Verdict::DoesNotFit ? NeedBasis::Runs : NeedBasis::FullyResident;
 }
 
 // Cached models are freed for a stage that needs the room, so they are not what a change must save.
@@ -40,9 +40,9 @@ std::uint64_t stage_need_bytes(const Stage& s, NeedBasis basis) {
   return std::max(own, s.full_load_bytes);
 }
 
-int verdict_rank(const std::string& verdict) {
-  if (verdict == spelling(Verdict::Fits)) return 0;
-  if (verdict == spelling(Verdict::DoesNotFit)) return 2;
+int verdict_rank(std::optional<Verdict> verdict) {
+  if (verdict == Verdict::Fits) return 0;
+  if (verdict == Verdict::DoesNotFit) return 2;
   return 1;
 }
 
@@ -66,7 +66,7 @@ bool improves(const Estimate& before, const Estimate& after, NeedBasis basis) {
   auto faster = [&](double now_slowdown, double was_slowdown) { return speed && now_slowdown < was_slowdown - kSameSpeed; };
   if (need_bytes(after, basis) < need || faster(after.slowdown, before.slowdown)) return true;
   for (const auto& b : before.stages) {
-    const bool limits = b.mode != "full" || stage_need_bytes(b, basis) == need;
+    const bool limits = b.mode != StageMode::Full || stage_need_bytes(b, basis) == need;
     if (!limits) continue;
     const Stage* a = stage_named(after, b.name);
     if (!a || stage_need_bytes(*a, basis) < stage_need_bytes(b, basis) || faster(a->slowdown, b.slowdown)) return true;

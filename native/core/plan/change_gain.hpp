@@ -18,7 +18,7 @@ std::uint64_t need_bytes(const Estimate& e);  // with need_basis(e)
 std::uint64_t stage_need_bytes(const Stage& s, NeedBasis basis);
 
 // fits 0, streams and tight 1 (it runs, slower), does not fit 2.
-int verdict_rank(const std::string& verdict);
+int verdict_rank(std::optional<Verdict> verdict);
 
 // What a change saves where it acts: the largest drop of one stage's need, and that stage. The run's
 // need can fall by less (another stage then sets it), which is what new_peak_bytes shows.

@@ -16,8 +16,8 @@ std::optional<Estimate> try_estimate(const Job& job, const Runtime& rt) {
   }
 }
 
-bool fits(const Estimate& e) { return e.verdict == spelling(Verdict::Fits); }
-bool runs(const Estimate& e) { return e.verdict != spelling(Verdict::DoesNotFit); }
+bool fits(const Estimate& e) { return e.verdict == Verdict::Fits; }
+bool runs(const Estimate& e) { return e.verdict != Verdict::DoesNotFit; }
 
 const ModelInfo* model_named(const std::string& name) {
   static const std::unordered_map<std::string, const ModelInfo*> index = [] {

@@ -82,7 +82,7 @@ std::optional<ChangeOutcome> gguf_file(const ChangeContext& c) {
   if (!r) return std::nullopt;
   const PrecisionInfo* p = precision_named(c.spec.precision);
   // "gguf-q8_0" -> "q8_0": the quantisation as GGUF file names spell it.
-  const std::string quant = p->kind == "gguf" && p->name.rfind("gguf-", 0) == 0 ? p->name.substr(5) : p->name;
+  const std::string quant = p->kind == PrecisionKind::Gguf && p->name.rfind("gguf-", 0) == 0 ? p->name.substr(5) : p->name;
   return ChangeOutcome{std::move(*r), "use a " + quant + " GGUF of " + c.job.diffusion->model +
                                           " (UnetLoaderGGUF from ComfyUI-GGUF)"};
 }

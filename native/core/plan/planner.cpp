@@ -120,7 +120,7 @@ Plan make_plan(const Job& job_in, const Runtime& rt, const PlanOptions& options)
   const NeedBasis basis = need_basis(plan.estimate);
   const PresetData& data = planner_preset_data();
 
-  if (rt.has_card() && plan.verdict != spelling(Verdict::Fits)) {
+  if (rt.has_card() && plan.verdict != Verdict::Fits) {
     std::vector<std::string> order = options.order;
     if (order.empty())
       for (const auto& c : data.changes) order.push_back(c.kind);
@@ -139,7 +139,7 @@ Plan make_plan(const Job& job_in, const Runtime& rt, const PlanOptions& options)
     }
     // What makes the run fit first, then what makes it run, each group in the data's cost order
     // (quality loss, then slowdown): the cheapest change that fits leads the list when one exists.
-    auto rank = [](const PlanChange& c) { return c.fits ? 0 : (c.verdict != spelling(Verdict::DoesNotFit) ? 1 : 2); };
+    auto rank = [](const PlanChange& c) { return c.fits ? 0 : (c.verdict != Verdict::DoesNotFit ? 1 : 2); };
     std::stable_sort(plan.changes.begin(), plan.changes.end(),
                      [&](const PlanChange& a, const PlanChange& b) { return rank(a) < rank(b); });
     // One combination per choice of exclusive kind: when the cheapest format taken does not make it
@@ -156,7 +156,7 @@ Plan make_plan(const Job& job_in, const Runtime& rt, const PlanOptions& options)
     }
     plan.cumulative = std::move(best.steps);
     plan.cumulative_fits = best.fits;
-    if (plan.verdict == spelling(Verdict::Streams)) {
+    if (plan.verdict == Verdict::Streams) {
       // Under dynamic VRAM a run that streams works as it is; it is only slower.
       char buf[48];
       std::snprintf(buf, sizeof buf, "%.1f", plan.estimate.slowdown);
@@ -181,15 +181,17 @@ Plan make_plan(const Job& job_in, const Runtime& rt, const PlanOptions& options)
 }
 
 nlohmann::json PlanChange::to_json() const {
-  return {{"kind", kind},       {"cost", cost},   {"description", description},
-          {"saving_bytes", saving_bytes}, {"saving_stage", saving_stage}, {"new_peak_bytes", new_peak_bytes},
-          {"new_full_load_bytes", new_need_bytes}, {"fits", fits},
-          {"verdict", verdict}, {"applies_by_preset", by_preset.value_or(widget)}};
+  nlohmann::json j = {{"kind", kind},       {"cost", cost},   {"description", description},
+                      {"saving_bytes", saving_bytes}, {"saving_stage", saving_stage}, {"new_peak_bytes", new_peak_bytes},
+                      {"new_full_load_bytes", new_need_bytes}, {"fits", fits},
+                      {"applies_by_preset", by_preset.value_or(widget)}};
+  put_verdict(j, verdict, "");
+  return j;
 }
 
 nlohmann::json Plan::to_json() const {
   nlohmann::json j = estimate.to_json();
-  j["verdict"] = verdict.empty() ? nlohmann::json(nullptr) : nlohmann::json(verdict);
+  put_verdict(j, verdict);
   j["changes"] = nlohmann::json::array();
   for (const auto& c : changes) j["changes"].push_back(c.to_json());
   nlohmann::json steps = nlohmann::json::array();

@@ -30,7 +30,7 @@ struct PlanChange {
   std::uint64_t saving_bytes = 0;    // what the change saves on the stage it changes most (saving_stage),
                                      // with every model resident unless the run does not fit as it is
   std::string saving_stage;
-  std::string verdict;       // estimate's verdict of the changed job
+  std::optional<Verdict> verdict;  // estimate's verdict of the changed job
   bool fits = false;         // verdict "fits" (no partial loading, inside the margin)
   // Whether a named preset would make this change for this workflow and card (set by api::plan from
   // the "fit this card" preset); unset = `widget`.
@@ -41,7 +41,7 @@ struct PlanChange {
 
 struct Plan {
   Estimate estimate;                    // of the job as it is
-  std::string verdict;                  // "fits" | "tight" | "does not fit" | "" (no card given)
+  std::optional<Verdict> verdict;       // none when no card was given
   std::vector<PlanChange> changes;      // single changes that lower the need: those that make it fit first,
                                         // then those that make it run, each group cheapest first
   std::vector<PlanChange> cumulative;   // changes applied one on top of the other until it fits

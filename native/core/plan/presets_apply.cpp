@@ -164,18 +164,18 @@ Job preset_job(const PresetSpec& preset_spec, const WorkflowInfo& info, const Ru
     };
     if (plan.cumulative_fits) {
       for (const auto& step : plan.cumulative) take(step);
-    } else if (plan.verdict != spelling(Verdict::Fits)) {
+    } else if (plan.verdict != Verdict::Fits) {
       // Smaller batches, clips or images that still do not fit would cost the user content for
       // nothing, unless the run would otherwise fail: then the cuts go as far as is needed to make it
       // run at all (verdict "tight": with weights streamed), as `headroom plan` shows them.
-      std::string verdict = plan.verdict;
+      std::optional<Verdict> verdict = plan.verdict;
       bool cut = false;
       // The job and kinds before the first content cut: what is kept when the cuts do not make it run.
       Job uncut = job;
       std::size_t uncut_kinds = kinds->size();
       for (const auto& step : plan.cumulative) {
         const bool content = step.kind == "batch" || step.kind == "frames" || step.kind == "resolution";
-        if (content && verdict != spelling(Verdict::DoesNotFit)) break;
+        if (content && verdict != Verdict::DoesNotFit) break;
         take(step);
         verdict = step.verdict;
         cut = cut || content;
@@ -184,11 +184,11 @@ Job preset_job(const PresetSpec& preset_spec, const WorkflowInfo& info, const Ru
           uncut_kinds = kinds->size();
         }
       }
-      if (verdict == spelling(Verdict::DoesNotFit) && cut) {
+      if (verdict == Verdict::DoesNotFit && cut) {
         job = uncut;
         kinds->resize(uncut_kinds);
       }
-      if (verdict == spelling(Verdict::DoesNotFit))
+      if (verdict == Verdict::DoesNotFit)
         notes->push_back("even the widget changes this preset may make do not fit " + std::to_string(usable_bytes(rt)) +
                          " bytes, so batch, length and size were left as they are; see `headroom plan` for GGUF "
                          "files and block swap");
@@ -244,7 +244,6 @@ PresetResult apply_preset(const json& wf, const std::string& name, const Runtime
   out.judged_bytes = usable_bytes(judged);
   out.before = out.judged_on_request ? estimate(info.job, judged) : before;
   out.before_peak = out.before.peak_bytes;
-  out.before_verdict = out.before.verdict;
   out.before_need = need_bytes(out.before);
 
   std::vector<std::string> kinds;
@@ -287,7 +286,6 @@ PresetResult apply_preset(const json& wf, const std::string& name, const Runtime
   out.target_after = estimate(after.job, rt);
   out.after = out.judged_on_request ? estimate(after.job, judged) : out.target_after;
   out.after_peak = out.after.peak_bytes;
-  out.after_verdict = out.after.verdict;
   out.after_need = need_bytes(out.after);
   out.workflow = std::move(rw.workflow());
   out.changes = std::move(rw.changes());

@@ -15,7 +15,6 @@ namespace headroom {
 struct PresetResult {
   nlohmann::json workflow;                          // rewritten copy
   std::uint64_t before_peak = 0, after_peak = 0;
-  std::string before_verdict, after_verdict;
   std::uint64_t before_need = 0, after_need = 0;    // with every model fully resident (planner.hpp need_bytes)
   std::uint64_t target_bytes = 0;                   // the memory the preset aimed at (0 = none)
   // The figures shown are judged on the request's card when it has one (the user's), else on the

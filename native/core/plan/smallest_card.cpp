@@ -26,7 +26,7 @@ SmallestCards smallest_cards(const Job& job, const Runtime& rt, const Estimate& 
   for (const auto& g : catalog_data().gpus) cards.push_back({g.name, g.memory_bytes, g.price_eur_per_hour, &g});
   // A card measured by its free memory is partly someone else's: only a whole one compares with
   // whole catalog cards. Catalog cards of the same size come first (they carry a name and a price).
-  const bool whole = rt.vram_bytes && !rt.free_bytes && !here.verdict.empty();
+  const bool whole = rt.vram_bytes && !rt.free_bytes && here.verdict.has_value();
   if (whole) cards.push_back({"the card given (" + format_bytes(rt.vram_bytes) + ")", rt.vram_bytes, std::nullopt, nullptr});
   std::stable_sort(cards.begin(), cards.end(),
                    [](const Candidate& a, const Candidate& b) { return a.memory_bytes < b.memory_bytes; });
@@ -54,11 +54,12 @@ SmallestCards smallest_cards(const Job& job, const Runtime& rt, const Estimate& 
 }
 
 nlohmann::json SmallestGpu::to_json() const {
-  return {{"name", name},
-          {"memory_bytes", memory_bytes},
-          {"price_eur_per_hour", price_eur_per_hour ? nlohmann::json(*price_eur_per_hour) : nlohmann::json(nullptr)},
-          {"peak_bytes", peak_bytes},
-          {"verdict", verdict}};
+  nlohmann::json j = {{"name", name},
+                      {"memory_bytes", memory_bytes},
+                      {"price_eur_per_hour", price_eur_per_hour ? nlohmann::json(*price_eur_per_hour) : nlohmann::json(nullptr)},
+                      {"peak_bytes", peak_bytes}};
+  put_verdict(j, verdict, "");
+  return j;
 }
 
 }  // namespace headroom

@@ -17,7 +17,7 @@ struct SmallestGpu {
   std::uint64_t memory_bytes = 0;
   std::optional<double> price_eur_per_hour;
   std::uint64_t peak_bytes = 0;
-  std::string verdict;  // the job's verdict on that card
+  std::optional<Verdict> verdict;  // the job's verdict on that card
   nlohmann::json to_json() const;
 };
 

@@ -100,11 +100,13 @@ ComfyNode read_node(const std::string& type, const json& j, const Reader& r, con
     if (!it->is_number()) r.fail("cfg_at_least", "expected a number");
     n.cfg_at_least = it->get<double>();
   }
+  static const std::pair<const char*, DecodeKind> kDecodes[] = {
+      {"full", DecodeKind::Full}, {"tiled", DecodeKind::Tiled}, {"headroom", DecodeKind::Headroom}};
   const std::string decode = r.text(j, "decode");
-  if (decode == "full") n.decode = DecodeKind::Full;
-  else if (decode == "tiled") n.decode = DecodeKind::Tiled;
-  else if (decode == "headroom") n.decode = DecodeKind::Headroom;
-  else if (!decode.empty()) r.fail("decode", "expected full, tiled or headroom, got '" + decode + "'");
+  for (const auto& [name, kind] : kDecodes)
+    if (decode == name) n.decode = kind;
+  if (!decode.empty() && n.decode == DecodeKind::None)
+    r.fail("decode", "expected full, tiled or headroom, got '" + decode + "'");
   n.tile_widget = r.text(j, "tile_widget");
   n.mode_widget = r.text(j, "mode_widget");
   n.output = r.flag(j, "output");

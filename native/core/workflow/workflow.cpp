@@ -129,6 +129,20 @@ std::set<std::string> executed_nodes(const Graph& g) {
   return run;
 }
 
+// The loader roles of comfy_nodes.json ("loads") that are read differently, parsed once per loader;
+// a role added to the data without code reads as Other (its files are recognised, nothing more).
+enum class LoaderKind { Diffusion, Checkpoint, TextEncoder, Vae, ClipVision, Lora, StyleModel, Other };
+
+LoaderKind loader_kind(const std::string& role) {
+  static const std::pair<const char*, LoaderKind> kKinds[] = {
+      {"diffusion", LoaderKind::Diffusion}, {"checkpoint", LoaderKind::Checkpoint},
+      {"text_encoder", LoaderKind::TextEncoder}, {"vae", LoaderKind::Vae}, {"clip_vision", LoaderKind::ClipVision},
+      {"lora", LoaderKind::Lora}, {"style_model", LoaderKind::StyleModel}};
+  for (const auto& [name, kind] : kKinds)
+    if (role == name) return kind;
+  return LoaderKind::Other;
+}
+
 class Analyser {
  public:
   Analyser(const Graph& g, const ParseOptions& opt) : g_(g), opt_(opt) {}
@@ -203,7 +217,7 @@ class Analyser {
   Component component(const Node& n, const std::string& file, const std::string& role, Loader& rec) {
     Component c;
     c.file = file;
-    NameGuess guess = resolve_file(file, role == "checkpoint" ? "checkpoint" : role);
+    NameGuess guess = resolve_file(file, role);
     c.model = guess.model;
     c.precision = guess.precision;
     for (auto& s : guess.notes) notes().push_back(s);
@@ -245,7 +259,7 @@ class Analyser {
       std::error_code ec;
       const std::uintmax_t size = std::filesystem::file_size(*path, ec);
       const std::string holds = ec ? std::string() : " (the file holds " + format_bytes(size) + ", the least it takes in memory)";
-      if (role == "diffusion" || role == "checkpoint") {
+      if (const LoaderKind kind = loader_kind(role); kind == LoaderKind::Diffusion || kind == LoaderKind::Checkpoint) {
         // Nothing estimates an unknown model; its weight_bytes carries the file's size to the answer
         // that says what is not covered.
         if (!ec) c.weight_bytes = static_cast<std::uint64_t>(size);
@@ -265,11 +279,12 @@ class Analyser {
     c.model = facts.model;
     if (!facts.precision.empty()) c.precision = facts.precision;
     // A checkpoint's bytes include its text encoders and VAE, which are counted separately.
-    if (facts.gpu_bytes && role != "checkpoint") c.weight_bytes = facts.gpu_bytes;
+    if (facts.gpu_bytes && loader_kind(role) != LoaderKind::Checkpoint) c.weight_bytes = facts.gpu_bytes;
     notes().push_back("'" + c.file + "': model, precision and size read from " + *path);
   }
 
   void loader(const Node& n, const std::string& role) {
+    const LoaderKind kind = loader_kind(role);
     // The first alternative whose first widget the node has (CLIPLoader's clip_name), else the last.
     const auto& alternatives = comfy_nodes().loader_roles.at(role).file_widgets;
     const std::vector<std::string>* chosen = &alternatives.back();
@@ -286,7 +301,7 @@ class Analyser {
         continue;
       }
       Loader rec{n.id, n.type, role, file, "", ""};
-      if (role == "lora") {
+      if (kind == LoaderKind::Lora) {
         notes().push_back("LoRA '" + file + "' (#" + n.id + ") is patched into the weights; its size is unknown "
                           "without --models and not counted");
         if (opt_.reads_files()) {
@@ -301,13 +316,13 @@ class Analyser {
         info_.loaders.push_back(rec);
         continue;
       }
-      if (role == "style_model") {
+      if (kind == LoaderKind::StyleModel) {
         notes().push_back("style model '" + file + "' (#" + n.id + ") is not in the catalog and not counted");
         info_.loaders.push_back(rec);
         continue;
       }
       Component c = component(n, file, role, rec);
-      if (role == "diffusion") {
+      if (kind == LoaderKind::Diffusion) {
         std::string dtype = text(resolved_value(g_, n, "weight_dtype"));
         std::string forced = precision_from_weight_dtype(dtype);
         if (!forced.empty()) {
@@ -328,20 +343,20 @@ class Analyser {
           diffusion_.push_back(c);
           diffusion_files_.push_back(file);
         }
-      } else if (role == "checkpoint") {
+      } else if (kind == LoaderKind::Checkpoint) {
         diffusion_.push_back(c);
         diffusion_files_.push_back(file);
         checkpoint_companions(c);
-      } else if (role == "text_encoder") {
+      } else if (kind == LoaderKind::TextEncoder) {
         if (c.model.empty()) notes().push_back("text encoder '" + file + "' not recognised; not counted");
         else if (!already_loaded(info_.job.text_encoders, c, n)) info_.job.text_encoders.push_back(c);
         encoders_by_node_[n.id] = {c, file};
         if (text(resolved_value(g_, n, "device")) == "cpu") info_.job.text_encoder_on_cpu = true;
         if (auto r = ref(n, "device")) info_.text_encoder_device.push_back(*r);
-      } else if (role == "vae") {
+      } else if (kind == LoaderKind::Vae) {
         if (c.model.empty()) notes().push_back("VAE '" + file + "' not recognised; the catalog VAE of the model is used");
         else info_.job.vae = c;
-      } else if (role == "clip_vision") {
+      } else if (kind == LoaderKind::ClipVision) {
         if (c.model.empty()) notes().push_back("CLIP vision '" + file + "' is not in the catalog and not counted");
         else info_.job.clip_vision = c;
       }
@@ -392,7 +407,7 @@ class Analyser {
     const ModelInfo* m = c.model.empty() ? nullptr : find_model(c.model);
     if (m && (!m->companion_text_encoders.empty() || !m->companion_vae.empty())) {
       const PrecisionInfo* p = c.precision.empty() ? nullptr : find_precision(c.precision);
-      const bool fp8 = p && p->kind == "fp8";
+      const bool fp8 = p && p->kind == PrecisionKind::Fp8;
       std::string parts;
       checkpoint_text_encoders_.clear();
       for (const auto& name : m->companion_text_encoders) {

@@ -1,6 +1,7 @@
 // Model files named by a workflow, looked up under a ComfyUI models folder.
 #include "core/workflow/workflow_models_dir.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <vector>
 
@@ -96,21 +97,39 @@ const std::string* ModelsFolderIndex::find(const std::string& dir, const std::st
 
 namespace {
 
-// The inspector roles a loader of `loader_role` (workflow.cpp role_of) can load.
+// What each loader role of comfy_nodes.json can load, in the inspector's roles, and how an error
+// names the loader. A role not listed (lora, style_model) loads whatever it is given.
+struct LoaderFiles {
+  const char* loader_role;
+  std::vector<std::string> file_roles;
+  const char* words;
+};
+
+const std::vector<LoaderFiles>& loader_files() {
+  static const std::vector<LoaderFiles> t = {
+      {"diffusion", {"diffusion_model"}, "a diffusion model loader"},
+      {"checkpoint", {"checkpoint", "diffusion_model"}, "a checkpoint loader"},
+      {"text_encoder", {"text_encoder"}, "a text encoder (CLIP) loader"},
+      {"vae", {"vae"}, "a vae loader"},
+      {"clip_vision", {"clip_vision"}, "a CLIP vision loader"},
+  };
+  return t;
+}
+
+const LoaderFiles* loader_files_of(const std::string& loader_role) {
+  for (const auto& l : loader_files())
+    if (loader_role == l.loader_role) return &l;
+  return nullptr;
+}
+
 bool loads(const std::string& loader_role, const std::string& file_role) {
-  if (loader_role == "diffusion") return file_role == "diffusion_model";
-  if (loader_role == "checkpoint") return file_role == "checkpoint" || file_role == "diffusion_model";
-  if (loader_role == "text_encoder") return file_role == "text_encoder";
-  if (loader_role == "vae") return file_role == "vae";
-  if (loader_role == "clip_vision") return file_role == "clip_vision";
-  return true;
+  const LoaderFiles* l = loader_files_of(loader_role);
+  return !l || std::find(l->file_roles.begin(), l->file_roles.end(), file_role) != l->file_roles.end();
 }
 
 std::string loader_word(const std::string& loader_role) {
-  if (loader_role == "diffusion") return "a diffusion model loader";
-  if (loader_role == "text_encoder") return "a text encoder (CLIP) loader";
-  if (loader_role == "clip_vision") return "a CLIP vision loader";
-  return "a " + loader_role + " loader";
+  const LoaderFiles* l = loader_files_of(loader_role);
+  return l ? l->words : "a " + loader_role + " loader";
 }
 
 }  // namespace

@@ -60,7 +60,7 @@ TEST_CASE("a wrong-typed architecture figure fails at load naming what came inst
     CliRun r = estimate_with([](json& d) { model_entry(d, "sdxl-vae")["arch"]["decoder"] = "kl3d"; });
     INFO(r.out);
     CHECK(r.code == 2);
-    CHECK(r.out.find("model sdxl-vae: 'arch.decoder' expected kl, wan2.1 or wan2.2 (a native decoder), got 'kl3d'") !=
+    CHECK(r.out.find("model sdxl-vae: 'arch.decoder' expected kl, flux2, wan2.1 or wan2.2 (a native decoder), got 'kl3d'") !=
           std::string::npos);
   }
   SECTION("a decode figure of the wrong kind, inside its section") {

@@ -12,6 +12,7 @@
 #include "core/estimate/estimator.hpp"
 #include "core/estimate/runtime_dynamic.hpp"
 #include "core/estimate/runtime_policy.hpp"
+#include "support/verdict_text.hpp"
 
 using namespace headroom;
 
@@ -57,8 +58,8 @@ TEST_CASE("dynamic VRAM: a stage whose weights do not fit streams them", "[runti
   const double in_flight = 2 * 100 * MiB_;                        // one stored layer per offload stream
   const double keep = 768.0 * MiB_;
   const Stage s = fit_stage(sampling_demand(), c);
-  REQUIRE(s.mode == "streams");
-  CHECK(s.loader == "dynamic");
+  REQUIRE(s.mode == StageMode::Streams);
+  CHECK(s.loader == Runtime::Loader::Dynamic);
   // What aimdo keeps free is not part of the least the run needs (see the kept-free test below).
   const double required = context + activations + in_flight;
   CHECK(static_cast<double>(s.required_bytes()) == Approx(required).epsilon(1e-6));
@@ -75,13 +76,13 @@ TEST_CASE("dynamic VRAM: a stage whose weights do not fit streams them", "[runti
 TEST_CASE("dynamic VRAM: everything resident when it fits, out of memory only for activations",
           "[runtime][dynamic]") {
   const Stage roomy = fit_stage(sampling_demand(), policy_context(dynamic_card(24 * GiB)));
-  CHECK(roomy.mode == "full");
+  CHECK(roomy.mode == StageMode::Full);
   CHECK(roomy.streamed_bytes.empty());
   CHECK(roomy.resident_bytes.at("dit") == 10 * GiB);
   CHECK(roomy.slowdown == 1.0);
 
   const Stage tiny = fit_stage(sampling_demand(), policy_context(dynamic_card(3 * GiB / 2)));
-  CHECK(tiny.mode == spelling(Verdict::DoesNotFit));
+  CHECK(tiny.mode == StageMode::DoesNotFit);
   CHECK(tiny.required_bytes() > 3 * GiB / 2);
 }
 
@@ -98,7 +99,7 @@ TEST_CASE("dynamic VRAM: what aimdo keeps free decides residency, not out of mem
     rt.reserve_bytes = reserve;  // --reserve-vram 2: aimdo keeps 2 GiB + --vram-headroom free
     const PolicyContext c = policy_context(rt);
     const Stage s = fit_stage(sampling_demand(), c);
-    REQUIRE(s.mode == "streams");
+    REQUIRE(s.mode == StageMode::Streams);
     CHECK(static_cast<double>(s.required_bytes()) == Approx(required).epsilon(1e-6));  // the same for both
     CHECK(static_cast<double>(s.resident_bytes.at("dit")) ==
           Approx(8.0 * GiB - required - c.keep_free_bytes).epsilon(1e-6));
@@ -106,7 +107,7 @@ TEST_CASE("dynamic VRAM: what aimdo keeps free decides residency, not out of mem
   // 2 GiB: the working set fits but not the kept-free room beside it. Every weight streams and the run
   // goes on; the card fills to its edge.
   const Stage edge = fit_stage(sampling_demand(), policy_context(dynamic_card(2 * GiB)));
-  CHECK(edge.mode == "streams");
+  CHECK(edge.mode == StageMode::Streams);
   CHECK(edge.resident_bytes.at("dit") == 0);
   CHECK(edge.streamed_bytes.at("dit") == 10 * GiB);
   CHECK(edge.peak_bytes == 2 * GiB);
@@ -114,7 +115,7 @@ TEST_CASE("dynamic VRAM: what aimdo keeps free decides residency, not out of mem
   const PolicyContext wide = policy_context(dynamic_card(24 * GiB));
   const Stage full = fit_stage(sampling_demand(), wide);
   const std::uint64_t just_short = full.peak_bytes - 1;
-  CHECK(fit_stage(sampling_demand(), policy_context(dynamic_card(just_short))).mode == "streams");
+  CHECK(fit_stage(sampling_demand(), policy_context(dynamic_card(just_short))).mode == StageMode::Streams);
 
   // A stage with no layer size to stream by (a VAE) needs all its weights at once; short only of the
   // kept-free room it runs, the room giving way, and is out of memory only past that.
@@ -123,11 +124,11 @@ TEST_CASE("dynamic VRAM: what aimdo keeps free decides residency, not out of mem
   const Stage whole = fit_stage(vae, wide);
   const std::uint64_t kf = whole.breakdown.at("dynamic_vram_headroom");
   const Stage squeezed = fit_stage(vae, policy_context(dynamic_card(whole.peak_bytes - kf / 2)));
-  CHECK(squeezed.mode == "full");
+  CHECK(squeezed.mode == StageMode::Full);
   CHECK(squeezed.peak_bytes == whole.peak_bytes - kf / 2);
   CHECK(squeezed.breakdown.at("dynamic_vram_headroom") == kf - kf / 2);
   CHECK(squeezed.required_bytes() == whole.peak_bytes - kf);
-  CHECK(fit_stage(vae, policy_context(dynamic_card(whole.peak_bytes - kf - 1))).mode == spelling(Verdict::DoesNotFit));
+  CHECK(fit_stage(vae, policy_context(dynamic_card(whole.peak_bytes - kf - 1))).mode == StageMode::DoesNotFit);
 }
 
 TEST_CASE("the legacy loader on the same stage keeps its partial loading", "[runtime][legacy]") {
@@ -136,8 +137,8 @@ TEST_CASE("the legacy loader on the same stage keeps its partial loading", "[run
   StageDemand d = sampling_demand();
   d.comfy_minimum_bytes = 2 * GiB;  // ComfyUI's own estimate covers the 1.2 GiB of real activations
   const Stage s = fit_stage(d, policy_context(rt));
-  CHECK(s.loader == "legacy");
-  CHECK(s.mode == "partial");
+  CHECK(s.loader == Runtime::Loader::Legacy);
+  CHECK(s.mode == StageMode::Partial);
   CHECK(s.resident_bytes.at("dit") + s.streamed_bytes.at("dit") == 10 * GiB);
 }
 
@@ -150,7 +151,7 @@ TEST_CASE("the legacy loader runs out when ComfyUI's own estimate is below the r
   rt.loader = Runtime::Loader::Legacy;
   const PolicyContext c = policy_context(rt);
   const Stage s = fit_stage(sampling_demand(), c);
-  CHECK(s.mode == spelling(Verdict::DoesNotFit));
+  CHECK(s.mode == StageMode::DoesNotFit);
   CHECK(s.peak_bytes > 8 * GiB);
   REQUIRE_FALSE(s.notes.empty());
   CHECK(s.notes.back().find("--reserve-vram") != std::string::npos);
@@ -160,15 +161,15 @@ TEST_CASE("the legacy loader runs out when ComfyUI's own estimate is below the r
 TEST_CASE("runs under dynamic VRAM: fits, streams, does not fit, host RAM", "[runtime][dynamic]") {
   Runtime big = dynamic_card(80 * GiB);
   const Estimate fits = estimate(flux_job("bf16", 1024), big);
-  CHECK(fits.runtime == "dynamic");
-  CHECK(fits.verdict == "fits");
+  CHECK(fits.runtime == Runtime::Loader::Dynamic);
+  CHECK(fits.verdict == Verdict::Fits);
   // On a roomy card the text encoders and the VAE stay cached while sampling: the card holds them.
   const Stage& sample = stage_named(fits, "sample");
   CHECK(sample.cached_bytes > 9 * GiB);  // T5-XXL fp16 (9.5 GB) at least
   CHECK(sample.peak_bytes - sample.cached_bytes == sample.full_load_bytes);
 
   const Estimate streams = estimate(flux_job("bf16", 1024), dynamic_card(16 * GiB));
-  CHECK(streams.verdict == "streams");
+  CHECK(streams.verdict == Verdict::Streams);
   CHECK(streams.slowdown > 1.0);
   CHECK(streams.required_bytes() < 16 * GiB);
   CHECK(stage_named(streams, "sample").streamed_bytes.at("flux1-dev") > 0);
@@ -185,7 +186,7 @@ TEST_CASE("host RAM under dynamic VRAM: file-backed weights slow the run, held m
   Runtime low_ram = dynamic_card(80 * GiB);
   low_ram.ram_bytes = 16 * GiB;  // Flux.1 dev bf16 alone is 23.8 GB
   const Estimate slow = estimate(flux_job("bf16", 1024), low_ram);
-  CHECK(slow.verdict == "streams");
+  CHECK(slow.verdict == Verdict::Streams);
   CHECK(slow.verdict_reason.find("reads weights from disk") != std::string::npos);
   CHECK(slow.host_ram_bytes > 23 * GiB);
   CHECK(slow.host_ram_held_bytes == 0);  // nothing but file-backed weights
@@ -193,7 +194,7 @@ TEST_CASE("host RAM under dynamic VRAM: file-backed weights slow the run, held m
   Job lora = flux_job("bf16", 1024);
   lora.lora_bytes = 20 * GiB;  // more patch memory than the 16 GiB of RAM
   const Estimate dies = estimate(lora, low_ram);
-  CHECK(dies.verdict == "does not fit");
+  CHECK(dies.verdict == Verdict::DoesNotFit);
   CHECK(dies.host_ram_held_bytes == 20 * GiB);
   CHECK(dies.verdict_reason.find("OOM killer") != std::string::npos);  // Linux unless told Windows
   low_ram.windows = true;
@@ -209,15 +210,15 @@ TEST_CASE("host RAM under dynamic VRAM: file-backed weights slow the run, held m
   Runtime legacy = low_ram;
   legacy.loader = Runtime::Loader::Legacy;
   const Estimate old_rule = estimate(flux_job("bf16", 1024), legacy);
-  CHECK(old_rule.verdict == "does not fit");
+  CHECK(old_rule.verdict == Verdict::DoesNotFit);
   CHECK(old_rule.host_ram_held_bytes == old_rule.host_ram_bytes);
   CHECK(old_rule.verdict_reason.find("runs out of host RAM") != std::string::npos);
 }
 
 TEST_CASE("GGUF models stay on the legacy loader under dynamic VRAM", "[runtime][dynamic]") {
   const Estimate e = estimate(flux_job("gguf-q4_1", 1024), dynamic_card(8 * GiB));
-  CHECK(stage_named(e, "sample").loader == "legacy");
-  CHECK(stage_named(e, "text_encode").loader == "dynamic");
+  CHECK(stage_named(e, "sample").loader == Runtime::Loader::Legacy);
+  CHECK(stage_named(e, "text_encode").loader == Runtime::Loader::Dynamic);
 }
 
 TEST_CASE("legacy verdicts: tight only when partial loading or the tiled retry saves the run",
@@ -225,7 +226,7 @@ TEST_CASE("legacy verdicts: tight only when partial loading or the tiled retry s
   Runtime rt;
   rt.vram_bytes = 8 * GiB;
   const Estimate e = estimate(flux_job("bf16", 1024), rt);
-  REQUIRE(e.verdict == "tight");
+  REQUIRE(e.verdict == Verdict::Tight);
   CHECK(e.verdict_reason.find("partial loading") != std::string::npos);
   CHECK(e.required_bytes() <= e.peak_bytes);
 }

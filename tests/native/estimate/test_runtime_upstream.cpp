@@ -13,6 +13,7 @@
 #include "core/estimate/memory_model.hpp"
 #include "core/estimate/runtime_policy.hpp"
 #include "core/estimate/vae_retry.hpp"
+#include "support/verdict_text.hpp"
 
 using namespace headroom;
 using support::stage_named;
@@ -47,7 +48,7 @@ TEST_CASE("dynamic VRAM: one stored layer per offload stream, from the flags", "
     const PolicyContext c = policy_context(card(Runtime::Loader::Dynamic, 8 * GiB, streams));
     CHECK(c.offload_streams == streams);
     const Stage s = fit_stage(d, c);
-    REQUIRE(s.mode == "streams");
+    REQUIRE(s.mode == StageMode::Streams);
     const double in_flight = 50.0 * MiB_ * std::max(1, streams);
     CHECK(static_cast<double>(s.required_bytes()) == Approx(context + activations + in_flight).epsilon(1e-9));
   }
@@ -75,7 +76,7 @@ TEST_CASE("legacy loader: offload buffer of the module and the next NUM_STREAMS,
   for (int streams : {0, 2}) {
     const PolicyContext c = policy_context(card(Runtime::Loader::Legacy, 8 * GiB, streams));
     const Stage s = fit_stage(d, c);
-    REQUIRE(s.mode == "partial");
+    REQUIRE(s.mode == StageMode::Partial);
     CHECK(s.breakdown.at("streamed_layer") == 50 * MiB_ * (1 + static_cast<std::uint64_t>(streams)));
     const double fixed = 450.0 * MiB_ + static_cast<double>(c.reserve_bytes);
     CHECK(static_cast<double>(s.min_bytes) ==

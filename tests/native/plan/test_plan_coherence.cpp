@@ -15,6 +15,7 @@
 #include "core/plan/planner.hpp"
 #include "core/workflow/workflow.hpp"
 #include "support/shared_data.hpp"
+#include "support/verdict_text.hpp"
 
 using namespace headroom;
 namespace fs = std::filesystem;
@@ -50,7 +51,7 @@ TEST_CASE("plan: no block swap under dynamic VRAM, which streams the weights its
   auto job = template_job("video_wan_vace_14B_t2v.json");
   if (!job) return;
   const Plan dynamic = make_plan(*job, card(8, Runtime::Loader::Dynamic));
-  REQUIRE(dynamic.verdict != "fits");
+  REQUIRE(dynamic.verdict != Verdict::Fits);
   CHECK_FALSE(lists(dynamic.changes, "block_swap"));
   CHECK_FALSE(lists(dynamic.cumulative, "block_swap"));
   // The legacy loader loads what fits and fails on the rest: there block swap is a real change on some
@@ -77,7 +78,7 @@ TEST_CASE("plan: a listed change never makes the verdict worse", "[plan][coheren
         CHECK(verdict_rank(e.verdict) <= verdict_rank(plan.verdict));
         CHECK(improves(plan.estimate, e, need_basis(plan.estimate)));
       }
-      std::string prev = plan.verdict;
+      std::optional<Verdict> prev = plan.verdict;
       for (const auto& c : plan.cumulative) {
         CHECK(verdict_rank(c.verdict) <= verdict_rank(prev));
         prev = c.verdict;
@@ -111,19 +112,19 @@ TEST_CASE("plan: the smallest cards never contradict the verdict on this card", 
         const Runtime rt = card(gib, loader);
         const Plan plan = make_plan(*job, rt);
         INFO(name << " " << loader_name(loader) << " " << gib << " GiB, verdict " << plan.verdict);
-        if (plan.verdict != "does not fit") {
+        if (plan.verdict != Verdict::DoesNotFit) {
           REQUIRE(plan.smallest_gpu_runs);
           CHECK(plan.smallest_gpu_runs->memory_bytes <= rt.vram_bytes);
         } else if (plan.smallest_gpu_runs) {
           CHECK(plan.smallest_gpu_runs->memory_bytes > rt.vram_bytes);
         }
-        if (plan.verdict == "fits") {
+        if (plan.verdict == Verdict::Fits) {
           REQUIRE(plan.smallest_gpu);
           CHECK(plan.smallest_gpu->memory_bytes <= rt.vram_bytes);
         }
         if (plan.smallest_gpu && plan.smallest_gpu_runs)
           CHECK(plan.smallest_gpu_runs->memory_bytes <= plan.smallest_gpu->memory_bytes);
-        if (plan.smallest_gpu) CHECK(plan.smallest_gpu->verdict == "fits");
+        if (plan.smallest_gpu) CHECK(plan.smallest_gpu->verdict == Verdict::Fits);
       }
   }
 }
@@ -165,7 +166,7 @@ TEST_CASE("plan: a text encoder that limits the run gets its own changes", "[pla
     for (const auto& s : plan.estimate.stages)
       if (s.name == "text_encode") te = &s;
     REQUIRE(te);
-    REQUIRE(te->mode != "full");  // the 24B encoder does not fit 16 GiB whole
+    REQUIRE(te->mode != StageMode::Full);  // the 24B encoder does not fit 16 GiB whole
     bool fp8 = false, on_cpu = false;
     for (const auto& c : plan.changes) {
       if (c.kind == "text_encoder_fp8") {

@@ -7,6 +7,7 @@
 #include "core/estimate/estimator.hpp"
 #include "core/catalog/catalog.hpp"
 #include "core/plan/planner.hpp"
+#include "support/verdict_text.hpp"
 
 #include <set>
 #include <string>
@@ -29,7 +30,7 @@ TEST_CASE("plan: a run that does not fit gets the changes that make it run first
   rt.vram_bytes = 8ull * 1000 * 1000 * 1000;  // "budget 8 GB"
   const Job job = big_flux_job();
   const Estimate before = estimate(job, rt);
-  REQUIRE(before.verdict == "does not fit");
+  REQUIRE(before.verdict == Verdict::DoesNotFit);
   const Plan plan = make_plan(job, rt);
   REQUIRE(plan.changes.size() >= 1);
   bool smaller_in_first_three = false;
@@ -44,15 +45,15 @@ TEST_CASE("plan: a run that does not fit gets the changes that make it run first
     INFO(c.description);
     // Every listed fix makes the run run, or never raises what it needs and lowers a stage that limits
     // it (issue 20: a tiled decode lowers the decode stage, not the sampling peak that sets own_peak).
-    CHECK((e.required_bytes() <= before.required_bytes() || e.verdict != "does not fit"));
+    CHECK((e.required_bytes() <= before.required_bytes() || e.verdict != Verdict::DoesNotFit));
     bool lowers_a_stage = false;
     for (const auto& after : e.stages)
       for (const auto& was : before.stages)
         if (after.name == was.name && (after.required_bytes() < was.required_bytes() || after.peak_bytes < was.peak_bytes))
           lowers_a_stage = true;
-    CHECK((lowers_a_stage || e.verdict != "does not fit"));
+    CHECK((lowers_a_stage || e.verdict != Verdict::DoesNotFit));
   }
-  CHECK(plan.changes.front().verdict != "does not fit");
+  CHECK(plan.changes.front().verdict != Verdict::DoesNotFit);
 }
 
 TEST_CASE("plan: savings are on the stage a change acts on, measured the way the run is judged", "[plan][fixes]") {
@@ -60,7 +61,7 @@ TEST_CASE("plan: savings are on the stage a change acts on, measured the way the
   rt.vram_bytes = 12ull * GiB;
   Job job = default_job("flux1-dev");
   const Estimate before = estimate(job, rt);
-  REQUIRE(before.verdict != "fits");
+  REQUIRE(before.verdict != Verdict::Fits);
   const Plan plan = make_plan(job, rt);
   REQUIRE_FALSE(plan.changes.empty());
   for (const auto& c : plan.changes) {
@@ -81,7 +82,7 @@ TEST_CASE("plan: a run that streams under dynamic VRAM is told it runs as it is"
   rt.loader = Runtime::Loader::Dynamic;
   rt.vram_bytes = 16ull * GiB;
   const Plan plan = make_plan(default_job("flux1-dev"), rt);
-  REQUIRE(plan.verdict == "streams");
+  REQUIRE(plan.verdict == Verdict::Streams);
   CHECK(plan.advice.find("runs as it is") != std::string::npos);
   CHECK(plan.advice.find("x slower") != std::string::npos);
   REQUIRE_FALSE(plan.changes.empty());

@@ -11,6 +11,7 @@
 #include "core/base/error.hpp"
 #include "core/plan/planner.hpp"
 #include "core/workflow/workflow.hpp"
+#include "support/verdict_text.hpp"
 
 using namespace headroom;
 namespace fs = std::filesystem;
@@ -55,37 +56,37 @@ TEST_CASE("plan: every Flux and Wan template gets a peak and a verdict at 24 GB 
         Plan plan = make_plan(info.job, rt);
         INFO(plan.to_json().dump(1));
         CHECK(plan.estimate.peak_bytes > 0);
-        CHECK((plan.verdict == "fits" || plan.verdict == "tight" || plan.verdict == "does not fit"));
+        CHECK((plan.verdict == Verdict::Fits || plan.verdict == Verdict::Tight || plan.verdict == Verdict::DoesNotFit));
         const Estimate before = estimate(info.job, rt);
         const NeedBasis basis = need_basis(before);
         const std::uint64_t need = need_bytes(before, basis);
-        auto rank = [](const std::string& v) { return v == "fits" ? 0 : v == "does not fit" ? 2 : 1; };
+        auto rank = [](std::optional<Verdict> v) { return v == Verdict::Fits ? 0 : v == Verdict::DoesNotFit ? 2 : 1; };
         // A listed change gives a better verdict, or the same one without raising the need measured
         // as for the unchanged run (then it lowers a stage that limits the run: change_gain.hpp).
-        auto helps = [&](const Estimate& e, std::uint64_t than, const std::string& was) {
+        auto helps = [&](const Estimate& e, std::uint64_t than, std::optional<Verdict> was) {
           return rank(e.verdict) < rank(was) || (rank(e.verdict) == rank(was) && need_bytes(e, basis) <= than);
         };
         for (const auto& c : plan.changes) {
           Estimate e = estimate(c.job, rt);  // independent price of the changed job
           CHECK(e.peak_bytes == c.new_peak_bytes);
           CHECK(helps(e, need, before.verdict));
-          CHECK(c.fits == (e.verdict == "fits"));
+          CHECK(c.fits == (e.verdict == Verdict::Fits));
           CHECK_FALSE(c.description.empty());
         }
-        if (plan.verdict != "fits") {
+        if (plan.verdict != Verdict::Fits) {
           REQUIRE_FALSE(plan.cumulative.empty());
           // Each step helps the run as the previous step left it.
           std::uint64_t prev = need;
-          std::string prev_verdict = before.verdict;
+          std::optional<Verdict> prev_verdict = before.verdict;
           for (const auto& c : plan.cumulative) {
             Estimate e = estimate(c.job, rt);
             CHECK(helps(e, prev, prev_verdict));
             prev = need_bytes(e, basis);
             prev_verdict = e.verdict;
           }
-          if (plan.cumulative_fits) CHECK(estimate(plan.cumulative.back().job, rt).verdict == "fits");
+          if (plan.cumulative_fits) CHECK(estimate(plan.cumulative.back().job, rt).verdict == Verdict::Fits);
           // What fits first, then what runs, then the rest; by cost inside each group.
-          auto group = [](const PlanChange& c) { return c.fits ? 0 : (c.verdict != "does not fit" ? 1 : 2); };
+          auto group = [](const PlanChange& c) { return c.fits ? 0 : (c.verdict != Verdict::DoesNotFit ? 1 : 2); };
           for (std::size_t i = 1; i < plan.changes.size(); ++i) {
             const PlanChange& a = plan.changes[i - 1];
             const PlanChange& b = plan.changes[i];
@@ -106,12 +107,12 @@ TEST_CASE("plan: the smallest card runs the job unchanged and the next smaller o
   REQUIRE(plan.smallest_gpu);
   Runtime on;
   on.vram_bytes = plan.smallest_gpu->memory_bytes;
-  CHECK(estimate(job, on).verdict == "fits");
+  CHECK(estimate(job, on).verdict == Verdict::Fits);
   for (const auto& g : catalog_data().gpus) {
     if (g.memory_bytes >= plan.smallest_gpu->memory_bytes) continue;
     Runtime smaller;
     smaller.vram_bytes = g.memory_bytes;
-    CHECK(estimate(job, smaller).verdict != "fits");
+    CHECK(estimate(job, smaller).verdict != Verdict::Fits);
   }
   // Published: Flux.1 dev needs about 24 GB of weights in 16 bit (issue #2 tests), so no 24 GB card
   // runs it with room for activations; the smallest card is a 32 GB one or larger.
@@ -124,12 +125,12 @@ TEST_CASE("plan: a job that fits gets no changes; an over-budget one gets fp8 fi
   Runtime big;
   big.vram_bytes = resolve_gpu("H200").memory_bytes;
   Plan fits = make_plan(job, big);
-  CHECK(fits.verdict == "fits");
+  CHECK(fits.verdict == Verdict::Fits);
   CHECK(fits.changes.empty());
   Runtime small;
   small.vram_bytes = resolve_gpu("4090").memory_bytes;
   Plan p = make_plan(job, small);
-  REQUIRE(p.verdict != "fits");
+  REQUIRE(p.verdict != Verdict::Fits);
   auto pos = [&](const std::string& k) {
     for (std::size_t i = 0; i < p.changes.size(); ++i)
       if (p.changes[i].kind == k) return static_cast<int>(i);

@@ -152,12 +152,14 @@ def estimate_for(workflow):
                    {"name": "decode", "peak_bytes": PEAKS["base"] if over else 19.8 * GIB}],
         "budget_bytes": SNAPSHOT["free_bytes"] + SNAPSHOT["torch_allocated_bytes"] + SNAPSHOT["reserved_unallocated_bytes"],
         "verdict": "does not fit" if over else "fits",
+        "verdict_id": "does_not_fit" if over else "fits",
     }
 
 
 def _verdict(peak):
     # `undefined <= BUDGET` is false in JavaScript.
-    return "fits" if peak is not UNDEFINED and peak <= BUDGET else "does not fit"
+    fits = peak is not UNDEFINED and peak <= BUDGET
+    return {"verdict": "fits" if fits else "does not fit", "verdict_id": "fits" if fits else "does_not_fit"}
 
 
 def mock(method, route, body):
@@ -181,8 +183,8 @@ def mock(method, route, body):
         after = PEAKS.get(preset, UNDEFINED) if isinstance(preset, str) else UNDEFINED
         return 200, _defined({
             "workflow": rewritten(_get(body, "workflow"), changes),
-            "before": {"peak_bytes": PEAKS["base"], "verdict": _verdict(PEAKS["base"])},
-            "after": _defined({"peak_bytes": after, "verdict": _verdict(after)}),
+            "before": {"peak_bytes": PEAKS["base"], **_verdict(PEAKS["base"])},
+            "after": _defined({"peak_bytes": after, **_verdict(after)}),
             "changes": changes,
         })
     if route == "/headroom/explain":
