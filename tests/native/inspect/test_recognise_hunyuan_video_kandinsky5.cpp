@@ -1,7 +1,7 @@
 // HunyuanVideo 1.0 and Kandinsky 5 Lite (issue 26): the files of the official templates name their models
 // and formats; the headers tell 1.0 from 1.5, the Lite T2V/I2V DiT from other DiTs and LLaVA-Llama-3 from
-// Llama 3.1; names of near families (the Kandinsky 5 image model, HunyuanVideo I2V, the 1.5 VAE, the LLaVA
-// vision tower) are not taken for the new entries.
+// Llama 3.1 and the video DiT from the image one; names of near families (Kandinsky 5 Pro and I2I, HunyuanVideo
+// I2V, the 1.5 VAE, the LLaVA vision tower) are not taken for the new entries.
 #include <set>
 #include <string>
 
@@ -27,6 +27,7 @@ TEST_CASE("HunyuanVideo 1.0 and Kandinsky 5: the official file names name their 
       {"hunyuan_video_vae_bf16.safetensors", "vae", "hunyuan-video-vae", "bf16"},
       {"kandinsky5lite_t2v_sft_5s.safetensors", "diffusion", "kandinsky5-lite-t2v", ""},
       {"kandinsky5lite_i2v_5s.safetensors", "diffusion", "kandinsky5-lite-i2v", ""},
+      {"kandinsky5lite_t2i.safetensors", "diffusion", "kandinsky5-lite-t2i", ""},
   };
   for (const auto& [file, role, model, precision] : official) {
     INFO(file << " as " << role);
@@ -39,10 +40,10 @@ TEST_CASE("HunyuanVideo 1.0 and Kandinsky 5: the official file names name their 
 TEST_CASE("HunyuanVideo 1.0 and Kandinsky 5: near families stay unknown or their own",
           "[recognise][families][hunyuan10][kandinsky5]") {
   const std::set<std::string> added = {"hunyuan-video-t2v-720p", "llava-llama3-8b", "hunyuan-video-vae",
-                                       "kandinsky5-lite-t2v", "kandinsky5-lite-i2v"};
+                                       "kandinsky5-lite-t2v", "kandinsky5-lite-i2v", "kandinsky5-lite-t2i"};
   const std::pair<const char*, const char*> near[] = {
-      {"kandinsky5lite_t2i.safetensors", "diffusion"},  // the 6B image model: model_dim 2560, not the Lite video DiT
-      {"kandinsky5pro_t2v_sft_5s.safetensors", "diffusion"},
+      {"kandinsky5pro_t2v_sft_5s.safetensors", "diffusion"},  // Video Pro, 19B: not the Lite DiT
+      {"kandinsky5lite_i2i.safetensors", "diffusion"},         // the image-editing model: not in the catalog
       {"hunyuan_video_image_to_video_720p_bf16.safetensors", "diffusion"},  // 1.0 I2V: 32 input channels
       {"hunyuanvideo1.5_720p_t2v_fp16.safetensors", "diffusion"},
       {"hunyuanvideo15_vae_fp16.safetensors", "vae"},
@@ -62,6 +63,8 @@ TEST_CASE("HunyuanVideo 1.0 and Kandinsky 5: headers are told apart by their ten
   CHECK(whole("hunyuan-video-1.5-t2v", "fp16").rfind("hunyuan-video-1.5-", 0) == 0);
   CHECK(whole("flux1-dev") != "hunyuan-video-t2v-720p");
   CHECK(whole("kandinsky5-lite-t2v").rfind("kandinsky5-lite-", 0) == 0);
+  CHECK(whole("kandinsky5-lite-t2v") != "kandinsky5-lite-t2i");
+  CHECK(whole("kandinsky5-lite-t2i") == "kandinsky5-lite-t2i");
   CHECK(whole("wan2.1-t2v-1.3b", "fp16") == "wan2.1-t2v-1.3b");
   // The 128320-row embedding is LLaVA-Llama-3's; Llama 3.1's 128256 stays Llama 3.1.
   CHECK(whole("llava-llama3-8b") == "llava-llama3-8b");
