@@ -57,6 +57,10 @@ TEST_CASE("every canonical name of issue #2 is in the catalog with its role", "[
       {"wan2.2-animate-14b", Role::DiffusionModel}, {"wan2.2-s2v-14b", Role::DiffusionModel},
       {"wan2.2-fun-control-a14b", Role::DiffusionModel}, {"wan2.2-fun-inpaint-a14b", Role::DiffusionModel},
       {"wan2.1-ati-14b", Role::DiffusionModel},
+      // Issue 26 near Wan: HunyuanVideo 1.0 with LLaVA-Llama-3-8B and its VAE, Kandinsky 5 Lite T2V, I2V, T2I.
+      {"hunyuan-video-t2v-720p", Role::DiffusionModel}, {"llava-llama3-8b", Role::TextEncoder},
+      {"hunyuan-video-vae", Role::Vae},          {"kandinsky5-lite-t2v", Role::DiffusionModel},
+      {"kandinsky5-lite-i2v", Role::DiffusionModel}, {"kandinsky5-lite-t2i", Role::DiffusionModel},
       // The 2026 families of issue 19: Krea 2 and its Qwen3-VL-4B encoder, the Wan-based Animate 2, SCAIL-2,
       // Dancer, HuMo, and the Wan finetunes ChronoEdit, Wan-Move and Bernini-R.
       {"qwen3vl-4b", Role::TextEncoder},         {"krea2-turbo", Role::DiffusionModel},
