@@ -86,6 +86,9 @@ struct ModelInfo {
   std::optional<ComfyHints> comfy;
   bool guidance_distilled = false;          // trained to follow guidance at cfg 1
   std::string fp8_file;                     // text encoders: the usual fp8 release's file name, "" if none
+  // A model its node runs as one forward pass (a detector, segmenter, depth or pose estimator): why, or ""
+  // for a sampled model. Such a model never stands for a workflow's sampled model, and guidance does not apply.
+  std::string one_pass;
   // VAEs: quantised precisions an official file ships in (ComfyUI loads it with mixed-precision ops), which
   // a VAE otherwise cannot take; empty for most.
   std::vector<std::string> released_quantized;

@@ -285,6 +285,7 @@ void read_model_figures(const JsonFields& entry, ModelInfo& m) {
   if (auto d = entry.optional_object("defaults")) m.defaults = read_defaults(*d);
   m.guidance_distilled = entry.optional_flag("guidance_distilled").value_or(false);
   m.fp8_file = entry.optional_text("fp8_file").value_or("");
+  m.one_pass = entry.optional_text("one_pass").value_or("");
   if (entry.has("released_quantized")) {
     m.released_quantized = entry.texts("released_quantized");
     entry.text("released_quantized_source");  // which official file: for people, but it must be there

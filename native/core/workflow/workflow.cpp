@@ -171,6 +171,7 @@ class Analyser {
   std::optional<Component> checkpoint_vae_;
   int latent_nodes_ = 0;
   double latent_scale_ = 1.0;  // the largest latent upsampler that runs
+  bool one_pass_ = false;      // the job's diffusion model runs one forward pass, not a sampling loop
   long long best_pixels_ = -1;
   bool image_sized_latent_ = false;  // the latent follows an input image (inpaint, Kontext, img2img)
   std::optional<UnknownNode> image_unknown_;  // the first such image whose size the workflow does not give
@@ -388,6 +389,13 @@ class Analyser {
         return true;
       }
     return false;
+  }
+
+  // 2 a known sampled model, 1 an unknown one, 0 a known model that runs one forward pass (models.json one_pass).
+  static int standing(const Component& c) {
+    if (c.model.empty()) return 1;
+    const ModelInfo* m = find_model(c.model);
+    return m && !m->one_pass.empty() ? 0 : 2;
   }
 
   // The bytes a diffusion component holds: its header's, else the catalog's figure at its precision;
@@ -664,14 +672,21 @@ class Analyser {
     // Diffusion: Wan 2.2 A14B's two experts are one component (ComfyUI runs one at a time).
     if (!diffusion_.empty()) {
       // Several models run one after another (an all-in-one edit workflow): the largest sets the peak,
-      // not the one whose loader comes first. Known models win over unknown ones.
+      // not the one whose loader comes first. Known sampled models win over unknown ones, and an unknown one
+      // over a known one-pass model: a segmenter beside an unknown video model must not make the workflow
+      // read as estimated with the segmenter's small figures.
       std::size_t pick = 0;
       for (std::size_t i = 1; i < diffusion_.size(); ++i) {
-        const bool known = !diffusion_[i].model.empty(), pick_known = !diffusion_[pick].model.empty();
-        if ((known && !pick_known) || (known == pick_known && component_bytes(diffusion_[i]) > component_bytes(diffusion_[pick])))
+        const int rank = standing(diffusion_[i]), pick_rank = standing(diffusion_[pick]);
+        if (rank > pick_rank || (rank == pick_rank && component_bytes(diffusion_[i]) > component_bytes(diffusion_[pick])))
           pick = i;
       }
       job.diffusion = diffusion_[pick];
+      if (const ModelInfo* picked = job.diffusion->model.empty() ? nullptr : find_model(job.diffusion->model);
+          picked && !picked->one_pass.empty()) {
+        one_pass_ = true;
+        notes().push_back(picked->name + " runs as one forward pass (" + picked->one_pass + ")");
+      }
       const ModelInfo* first = diffusion_[0].model.empty() ? nullptr : find_model(diffusion_[0].model);
       bool experts = diffusion_.size() == 2 && diffusion_[0].model == diffusion_[1].model && first && first->experts == 2;
       if (experts) {
@@ -716,7 +731,10 @@ class Analyser {
         notes().push_back("output size unknown (it follows an input image); assumed " + std::to_string(job.width) +
                           "x" + std::to_string(job.height));
     }
-    if (cfg_ >= 0) job.cfg = cfg_;
+    if (cfg_ > 1.0 && one_pass_)
+      notes().push_back("the guiders' cfg " + json_preview(cfg_, 8) + " belongs to another model; " + job.diffusion->model +
+                        " runs one pass without guidance");
+    else if (cfg_ >= 0) job.cfg = cfg_;
 
     // Decode: the most memory-hungry decoder that runs decides.
     bool any_full = false, any_tiled = false, any_headroom = false;

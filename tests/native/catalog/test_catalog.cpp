@@ -80,6 +80,9 @@ TEST_CASE("every canonical name of issue #2 is in the catalog with its role", "[
       {"sdxl-base", Role::DiffusionModel},       {"sdxl-turbo", Role::DiffusionModel},
       {"sdxl-refiner", Role::DiffusionModel},    {"sd3-vae", Role::Vae},
       {"sd3.5-large", Role::DiffusionModel},
+      // Issue 26: the one-pass utility models of the official templates (depth, pose, segmentation, detection).
+      {"lotus-depth-d-v1-1", Role::DiffusionModel}, {"sdpose-wholebody", Role::DiffusionModel},
+      {"sam3.1-multiplex", Role::DiffusionModel},   {"rt-detr-v4-x", Role::DiffusionModel},
       {"qwen-image-2.1", Role::DiffusionModel},  {"qwen-image-2.1-turbo", Role::DiffusionModel},
       {"qwen3vl-8b", Role::TextEncoder},         {"qwen-image-2.1-vae", Role::Vae},
       {"minimax-h3-fl2va", Role::DiffusionModel}, {"minimax-h3-ref2va", Role::DiffusionModel},
