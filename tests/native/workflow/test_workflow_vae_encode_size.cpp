@@ -116,3 +116,94 @@ TEST_CASE("an empty latent node still sets the size beside a VAEEncode of a load
   CHECK(info.job.height == 1536);
   CHECK(info.latent_node == "EmptySD3LatentImage");
 }
+
+namespace {
+
+// TextEncodeQwenImage21 (#5) makes the sampled latent from its first reference image (node 10).
+json qwen21_edit(int resolution, bool with_image) {
+  json wf = encode_image(load_image());
+  wf["1"]["inputs"]["unet_name"] = "qwen_image_2.1_int8_convrot.safetensors";
+  wf["5"] = node("TextEncodeQwenImage21", {{"clip", json::array({"2", 0})}, {"vae", json::array({"3", 0})},
+                                           {"prompt", "a"}, {"negative_prompt", ""}, {"resolution", resolution}});
+  if (with_image) wf["5"]["inputs"]["images.image_1"] = json::array({"10", 0});
+  wf["6"]["inputs"]["latent_image"] = json::array({"5", 2});
+  return wf;
+}
+
+}  // namespace
+
+TEST_CASE("TextEncodeQwenImage21's latent follows its resolution and its first image", "[workflow][image_size][vae_encode]") {
+  // A resolution keeps the pixel count of a resolution square; the loaded image's aspect is unknown.
+  WorkflowInfo info = analyse_workflow(qwen21_edit(1536, true), "resolution");
+  REQUIRE(info.size_known);
+  CHECK(info.job.width == 1536);
+  CHECK(info.job.height == 1536);
+  // Without an image the latent is the resolution square.
+  info = analyse_workflow(qwen21_edit(768, false), "no image");
+  REQUIRE(info.size_known);
+  CHECK(info.job.width == 768);
+  // 0 keeps the image's own size: a loaded image's is unknown, and the image is named.
+  info = analyse_workflow(qwen21_edit(0, true), "own size");
+  CHECK(!info.size_known);
+  REQUIRE(info.size_from_unknown);
+  CHECK(info.size_from_unknown->type == "LoadImage");
+  // 0 with a scaled image keeps that size, rounded to multiples of 32.
+  json wf = qwen21_edit(0, true);
+  wf["10"] = node("ImageScale", {{"image", json::array({"11", 0})}, {"upscale_method", "lanczos"}, {"width", 1000},
+                                 {"height", 700}, {"crop", "center"}});
+  wf["11"] = load_image();
+  info = analyse_workflow(wf, "own size, scaled");
+  REQUIRE(info.size_known);
+  CHECK(info.job.width == 992);
+  CHECK(info.job.height == 704);
+}
+
+TEST_CASE("a subgraph instance without proxyWidgets gives its widget values in the order of its widget inputs",
+          "[workflow][image_size][vae_encode]") {
+  // The Qwen-Image 2.1 edit templates: the instance holds resolution 0, the inner node still shows 1024.
+  const json wf = json::parse(R"({
+    "nodes": [
+      {"id": 1, "type": "sg", "mode": 0, "inputs": [], "outputs": [], "widgets_values": [0, "a prompt"], "properties": {}},
+      {"id": 2, "type": "LoadImage", "mode": 0, "widgets_values": ["photo.png", "image"], "outputs": [{"name": "IMAGE", "links": [9]}]}
+    ],
+    "links": [],
+    "definitions": {"subgraphs": [{
+      "id": "sg", "name": "edit",
+      "inputs": [{"name": "resolution", "type": "INT", "linkIds": [1]}, {"name": "prompt", "type": "STRING", "linkIds": [2]}],
+      "outputs": [],
+      "nodes": [
+        {"id": 10, "type": "UNETLoader", "mode": 0, "widgets_values": ["qwen_image_2.1_int8_convrot.safetensors", "default"]},
+        {"id": 11, "type": "CLIPLoader", "mode": 0, "widgets_values": ["qwen3vl_8b_int8_convrot.safetensors", "qwen_image", "default"]},
+        {"id": 12, "type": "VAELoader", "mode": 0, "widgets_values": ["qwen_image_2.1_vae_bf16.safetensors"]},
+        {"id": 13, "type": "EmptyImage", "mode": 0, "widgets_values": [1000, 700, 1, 0]},
+        {"id": 14, "type": "TextEncodeQwenImage21", "mode": 0, "widgets_values": ["", "", 1024],
+         "inputs": [{"name": "clip", "link": 3}, {"name": "vae", "link": 4}, {"name": "images.image_1", "link": 5},
+                    {"name": "resolution", "widget": {"name": "resolution"}, "link": 1},
+                    {"name": "prompt", "widget": {"name": "prompt"}, "link": 2}]},
+        {"id": 15, "type": "KSampler", "mode": 0, "widgets_values": [1, "fixed", 20, 4, "euler", "simple", 1],
+         "inputs": [{"name": "model", "link": 6}, {"name": "positive", "link": 7}, {"name": "negative", "link": 8}, {"name": "latent_image", "link": 10}]},
+        {"id": 16, "type": "VAEDecode", "mode": 0, "inputs": [{"name": "samples", "link": 11}, {"name": "vae", "link": 12}]},
+        {"id": 17, "type": "SaveImage", "mode": 0, "widgets_values": ["x"], "inputs": [{"name": "images", "link": 13}]}
+      ],
+      "links": [
+        {"id": 1, "origin_id": -10, "origin_slot": 0, "target_id": 14, "target_slot": 3},
+        {"id": 2, "origin_id": -10, "origin_slot": 1, "target_id": 14, "target_slot": 4},
+        {"id": 3, "origin_id": 11, "origin_slot": 0, "target_id": 14, "target_slot": 0},
+        {"id": 4, "origin_id": 12, "origin_slot": 0, "target_id": 14, "target_slot": 1},
+        {"id": 5, "origin_id": 13, "origin_slot": 0, "target_id": 14, "target_slot": 2},
+        {"id": 6, "origin_id": 10, "origin_slot": 0, "target_id": 15, "target_slot": 0},
+        {"id": 7, "origin_id": 14, "origin_slot": 0, "target_id": 15, "target_slot": 1},
+        {"id": 8, "origin_id": 14, "origin_slot": 1, "target_id": 15, "target_slot": 2},
+        {"id": 10, "origin_id": 14, "origin_slot": 2, "target_id": 15, "target_slot": 3},
+        {"id": 11, "origin_id": 15, "origin_slot": 0, "target_id": 16, "target_slot": 0},
+        {"id": 12, "origin_id": 12, "origin_slot": 0, "target_id": 16, "target_slot": 1},
+        {"id": 13, "origin_id": 16, "origin_slot": 0, "target_id": 17, "target_slot": 0}
+      ]
+    }]}
+  })");
+  const WorkflowInfo info = analyse_workflow(wf, "instance values");
+  REQUIRE(info.size_known);
+  // resolution 0 from the instance keeps the 1000x700 image, rounded to 32: the inner 1024 would give ~1024^2.
+  CHECK(info.job.width == 992);
+  CHECK(info.job.height == 704);
+}
