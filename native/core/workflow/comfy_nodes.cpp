@@ -89,9 +89,20 @@ ComfyNode read_node(const std::string& type, const json& j, const Reader& r, con
   if (auto it = j.find("image_size"); it != j.end()) n.image_size = read_image_size(*it, Reader{r.file, r.where + ".image_size"});
   if (auto it = j.find("image_total_pixels"); it != j.end()) {
     const Reader tr{r.file, r.where + ".image_total_pixels"};
-    if (!it->is_object()) tr.fail("(entry)", "expected {megapixels, steps, input}: widget names and the image input");
-    tr.known(*it, {"megapixels", "steps", "input"});
-    n.image_total_pixels = TotalPixelsRule{tr.text(*it, "megapixels", true), tr.text(*it, "steps"), tr.text(*it, "input", true)};
+    if (!it->is_object()) tr.fail("(entry)", "expected {megapixels or side, steps, input}: widget names and the image input");
+    tr.known(*it, {"megapixels", "side", "steps", "input"});
+    TotalPixelsRule rule;
+    rule.megapixels = tr.text(*it, "megapixels");
+    rule.side = tr.text(*it, "side");
+    if (rule.megapixels.empty() == rule.side.empty()) tr.fail("megapixels", "and side: expected exactly one of them");
+    if (auto s = it->find("steps"); s != it->end() && s->is_number_integer()) {
+      rule.fixed_steps = s->get<int>();
+      if (rule.fixed_steps < 1 || rule.fixed_steps > 16384) tr.fail("steps", "expected 1 to 16384 pixels or a widget name");
+    } else {
+      rule.steps = tr.text(*it, "steps");
+    }
+    rule.input = tr.text(*it, "input", true);
+    n.image_total_pixels = rule;
     if (n.image_size) r.fail("image_total_pixels", "and image_size both set the size: keep one");
   }
   n.reference_image = r.flag(j, "reference_image");

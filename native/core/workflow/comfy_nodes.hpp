@@ -43,7 +43,10 @@ struct ImageSizeRule {
 // A node that scales its input image to a pixel count, keeping the aspect (ImageScaleToTotalPixels):
 // widget names of the megapixels (of 1024 x 1024) and of the multiple both sides round to ("": 1).
 struct TotalPixelsRule {
-  std::string megapixels, steps, input;
+  // The pixel count: `megapixels` x 1024^2 (ImageScaleToTotalPixels), or the square of the `side` widget
+  // (TextEncodeQwenImage21's resolution, whose 0 keeps the input's own size). One of the two is set.
+  std::string megapixels, side, steps, input;
+  int fixed_steps = 0;  // a multiple the node always rounds to, where no widget gives it
 };
 
 enum class DecodeKind { None, Full, Tiled, Headroom };

@@ -38,17 +38,45 @@ ImageSize walk(const Graph& g, const Node* n, std::string input, const IntegerOf
 // round(side x scale / steps) x steps (Python's round: half to even, as std::nearbyint). Where the input's
 // aspect is unknown (a loaded image) the pixel count still is known, and a DiT's tokens follow the pixel
 // count, not the aspect: the job is sized as the square of that count, and the note says so.
+// TextEncodeQwenImage21: a resolution of 0 keeps the input image's own size, each side rounded to the
+// multiple; with no image linked the latent is a resolution square.
+ImageSize side_rule_without_scale(const Graph& g, const Node& n, const TotalPixelsRule& rule, long long side,
+                                  long long steps, const IntegerOf& integer_of, const NumberOf& number_of, int hops) {
+  const Input* linked = n.input(rule.input);
+  if (!linked || !linked->from_node) {
+    if (side == 0) return unknown(n, "its " + rule.side + " is 0 and no image is linked to " + rule.input);
+    return {static_cast<int>(side), static_cast<int>(side), n.id, n.type, "", ""};
+  }
+  const ImageSize in = walk(g, &n, rule.input, integer_of, number_of, hops + 1);
+  if (!in.known()) return in;
+  const auto snap = [steps](int v) {
+    return static_cast<int>(std::max<long long>(steps, static_cast<long long>(std::nearbyint(double(v) / steps)) * steps));
+  };
+  return {snap(*in.width), snap(*in.height), n.id, n.type, "", ""};
+}
+
 ImageSize scaled_to_total(const Graph& g, const Node& n, const TotalPixelsRule& rule, const IntegerOf& integer_of,
                           const NumberOf& number_of, int hops) {
-  const auto mp = number_of(n, rule.megapixels);
-  if (!mp || !(*mp > 0) || *mp > 16)
-    return unknown(n, "its " + rule.megapixels + " is not a number of megapixels above 0 and at most 16 (ComfyUI's range) that the workflow gives");
-  long long steps = 1;
+  long long steps = rule.fixed_steps > 0 ? rule.fixed_steps : 1;
   if (!rule.steps.empty()) {
     if (auto s = integer_of(n, rule.steps)) steps = *s;
     if (steps < 1 || steps > kMaxSide) return unknown(n, "its " + rule.steps + " is not a whole number from 1 to 16384");
   }
-  const double total = *mp * 1024.0 * 1024.0;
+  double total = 0;
+  if (!rule.side.empty()) {
+    const auto side = integer_of(n, rule.side);
+    if (!side || *side < 0 || *side > kMaxSide)
+      return unknown(n, "its " + rule.side + " is not a whole number of pixels from 0 to 16384 that the workflow gives");
+    const Input* linked = n.input(rule.input);
+    if (*side == 0 || !linked || !linked->from_node)
+      return side_rule_without_scale(g, n, rule, *side, steps, integer_of, number_of, hops);
+    total = static_cast<double>(*side) * static_cast<double>(*side);
+  } else {
+    const auto mp = number_of(n, rule.megapixels);
+    if (!mp || !(*mp > 0) || *mp > 16)
+      return unknown(n, "its " + rule.megapixels + " is not a number of megapixels above 0 and at most 16 (ComfyUI's range) that the workflow gives");
+    total = *mp * 1024.0 * 1024.0;
+  }
   const auto snap = [steps](double side) {
     return std::max<long long>(steps, static_cast<long long>(std::nearbyint(side / steps)) * steps);
   };
@@ -101,6 +129,8 @@ ImageSize image_size_of(const Graph& g, const Node& latent_node, const IntegerOf
                         const NumberOf& number_of) {
   const ComfyNode* info = comfy_nodes().find(latent_node.type);
   if (info && info->image_size) return set_by(latent_node, *info->image_size, integer_of);
+  // A node that scales its own input image before making the latent (TextEncodeQwenImage21).
+  if (info && info->image_total_pixels) return scaled_to_total(g, latent_node, *info->image_total_pixels, integer_of, number_of, 0);
   if (!info || info->image_input.empty())
     return unknown(latent_node, "its latent has the size of an input image that Headroom does not trace");
   return walk(g, &latent_node, info->image_input, integer_of, number_of, 0);

@@ -628,7 +628,11 @@ class Analyser {
       return;
     }
     if (info->decode != DecodeKind::None) return decoder(n, *info);
-    if (!info->latent_from_image.empty()) return image_latent(n, *info);
+    if (!info->latent_from_image.empty()) {
+      // A text encoder that also makes the latent (TextEncodeQwenImage21) still reports what it leaves out.
+      if (!info->run_note.empty()) notes().push_back(n.type + " #" + n.id + ": " + info->run_note);
+      return image_latent(n, *info);
+    }
     if (info->reference_image) {
       // One reference image is one set of tokens, however many conditionings it is attached to (the
       // klein edit templates give the same latent to the positive and the negative side).
@@ -699,6 +703,10 @@ class Analyser {
       } else if (diffusion_.size() > 1) {
         notes().push_back(std::to_string(diffusion_.size()) + " diffusion models run one after another; the "
                           "estimate uses the largest, '" + diffusion_files_[pick] + "'");
+        // A model the catalog lacks beside it (Lotus depth before Flux) is not counted: say so, by name.
+        for (std::size_t i = 0; i < diffusion_.size(); ++i)
+          if (i != pick && diffusion_[i].model.empty())
+            notes().push_back("diffusion model '" + diffusion_files_[i] + "' is not in the catalog; it is not counted");
       }
       if (job.diffusion->model.empty())
         notes().push_back("diffusion model '" + job.diffusion->file + "' is not in the catalog");

@@ -2,6 +2,7 @@
 // Format facts: ../shared/real-workflows/INDEX.md, "Format notes for the parser".
 #include "core/workflow/workflow_graph.hpp"
 
+#include <set>
 #include <unordered_map>
 
 #include "core/base/error.hpp"
@@ -228,6 +229,28 @@ class Flattener {
       if (!(*names)[k].empty()) set((*names)[k], wv[k], np / "widgets_values" / k);
   }
 
+  // Without proxyWidgets the frontend writes the instance's widget values in the order of the subgraph's
+  // widget-typed inputs (INT, FLOAT, STRING, BOOLEAN, COMBO): the Qwen-Image 2.1 edit templates keep their
+  // resolution 0 there while the inner node still shows 1024. Read only when the counts agree, since any
+  // other layout would bind values to the wrong inputs.
+  static void promote_by_position(const json& jn, const Pointer& np, const json& sg,
+                                  std::map<std::string, std::pair<json, Pointer>>& promoted) {
+    if (!jn.contains("widgets_values") || !jn["widgets_values"].is_array() || !sg.contains("inputs") ||
+        !sg["inputs"].is_array())
+      return;
+    static const std::set<std::string> widget_types = {"INT", "FLOAT", "STRING", "BOOLEAN", "COMBO"};
+    std::vector<std::string> names;
+    for (const auto& si : sg["inputs"]) {
+      if (!si.is_object() || !si.contains("name") || !si["name"].is_string() || !si.contains("type") ||
+          !si["type"].is_string())
+        return;
+      if (widget_types.count(si["type"].get<std::string>())) names.push_back(si["name"].get<std::string>());
+    }
+    const json& wv = jn["widgets_values"];
+    if (names.empty() || names.size() != wv.size()) return;
+    for (std::size_t k = 0; k < names.size(); ++k) promoted[names[k]] = {wv[k], np / "widgets_values" / k};
+  }
+
   void expand_instance(const json& jn, const Pointer& np, const std::string& flat, int mode,
                        const std::vector<Input>& outer_inputs, std::size_t sg_index, int depth) {
     const json& sg = root_["definitions"]["subgraphs"][sg_index];
@@ -242,6 +265,8 @@ class Flattener {
       for (std::size_t k = 0; k < pw.size() && k < wv.size(); ++k)
         if (pw[k].is_array() && pw[k].size() == 2 && pw[k][0] == "-1" && pw[k][1].is_string())
           promoted[pw[k][1].get<std::string>()] = {wv[k], np / "widgets_values" / k};
+    } else {
+      promote_by_position(jn, np, sg, promoted);
     }
     std::vector<Binding> bindings;
     if (sg.contains("inputs") && sg["inputs"].is_array()) {

@@ -164,7 +164,9 @@ TEST_CASE("templates: details INDEX.md spells out", "[workflow][templates]") {
   }
   SECTION("Kontext: the bypassed EmptySD3LatentImage is ignored; one reference latent") {
     WorkflowInfo info = load("flux_kontext_dev_basic.json");
-    CHECK(info.latent_node == "FluxKontextImageScale");  // the rescaled image sets the size, not the latent node
+    // The sampled latent is the VAEEncode of the rescaled image: its size is the rescale's, not the latent node's.
+    CHECK(info.latent_node == "VAEEncode");
+    CHECK(info.job.width * info.job.height == 1328 * 800);
     CHECK(info.job.reference_images == 1);
     CHECK(info.job.text_encoders.size() == 2);
     CHECK(info.job.text_encoders[1].precision == "fp8_scaled");
