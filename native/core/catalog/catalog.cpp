@@ -385,8 +385,9 @@ const ModelInfo& resolve_model(const std::string& text, const std::string& field
   auto subs = substring_matches(c.models, text);
   if (subs.size() > 1)
     throw InputError(field, "'" + text_preview(text) + "' matches several models: " + join_names(subs) + "; give the full name");
+  // The catalog has over a hundred models: naming them all buries the three that are close.
   throw InputError(field, "unknown model '" + text_preview(text) + "'; closest: " + close_names(c.models, text) +
-                              ". Known models: " + all_names(c.models));
+                              "; `headroom models` lists all " + std::to_string(c.models.size()) + " known models");
 }
 
 const PrecisionInfo* find_precision(const std::string& text) {
