@@ -30,7 +30,7 @@ const CSS = `
 .headroom-preset button,.headroom-undo{cursor:pointer}
 .headroom-error{color:#ff7b7b;white-space:pre-wrap}
 .headroom-budget-error{color:#ff7b7b;font-size:11px}.headroom-budget-input{width:60%}
-.headroom-trust{font-size:11px;opacity:.9}.headroom-trust .unknown,.headroom-trust-unknown{color:#e6c15a}
+.headroom-trust{font-size:11px;opacity:.9}.headroom-trust .unknown,.headroom-trust-unknown{color:#e6c15a}.headroom-trust-broken{color:#e66a5a}
 `;
 
 export function ensureStyle(doc = document) {
@@ -164,17 +164,29 @@ export function renderStages(estimate, cardBytes, verdicts = []) {
   return wrap;
 }
 
+// The core's size_source for a loader, in the panel's words.
+const SIZE_SOURCE_WORDS = {
+  header: "size from the file's header",
+  file_name: "size from its file name",
+  unknown: "size unknown",
+};
+
 // What the figures rest on, in the core's words: which file each loader names and the model and
 // precision taken for it, the nodes not counted, the core's notes (where a size came from a file name,
 // what was left out), and the smallest card that runs the workflow unchanged.
 export function renderTrust(estimate) {
   const box = el("details", "headroom-trust");
   box.appendChild(el("summary", "", "What these figures rest on"));
-  for (const l of estimate?.workflow?.loaders ?? []) {
+  const loaders = estimate?.workflow?.loaders ?? [];
+  for (const l of loaders) {
+    const source = SIZE_SOURCE_WORDS[l.size_source];
     const line = el("div", "headroom-trust-model",
-      `${l.type ?? "loader"}: ${l.file ?? "?"} → ${l.model || "unknown model"}${l.precision ? `, ${l.precision}` : ""}`);
-    if (!l.model) line.classList.add("unknown");
+      `${l.type ?? "loader"}: ${l.file ?? "?"} → ${l.model || "unknown model"}${l.precision ? `, ${l.precision}` : ""}` +
+      (source ? ` (${source})` : ""));
+    if (!l.model || l.size_source === "unknown") line.classList.add("unknown");
     box.appendChild(line);
+    // A file that looks broken is said in the core's sentence, which names the node and the file.
+    if (l.file_problem) box.appendChild(el("div", "headroom-trust-broken", l.file_problem_text || `${l.file}: ${l.file_problem}`));
   }
   const unknown = estimate?.unknown_nodes ?? [];
   if (unknown.length) {
@@ -185,7 +197,7 @@ export function renderTrust(estimate) {
   const small = estimate?.smallest_gpu;
   if (small?.name) box.appendChild(el("div", "headroom-trust-card", `Smallest card that runs it unchanged: ${small.name}`));
   // Anything that is not counted opens the box: the user should see it without asking.
-  if (unknown.length || (estimate?.workflow?.loaders ?? []).some((l) => !l.model)) box.open = true;
+  if (unknown.length || loaders.some((l) => !l.model || l.file_problem)) box.open = true;
   return box;
 }
 

@@ -496,3 +496,26 @@ def test_the_panel_says_what_its_figures_rest_on(open_panel):
     assert "taken for flux1-dev from its file name" in out["text"]
     assert "Smallest card that runs it unchanged: RTX 4090 24GB" in out["text"]
     assert out["open"] and out["unknown"] == 1
+
+
+def test_the_panel_says_where_each_size_comes_from_and_flags_broken_files(open_panel):
+    """Issue 23 #4: a loader's size source (header, file name, unknown) and a broken file reach the panel."""
+    page, _ = open_panel("/templates/flux_schnell.json")
+    out = page.evaluate("""async () => {
+      const { renderTrust } = await import("/extensions/headroom/headroom_panel.js");
+      const broken = "UNETLoader #1 loads 'a.safetensors' (/m/a.safetensors), which is empty (0 bytes)";
+      const e = renderTrust({ notes: [],
+        workflow: { loaders: [
+          { type: "UNETLoader", file: "a.safetensors", model: "flux1-dev", size_source: "file_name",
+            file_problem: "empty", file_problem_text: broken },
+          { type: "CLIPLoader", file: "t5.safetensors", model: "t5-xxl", size_source: "header", file_problem: null },
+          { type: "VAELoader", file: "v.safetensors", model: null, size_source: "unknown", file_problem: null }] } });
+      return { text: e.textContent, open: e.open,
+               broken: [...e.querySelectorAll(".headroom-trust-broken")].map((n) => n.textContent),
+               unknown: e.querySelectorAll(".unknown").length };
+    }""")
+    assert "UNETLoader: a.safetensors → flux1-dev (size from its file name)" in out["text"]
+    assert "CLIPLoader: t5.safetensors → t5-xxl (size from the file's header)" in out["text"]
+    assert "VAELoader: v.safetensors → unknown model (size unknown)" in out["text"]
+    assert out["broken"] == ["UNETLoader #1 loads 'a.safetensors' (/m/a.safetensors), which is empty (0 bytes)"]
+    assert out["open"] and out["unknown"] == 1

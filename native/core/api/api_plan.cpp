@@ -139,6 +139,20 @@ json costs_of(const std::vector<std::string>& kinds) {
   return out;
 }
 
+// The plan's figures stay (what the workflow would need as Headroom reads it), but nothing that judges
+// them: `not_covered` says what they rest on that Headroom could not know.
+void withhold_verdict(json& out, const std::string& why, json not_covered) {
+  put_verdict(out, Verdict::Unknown);
+  out["verdict_reason"] = why;
+  out["reason"] = why;
+  out["not_covered"] = std::move(not_covered);
+  out["changes"] = json::array();
+  out["cumulative"] = json::array();
+  out["smallest_gpu"] = nullptr;
+  out["smallest_gpu_runs"] = nullptr;
+  out["advice"] = nullptr;
+}
+
 }  // namespace
 
 const request::Fields& plan_fields() {
@@ -196,17 +210,18 @@ json plan(const json& body) {
                             "; the stages are for an assumed " +
                             std::to_string(info.job.width) + "x" + std::to_string(info.job.height) + ", " +
                             std::to_string(info.job.frames) + " frame(s), batch " + std::to_string(info.job.batch);
-    put_verdict(out, Verdict::Unknown);
-    out["verdict_reason"] = why;
-    out["reason"] = why;
-    out["not_covered"] = {{"kind", "size"}, {"node_id", from->id}, {"node_type", from->type}, {"why", from->why},
-                          {"assumed", {{"width", info.job.width}, {"height", info.job.height},
-                                       {"frames", info.job.frames}, {"batch", info.job.batch}}}};
-    out["changes"] = json::array();
-    out["cumulative"] = json::array();
-    out["smallest_gpu"] = nullptr;
-    out["smallest_gpu_runs"] = nullptr;
-    out["advice"] = nullptr;
+    withhold_verdict(out, why, {{"kind", "size"}, {"node_id", from->id}, {"node_type", from->type}, {"why", from->why},
+                                {"assumed", {{"width", info.job.width}, {"height", info.job.height},
+                                             {"frames", info.job.frames}, {"batch", info.job.batch}}}});
+  }
+  const auto broken = std::find_if(info.loaders.begin(), info.loaders.end(),
+                                   [](const workflow::Loader& l) { return l.broken(); });
+  if (broken != info.loaders.end() && !info.size_from_unknown) {
+    // A 0-byte or truncated file is not what the figures count (they follow its name): ComfyUI would
+    // fail to load it, so no verdict, change or card rests on it, as for a size Headroom assumed.
+    withhold_verdict(out, broken->file_problem_text,
+                     {{"kind", "file"}, {"node_id", broken->node_id}, {"node_type", broken->type}, {"file", broken->file},
+                      {"file_problem", broken->file_problem}, {"why", broken->file_problem_text}});
   }
   out["unknown_nodes"] = unknown;
   out["job"] = job_to_json(info.job);

@@ -222,10 +222,11 @@ class Analyser {
     c.model = guess.model;
     c.precision = guess.precision;
     for (auto& s : guess.notes) notes().push_back(s);
-    if (opt_.reads_files()) read_header(c, role);
+    if (!c.model.empty()) rec.size_source = "file_name";
+    if (opt_.reads_files()) read_header(n, c, role, rec);
     rec.model = c.model;
     rec.precision = c.precision;
-    (void)n;
+    if (c.model.empty() && !c.weight_bytes) rec.size_source = "unknown";
     return c;
   }
 
@@ -241,7 +242,7 @@ class Analyser {
     return "ComfyUI's model folders" + (opt_.models_dir.empty() ? std::string() : " or " + opt_.models_dir);
   }
 
-  void read_header(Component& c, const std::string& role) {
+  void read_header(const Node& n, Component& c, const std::string& role, Loader& rec) {
     auto path = find_file(c.file, role);
     if (!path) {
       notes().push_back("'" + c.file + "' not found under " + searched() + "; estimated from its name");
@@ -249,9 +250,22 @@ class Analyser {
     }
     const HeaderFacts& facts = header_facts(*path, role);
     if (!facts.error.empty()) {
+      rec.file_problem = facts.file_problem;
+      if (!facts.file_problem.empty()) {
+        const std::string what = facts.file_problem == "empty"       ? "is empty (0 bytes)"
+                                 : facts.file_problem == "truncated" ? "is shorter than its header says (truncated)"
+                                 : facts.file_problem == "bad_header" ? "has a header that does not parse"
+                                                                      : "cannot be read";
+        rec.file_problem_text = n.type + " #" + n.id + " loads '" + c.file + "' (" + *path + "), which " + what +
+                                (rec.broken() ? ": a broken download? Its size is unknown, and no verdict rests on it"
+                                              : "; estimated from its name");
+        notes().push_back(rec.file_problem_text + " (" + facts.error + ")");
+        return;
+      }
       notes().push_back("could not read the header of " + *path + " (" + facts.error + "); estimated from its name");
       return;
     }
+    rec.size_source = "header";
     if (facts.model.empty()) {
       // What ComfyUI loads is the file, so the header decides over a name that may only share a word
       // with a catalog model (a latent upscaler named after the family it upscales for). The header's
@@ -273,6 +287,7 @@ class Analyser {
       // Text encoders, CLIP vision and VAEs keep the name's guess: they ship in layouts the inspector
       // does not read (GGUF text encoders keep llama.cpp's tensor names), and an encoder dropped from
       // the count would lower the peak it belongs to.
+      rec.size_source = c.model.empty() ? "unknown" : "file_name";
       notes().push_back("the header of " + *path + " matches no catalog model" + holds + "; " +
                         (c.model.empty() ? "not recognised" : "estimated from its name as " + c.model));
       return;
@@ -308,7 +323,9 @@ class Analyser {
         if (opt_.reads_files()) {
           auto path = find_file(file, role);
           HeaderFacts f = path ? header_facts(*path, role) : HeaderFacts{};
+          rec.file_problem = f.file_problem;
           if (f.gpu_bytes) {
+            rec.size_source = "header";
             info_.job.lora_bytes += *f.gpu_bytes;
             notes().back() = "LoRA '" + file + "' (#" + n.id + "): " + std::to_string(*f.gpu_bytes) +
                              " bytes read from " + *path;
@@ -781,7 +798,10 @@ json WorkflowInfo::to_json() const {
   for (const auto& l : loaders)
     loaders_json.push_back({{"node_id", l.node_id}, {"type", l.type}, {"role", l.role}, {"file", l.file},
                             {"model", l.model.empty() ? json(nullptr) : json(l.model)},
-                            {"precision", l.precision.empty() ? json(nullptr) : json(l.precision)}});
+                            {"precision", l.precision.empty() ? json(nullptr) : json(l.precision)},
+                            {"size_source", l.size_source},
+                            {"file_problem", l.file_problem.empty() ? json(nullptr) : json(l.file_problem)},
+                            {"file_problem_text", l.file_problem_text.empty() ? json(nullptr) : json(l.file_problem_text)}});
   json unknown = json::array();
   for (const auto& u : unknown_nodes) unknown.push_back({{"id", u.id}, {"type", u.type}});
   return {{"format", api_format ? "api" : "ui"},

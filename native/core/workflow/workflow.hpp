@@ -30,6 +30,16 @@ struct Loader {
   std::string file;
   std::string model;  // canonical catalog name, "" when not recognised
   std::string precision;
+  // Where the size counted for the file comes from: "header" (read from the file), "file_name" (guessed
+  // from its name: not looked up, not found, or a header that could not be used), "unknown" (neither).
+  std::string size_source = "unknown";
+  // "" or what is wrong with the file found on disk: "empty", "truncated", "bad_header", "unreadable";
+  // `file_problem_text` says it in a sentence naming the node and the file.
+  std::string file_problem;
+  std::string file_problem_text;
+  // A 0-byte or truncated file: what ComfyUI would load is not what the figures count, so no verdict
+  // may rest on it.
+  bool broken() const { return file_problem == "empty" || file_problem == "truncated"; }
 };
 
 struct Decoder {

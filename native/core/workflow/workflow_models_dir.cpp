@@ -134,8 +134,28 @@ std::string loader_word(const std::string& loader_role) {
 
 }  // namespace
 
+namespace {
+
+std::string classify_file_problem(std::uint64_t file_bytes, const std::string& error) {
+  if (file_bytes == 0) return "empty";
+  // Both header readers say "truncated" whenever the file ends before what its header promises (the
+  // length prefix, a tensor's data offsets, the GGUF tensor infos): a download that stopped early.
+  if (error.find("truncated") != std::string::npos) return "truncated";
+  return "bad_header";
+}
+
+}  // namespace
+
 HeaderFacts read_header_facts(const std::string& path, const std::string& loader_role) {
   HeaderFacts f;
+  std::error_code ec;
+  const std::uintmax_t size = fs::file_size(fs::u8path(path), ec);
+  if (!ec && size == 0) {
+    // Nothing to parse: a download that never started, or a placeholder.
+    f.error = "the file is empty (0 bytes)";
+    f.file_problem = "empty";
+    return f;
+  }
   try {
     const Inspection ins = inspect_file_cached(path);
     // Weights as loaded; the estimator adds GGUF/fp8 dequantisation transients itself.
@@ -163,8 +183,12 @@ HeaderFacts read_header_facts(const std::string& path, const std::string& loader
       f.precision.clear();
       f.gpu_bytes.reset();
     }
+  } catch (const FileFormatError& e) {
+    f.error = e.what();
+    f.file_problem = classify_file_problem(ec ? 1 : static_cast<std::uint64_t>(size), f.error);
   } catch (const Error& e) {
     f.error = e.what();
+    f.file_problem = "unreadable";
   }
   return f;
 }

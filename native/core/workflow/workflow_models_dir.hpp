@@ -45,6 +45,9 @@ struct HeaderFacts {
   std::string error;                      // why the header could not be used ("" = fine)
   std::string role;                       // the inspector's role: diffusion_model, text_encoder, vae,
                                           // clip_vision, checkpoint, lora, unknown
+  // What is wrong with the file itself, not with its fit for the loader: "" (nothing), "empty" (0 bytes),
+  // "truncated" (shorter than its header says), "bad_header" (a header that does not parse), "unreadable".
+  std::string file_problem;
 };
 
 // The header facts of `path` for a loader of `loader_role` (diffusion, checkpoint, text_encoder, vae,

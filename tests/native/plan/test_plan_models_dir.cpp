@@ -674,3 +674,114 @@ TEST_CASE("plan --models: a text encoder whose header is not read keeps its name
   CHECK(any_contains(ns, "matches no catalog model (the file holds"));
   CHECK(any_contains(ns, "estimated from its name as t5-xxl"));
 }
+
+namespace {
+
+const json& loader_of(const json& p, const std::string& node_id) {
+  for (const auto& l : p["workflow"]["loaders"])
+    if (l["node_id"] == node_id) return l;
+  FAIL("no loader #" << node_id);
+  static json none;
+  return none;
+}
+
+// Keeps the first `keep` bytes of `path`: a download that stopped early.
+void cut(const std::string& path, std::uint64_t keep) {
+  REQUIRE(fs::file_size(path) > keep);
+  fs::resize_file(path, keep);
+}
+
+}  // namespace
+
+TEST_CASE("plan --models: each loader says where its size comes from", "[plan][models_dir][trust]") {
+  ModelsTree t;
+  SECTION("a header read: header") {
+    json p = plan(api_workflow("UNETLoader", "my_model.safetensors", "encoder_b.safetensors", "encoder_a.safetensors",
+                               "decoder.safetensors"),
+                  t.root);
+    for (const char* id : {"1", "2", "3"}) {
+      INFO("loader #" << id);
+      CHECK(loader_of(p, id)["size_source"] == "header");
+      CHECK(loader_of(p, id)["file_problem"].is_null());
+    }
+  }
+  SECTION("a file not found: file_name, or unknown when the name says nothing") {
+    json p = plan(api_workflow("UNETLoader", "flux1-dev-fp8-e4m3fn.safetensors", "encoder_b.safetensors",
+                               "encoder_a.safetensors", "missing_vae.safetensors"),
+                  t.root);
+    CHECK(loader_of(p, "1")["size_source"] == "file_name");
+    CHECK(loader_of(p, "1")["file_problem"].is_null());
+    CHECK(loader_of(p, "3")["size_source"] == "unknown");
+    CHECK(p["verdict"] != "unknown");
+  }
+  SECTION("no models folder at all: the name decides") {
+    json p = plan(api_workflow("UNETLoader", "flux1-dev-fp8-e4m3fn.safetensors", "encoder_b.safetensors",
+                               "encoder_a.safetensors", "decoder.safetensors"),
+                  "");
+    CHECK(loader_of(p, "1")["size_source"] == "file_name");
+    CHECK(loader_of(p, "3")["size_source"] == "unknown");
+  }
+}
+
+TEST_CASE("plan --models: a broken model file gets no verdict and is named", "[plan][models_dir][trust]") {
+  ModelsTree t;
+  // The name alone makes a plan with a verdict; only the file on disk is broken.
+  const json wf = api_workflow("UNETLoader", "flux1-dev-fp8.safetensors", "encoder_b.safetensors",
+                               "encoder_a.safetensors", "decoder.safetensors");
+  const std::string unet = t.root + "/diffusion_models/flux1-dev-fp8.safetensors";
+  REQUIRE(plan(wf, t.root)["verdict"] != "unknown");
+
+  auto check_broken = [&](const json& p, const std::string& id, const std::string& type, const std::string& file,
+                          const std::string& problem) {
+    INFO(p["reason"].dump());
+    const json& l = loader_of(p, id);
+    CHECK(l["file_problem"] == problem);
+    CHECK(l["size_source"] != "header");
+    CHECK(p["verdict"] == "unknown");
+    CHECK(p["not_covered"]["kind"] == "file");
+    CHECK(p["not_covered"]["node_id"] == id);
+    CHECK(p["not_covered"]["file_problem"] == problem);
+    CHECK(p["changes"].empty());
+    CHECK(p["smallest_gpu"].is_null());
+    const std::string reason = p["reason"].get<std::string>();
+    CHECK_THAT(reason, Catch::Contains(type + " #" + id) && Catch::Contains(file));
+    CHECK(l["file_problem_text"] == reason);
+    CHECK(any_contains(notes_about(p, file), type + " #" + id));
+  };
+
+  SECTION("0 bytes") {
+    fs::resize_file(unet, 0);
+    check_broken(plan(wf, t.root), "1", "UNETLoader", "flux1-dev-fp8.safetensors", "empty");
+  }
+  SECTION("a safetensors file shorter than its tensors' data offsets") {
+    cut(unet, fs::file_size(unet) / 2);
+    check_broken(plan(wf, t.root), "1", "UNETLoader", "flux1-dev-fp8.safetensors", "truncated");
+  }
+  SECTION("a safetensors file cut inside its header") {
+    cut(unet, 100);
+    check_broken(plan(wf, t.root), "1", "UNETLoader", "flux1-dev-fp8.safetensors", "truncated");
+  }
+  SECTION("a truncated GGUF") {
+    const std::string gguf = t.root + "/unet/my_quant.gguf";
+    fs::copy_file(gguf, t.root + "/unet/flux1-dev-Q4_K_S.gguf");
+    cut(t.root + "/unet/flux1-dev-Q4_K_S.gguf", fs::file_size(gguf) - 4096);
+    check_broken(plan(api_workflow("UnetLoaderGGUF", "flux1-dev-Q4_K_S.gguf", "encoder_b.safetensors",
+                                   "encoder_a.safetensors", "decoder.safetensors"),
+                      t.root),
+                 "1", "UnetLoaderGGUF", "flux1-dev-Q4_K_S.gguf", "truncated");
+  }
+  SECTION("a broken VAE, not only the diffusion model") {
+    const std::string vae = t.root + "/vae/decoder.safetensors";
+    cut(vae, fs::file_size(vae) - 1);
+    check_broken(plan(wf, t.root), "3", "VAELoader", "decoder.safetensors", "truncated");
+  }
+  SECTION("a header that does not parse is flagged, and the name still decides") {
+    testfiles::write_file(unet, testfiles::st_prefix("{\"a\": [1, 2"), 1 << 20);
+    json p = plan(wf, t.root);
+    const json& l = loader_of(p, "1");
+    CHECK(l["file_problem"] == "bad_header");
+    CHECK(l["size_source"] == "file_name");
+    CHECK_THAT(l["file_problem_text"].get<std::string>(), Catch::Contains("UNETLoader #1"));
+    CHECK(p["verdict"] != "unknown");
+  }
+}
