@@ -395,6 +395,19 @@ class Analyser {
     return std::nullopt;
   }
 
+  // A known node feeds the sampler a latent whose size no rule reads (an encoded input clip, an edit size
+  // of 0 that keeps the input image's): the size is as unknown as behind an unknown node.
+  std::optional<UnknownNode> unsized_latent_source() const {
+    for (const auto& id : run_) {
+      const Node* n = g_.node(id);
+      for (const auto& name : comfy_nodes().sampled_latent_inputs) {
+        const Node* from = n ? source_of(*n, name) : nullptr;
+        if (from) return UnknownNode{from->id, from->type, "whose output size Headroom does not read (it follows an input image or clip)"};
+      }
+    }
+    return std::nullopt;
+  }
+
   // ComfyUI caches a node's output by its class and inputs, not by its id, so loaders of the same file
   // with the same settings give one model: one copy on the card and in RAM, however many nodes name it
   // (five umt5 loaders were counted as five, 53 GiB of host RAM).
@@ -746,6 +759,7 @@ class Analyser {
     }
     if (!info_.size_known && !image_sized_latent_ && latent_nodes_ == 0) info_.size_from_unknown = unknown_latent_source();
     if (!info_.size_known && image_unknown_) info_.size_from_unknown = image_unknown_;
+    if (!info_.size_known && !info_.size_from_unknown && !diffusion_.empty()) info_.size_from_unknown = unsized_latent_source();
     if (info_.size_from_unknown) {
       notes().push_back("the sampled latent's size follows " + info_.size_from_unknown->type + " #" + info_.size_from_unknown->id +
                         ", " + info_.size_from_unknown->why + ": it is unknown, and the figures are for an assumed " +
