@@ -106,10 +106,10 @@ def first_change(result: dict):
     """The plan's first change in the core's words, for a run that will not complete or runs with little
     margin (the rule the panel and `headroom plan` follow), or None."""
     changes = result.get("changes") or []
-    verdict = result.get("verdict")
     if not changes or not isinstance(changes[0], dict):
         return None
-    if not (verdicts.is_failure(verdict) or verdicts.is_tight(verdict)):
+    # verdicts reads the answer's verdict_id, not its words.
+    if not (verdicts.is_failure(result) or verdicts.is_tight(result)):
         return None
     change = changes[0]
     return str(change.get("description") or change.get("summary") or change.get("title") or change_text(change))

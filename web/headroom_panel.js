@@ -183,7 +183,7 @@ export function renderTrust(estimate) {
     const line = el("div", "headroom-trust-model",
       `${l.type ?? "loader"}: ${l.file ?? "?"} → ${l.model || "unknown model"}${l.precision ? `, ${l.precision}` : ""}` +
       (source ? ` (${source})` : ""));
-    if (!l.model || l.size_source === "unknown") line.classList.add("unknown");
+    if (!l.model || (source && source === SIZE_SOURCE_WORDS.unknown)) line.classList.add("unknown");
     box.appendChild(line);
     // A file that looks broken is said in the core's sentence, which names the node and the file.
     if (l.file_problem) box.appendChild(el("div", "headroom-trust-broken", l.file_problem_text || `${l.file}: ${l.file_problem}`));
