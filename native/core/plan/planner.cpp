@@ -11,6 +11,7 @@
 
 #include "core/catalog/catalog.hpp"
 #include "core/catalog/verdict.hpp"
+#include "core/estimate/runtime_policy.hpp"
 #include "core/base/error.hpp"
 #include "core/catalog/presets.hpp"
 #include "core/plan/changes.hpp"
@@ -158,9 +159,7 @@ Plan make_plan(const Job& job_in, const Runtime& rt, const PlanOptions& options)
     plan.cumulative_fits = best.fits;
     if (plan.verdict == Verdict::Streams) {
       // Under dynamic VRAM a run that streams works as it is; it is only slower.
-      char buf[48];
-      std::snprintf(buf, sizeof buf, "%.1f", plan.estimate.slowdown);
-      plan.advice = "runs as it is, streaming weights, about " + std::string(buf) + "x slower than fully resident";
+      plan.advice = "runs as it is, streaming weights, about " + ratio_text(plan.estimate.slowdown) + "x slower than fully resident";
       auto cheapest = std::find_if(plan.changes.begin(), plan.changes.end(), [](const PlanChange& c) { return c.fits; });
       if (cheapest != plan.changes.end()) plan.advice += "; " + cheapest->description.substr(0, cheapest->description.find(" (")) +
                        " would make it fully resident";
