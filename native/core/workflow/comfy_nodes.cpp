@@ -57,7 +57,7 @@ ComfyNode read_node(const std::string& type, const json& j, const Reader& r, con
               "cfg_at_least", "decode", "tile_widget", "mode_widget", "output", "neutral", "virtual",
               "value_outputs", "size_from_image", "switch", "run_note", "generates", "stage", "image_input",
               "image_through", "image_size", "image_size_unknown", "latent_scale", "image_total_pixels",
-              "audio_latent"});
+              "audio_latent", "image_file"});
   ComfyNode n;
   n.type = type;
   n.source = r.text(j, "source");
@@ -86,6 +86,7 @@ ComfyNode read_node(const std::string& type, const json& j, const Reader& r, con
   if (!n.image_input.empty() && n.latent_from_image.empty()) r.fail("image_input", "is only read for latent_from_image nodes");
   n.image_through = r.text(j, "image_through");
   n.image_size_unknown = r.text(j, "image_size_unknown");
+  n.image_file = r.text(j, "image_file");
   if (auto it = j.find("image_size"); it != j.end()) n.image_size = read_image_size(*it, Reader{r.file, r.where + ".image_size"});
   if (auto it = j.find("image_total_pixels"); it != j.end()) {
     const Reader tr{r.file, r.where + ".image_total_pixels"};

@@ -19,6 +19,7 @@
 #include "core/workflow/comfy_nodes.hpp"
 #include "core/workflow/image_size.hpp"
 #include "core/workflow/workflow_models_dir.hpp"
+#include "core/workflow/loaded_image.hpp"
 #include "core/workflow/workflow_names.hpp"
 
 namespace headroom::workflow {
@@ -555,6 +556,9 @@ class Analyser {
           const auto v = resolved_value(g_, m, w);
           if (!v || !v->is_number()) return std::nullopt;
           return v->get<double>();
+        },
+        opt_.input_dir.empty() ? LoadedImageSize{} : [this](const Node& m, const std::string& w) {
+          return loaded_image_size(g_, m, w, opt_.input_dir);
         });
     if (!s.known()) {
       if (!image_unknown_) image_unknown_ = UnknownNode{s.node_id, s.node_type, s.why};
