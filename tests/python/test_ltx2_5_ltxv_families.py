@@ -87,3 +87,12 @@ def test_ltx2_5_and_ltxv_entries_have_their_own_signatures():
     assert "transformer_blocks.0.ff.net.2.bias" in r25["absent_keys"]
     assert "audio_adaln_single.linear.weight" in rv["absent_keys"]
 
+
+def test_a_subgraph_output_wired_to_nothing_is_named_not_estimated():
+    # video_ltx2_i2v_lora ships its subgraph's VIDEO output unconnected inside (link 265 is missing), so
+    # SaveVideo has no input and ComfyUI refuses the prompt: no loader runs, and the plan says where it breaks.
+    p = plan("video_ltx2_i2v_lora")
+    assert p["verdict_id"] == "unknown"
+    assert p["not_covered"]["kind"] == "no_diffusion_loader"
+    assert any(n.startswith("SaveVideo #75: input 'video' is linked to output 0 of #92, which nothing feeds")
+               for n in p["job"]["notes"]), p["job"]["notes"]
