@@ -28,6 +28,7 @@ def test_ltx2_5_templates_run_their_own_models_and_shapes(name, size, verdict):
     assert job["diffusion"] == {**job["diffusion"], "model": "ltx2.5-22b", "precision": "int8_convrot"}
     assert [(t["model"], t["precision"]) for t in job["text_encoders"]] == [("gemma4-12b-ltx2.5", "int8_convrot")]
     assert job["vae"]["model"] == "ltx2-vae"
+    assert any(n.startswith("the LTX-2.5 video VAE is sized as the LTX-2/2.3 VAE") for n in job["notes"])
     assert (job["width"], job["height"], job["frames"]) == size
     # LTXVDualCFGGuider's video_cfg 1: one pass per step, not a default cfg.
     assert job["cfg"] == 1.0
