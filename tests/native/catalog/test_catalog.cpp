@@ -76,6 +76,8 @@ TEST_CASE("every canonical name of issue #2 is in the catalog with its role", "[
       // Issue 26 part B: the LTX-2 / LTX-2.3 audio-video models, their Gemma 3 encoder and video VAE.
       {"ltx2-19b", Role::DiffusionModel},        {"ltx2.3-22b", Role::DiffusionModel},
       {"gemma3-12b", Role::TextEncoder},         {"ltx2-vae", Role::Vae},
+      {"ltx2.5-22b", Role::DiffusionModel},      {"gemma4-12b-ltx2.5", Role::TextEncoder},
+      {"gemma4-e2b", Role::TextEncoder},         {"ltx-video-2b", Role::DiffusionModel},
       {"clip-g", Role::TextEncoder},             {"sd15", Role::DiffusionModel},
       {"sdxl-base", Role::DiffusionModel},       {"sdxl-turbo", Role::DiffusionModel},
       {"sdxl-refiner", Role::DiffusionModel},    {"sd3-vae", Role::Vae},
