@@ -102,6 +102,12 @@ TEST_CASE("every canonical name of issue #2 is in the catalog with its role", "[
       // Mage-Flow (text-to-image and edit, one 12-block MMDiT) and its Mage-VAE.
       {"mage-flow", Role::DiffusionModel},       {"mage-flow-edit", Role::DiffusionModel},
       {"mage-flow-vae", Role::Vae},
+      // Issue 26 image families part 2: LongCat-Image (text-to-image and edit, one Flux-style 10 + 20 block DiT).
+      {"longcat-image", Role::DiffusionModel},   {"longcat-image-edit", Role::DiffusionModel},
+      // NetaYume Lumina v3.5 (a Lumina-Image-2.0 NextDiT, 2304 wide) and its Gemma-2-2B encoder.
+      {"netayume-lumina-v3.5", Role::DiffusionModel}, {"gemma2-2b", Role::TextEncoder},
+      // Ovis-Image 7B (a 6 + 27 block SwiGLU Flux DiT) and the Qwen3-1.7B language model of Ovis 2.5.
+      {"ovis-image-7b", Role::DiffusionModel},   {"ovis2.5-2b", Role::TextEncoder},
       // Issue 26: the audio families (ACE-Step 1.0 and 1.5, Stable Audio Open 1.0), their encoders and audio VAEs.
       {"ace-step-1.5-turbo", Role::DiffusionModel}, {"ace-step-1.5-xl-base", Role::DiffusionModel},
       {"ace-step-1.5-xl-sft", Role::DiffusionModel}, {"ace-step-1.5-xl-turbo", Role::DiffusionModel},
