@@ -2,7 +2,8 @@
 their own diffusion model, the Qwen2.5-VL-7B encoder and the FLUX.1 VAE at the size they record, the edit's input
 image joining the sequence as tokens of its own; the NetaYume Lumina checkpoint is read as the Lumina-Image-2.0 DiT
 with the Gemma-2-2B encoder and FLUX.1 VAE it bundles; Ovis-Image as its 6 + 27 block SwiGLU Flux DiT on the Qwen3
-language model of Ovis 2.5; the weights are what the published sizes say."""
+language model of Ovis 2.5; JoyAI-Image-Edit as its 40-block dual-stream DiT whose input image joins the sequence; the
+weights are what the published sizes say."""
 import pytest
 
 from family_templates import SKIP, assert_read_with, plan, sequence_tokens, weights
@@ -18,6 +19,8 @@ pytestmark = SKIP
     # CheckpointLoaderSimple: the all-in-one file bundles the DiT, Gemma-2-2B and the FLUX.1 VAE.
     ("image_netayume_lumina_t2i", "netayume-lumina-v3.5", "", ["gemma2-2b"], "flux-vae", (1024, 1024, 1), "fits"),
     ("image_ovis_text_to_image", "ovis-image-7b", "bf16", ["ovis2.5-2b"], "flux-vae", (1024, 1024, 1), "fits"),
+    ("image_joyai_image_edit", "joyai-image-edit", "int8_convrot", ["qwen3vl-8b"], "wan2.1-vae", (1024, 1024, 1),
+     "fits"),
 ])
 def test_a_template_is_read_with_its_own_models_and_size(template, model, precision, encoders, vae, shape, verdict):
     a = plan(template)
@@ -60,3 +63,14 @@ def test_ovis_weights_are_the_7b_dit_and_the_qwen3_1_7b_language_model():
     encode = next(s for s in a["stages"] if s["name"] == "text_encode")
     assert encode["breakdown"]["weights:ovis2.5-2b"] == 2 * 1720574976
     assert sequence_tokens(a) == (1024 // 16) ** 2 + 512
+
+
+def test_joyai_edit_input_image_joins_the_sequence_and_its_weights_are_the_16b_dit():
+    # TextEncodeJoyImageEdit gives the model its input image as a reference latent, patchified into tokens of its
+    # own: 64 x 64 tokens per reference beside the 64 x 64 of the image and the 1280 of Qwen3-VL-8B.
+    a = plan("image_joyai_image_edit", 80)
+    image = (1024 // 16) ** 2
+    assert a["job"]["reference_images"] >= 1
+    assert sequence_tokens(a) == image * (1 + a["job"]["reference_images"]) + 1280
+    # The model card's 16B MMDiT (16.26e9 weights by count) at one byte per weight in int8_convrot.
+    assert 16.0e9 < weights(a, "joyai") < 16.6e9

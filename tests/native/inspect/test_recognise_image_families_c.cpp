@@ -1,6 +1,6 @@
 // Issue 26, image families part 2: LongCat-Image (text-to-image and edit, one Flux-style DiT of 10 double and
 // 20 single blocks on Qwen2.5-VL-7B features) and NetaYume Lumina v3.5 (a Lumina-Image-2.0 NextDiT) with its
-// Gemma-2-2B encoder, Ovis-Image 7B (a SwiGLU Flux DiT of 6 + 27 blocks) with the Qwen3-1.7B LLM of Ovis 2.5. The files of the official templates name their models and formats; headers are told apart
+// Gemma-2-2B encoder, JoyAI-Image-Edit (40 dual-stream blocks of 4096), Ovis-Image 7B (a SwiGLU Flux DiT of 6 + 27 blocks) with the Qwen3-1.7B LLM of Ovis 2.5. The files of the official templates name their models and formats; headers are told apart
 // from their near families' (FLUX.1 and Qwen-Image; Z-Image and the other decoder encoders) by their tensors; the
 // names of near families are not taken for them.
 #include <set>
@@ -17,7 +17,7 @@ using namespace headroom;
 namespace {
 
 const std::set<std::string> kAdded = {"longcat-image", "longcat-image-edit", "netayume-lumina-v3.5", "gemma2-2b",
-                                      "ovis-image-7b", "ovis2.5-2b"};
+                                      "ovis-image-7b", "ovis2.5-2b", "joyai-image-edit"};
 
 std::string whole(const ModelFile& f) { return recognise_tensors(f).whole.model; }
 
@@ -33,6 +33,8 @@ TEST_CASE("LongCat-Image: the official file names name their model and format", 
       {"gemma_2_2b_it_elm_bf16.safetensors", "text_encoder", "gemma2-2b", "bf16"},  // PixelDiT's Gemma 2 2B
       {"ovis_image_bf16.safetensors", "diffusion", "ovis-image-7b", "bf16"},
       {"ovis_2.5.safetensors", "text_encoder", "ovis2.5-2b", ""},
+      {"joyai_image_edit_int8_convrot.safetensors", "diffusion", "joyai-image-edit", "int8_convrot"},
+      {"qwen3vl_8b_joyimage_edit_int8_convrot.safetensors", "text_encoder", "qwen3vl-8b", "int8_convrot"},
   };
   for (const auto& [file, role, model, precision] : official) {
     INFO(file << " as " << role);
@@ -51,6 +53,7 @@ TEST_CASE("LongCat-Image: near names are not taken for it", "[recognise][familie
       {"z_image_bf16.safetensors", "diffusion"},             // the other NextDiT
       {"neta_lumina_v1.safetensors", "checkpoint"},          // Neta Lumina itself, not its NetaYume fine-tune
       {"gemma_3_12b_it_fp8_scaled.safetensors", "text_encoder"},  // Gemma 3, LTX-2's encoder
+      {"joyai_image_understanding.safetensors", "diffusion"},  // names the family, not the edit DiT
       {"ovis_u1_3b.safetensors", "diffusion"},               // Ovis-U1, the unified model Ovis-Image grew from
       {"qwen_1.7b_ace15.safetensors", "text_encoder"},       // ACE-Step's Qwen3-1.7B language model
   };
@@ -90,4 +93,10 @@ TEST_CASE("Ovis-Image: headers are told apart by their tensors", "[recognise][fa
   // Qwen3-1.7B with 28 layers of 2048; ACE-Step's 1.7B LM header keeps its own entry.
   CHECK(whole(support::header_of({"ovis2.5-2b"}, "/m/te.safetensors")) == "ovis2.5-2b");
   CHECK(whole(support::header_of({"qwen3-1.7b-ace15-lm"}, "/m/qwen_1.7b_ace15.safetensors")) == "qwen3-1.7b-ace15-lm");
+}
+
+TEST_CASE("JoyAI-Image-Edit: its header is told apart by its tensors", "[recognise][families][image_c]") {
+  // 40 blocks of 4096 with modulation tables and a Conv3d patch embedder: JoyAI; Qwen-Image keeps its entry.
+  CHECK(whole(support::header_of({"joyai-image-edit"}, "/m/dit.safetensors")) == "joyai-image-edit");
+  CHECK(whole(support::header_of({"qwen-image"}, "/m/dit.safetensors")) != "joyai-image-edit");
 }
