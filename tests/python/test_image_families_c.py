@@ -74,3 +74,13 @@ def test_joyai_edit_input_image_joins_the_sequence_and_its_weights_are_the_16b_d
     assert sequence_tokens(a) == image * (1 + a["job"]["reference_images"]) + 1280
     # The model card's 16B MMDiT (16.26e9 weights by count) at one byte per weight in int8_convrot.
     assert 16.0e9 < weights(a, "joyai") < 16.6e9
+
+
+def test_firered_edit_is_read_as_its_own_model_and_its_size_stays_unknown_naming_the_resize():
+    # Qwen-Image's DiT under its own name; its latent follows ResizeImageMaskNode over a loaded image, so the verdict
+    # is withheld naming that node rather than defaulted.
+    a = plan("image_firered_image_edit1_1")
+    loaders = {l["role"]: l["model"] for l in a["workflow"]["loaders"]}
+    assert loaders["diffusion"] == "firered-image-edit-1.1"
+    assert a["verdict"] == "unknown" and not a["workflow"]["size_known"]
+    assert "ResizeImageMaskNode" in a["reason"]

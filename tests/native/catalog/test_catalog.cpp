@@ -108,8 +108,9 @@ TEST_CASE("every canonical name of issue #2 is in the catalog with its role", "[
       {"netayume-lumina-v3.5", Role::DiffusionModel}, {"gemma2-2b", Role::TextEncoder},
       // Ovis-Image 7B (a 6 + 27 block SwiGLU Flux DiT) and the Qwen3-1.7B language model of Ovis 2.5.
       {"ovis-image-7b", Role::DiffusionModel},   {"ovis2.5-2b", Role::TextEncoder},
-      // JoyAI-Image-Edit (a 40-block dual-stream DiT of 4096 on Qwen3-VL-8B, the Wan 2.1 VAE).
-      {"joyai-image-edit", Role::DiffusionModel},
+      // JoyAI-Image-Edit (a 40-block dual-stream DiT of 4096 on Qwen3-VL-8B, the Wan 2.1 VAE); FireRed-Image-Edit
+      // 1.1 (re-trained from Qwen-Image-Edit-2509: Qwen-Image's DiT).
+      {"joyai-image-edit", Role::DiffusionModel}, {"firered-image-edit-1.1", Role::DiffusionModel},
       // Issue 26: the audio families (ACE-Step 1.0 and 1.5, Stable Audio Open 1.0), their encoders and audio VAEs.
       {"ace-step-1.5-turbo", Role::DiffusionModel}, {"ace-step-1.5-xl-base", Role::DiffusionModel},
       {"ace-step-1.5-xl-sft", Role::DiffusionModel}, {"ace-step-1.5-xl-turbo", Role::DiffusionModel},

@@ -1,6 +1,6 @@
 // Issue 26, image families part 2: LongCat-Image (text-to-image and edit, one Flux-style DiT of 10 double and
 // 20 single blocks on Qwen2.5-VL-7B features) and NetaYume Lumina v3.5 (a Lumina-Image-2.0 NextDiT) with its
-// Gemma-2-2B encoder, JoyAI-Image-Edit (40 dual-stream blocks of 4096), Ovis-Image 7B (a SwiGLU Flux DiT of 6 + 27 blocks) with the Qwen3-1.7B LLM of Ovis 2.5. The files of the official templates name their models and formats; headers are told apart
+// Gemma-2-2B encoder, FireRed-Image-Edit 1.1 (Qwen-Image's DiT), JoyAI-Image-Edit (40 dual-stream blocks of 4096), Ovis-Image 7B (a SwiGLU Flux DiT of 6 + 27 blocks) with the Qwen3-1.7B LLM of Ovis 2.5. The files of the official templates name their models and formats; headers are told apart
 // from their near families' (FLUX.1 and Qwen-Image; Z-Image and the other decoder encoders) by their tensors; the
 // names of near families are not taken for them.
 #include <set>
@@ -17,7 +17,8 @@ using namespace headroom;
 namespace {
 
 const std::set<std::string> kAdded = {"longcat-image", "longcat-image-edit", "netayume-lumina-v3.5", "gemma2-2b",
-                                      "ovis-image-7b", "ovis2.5-2b", "joyai-image-edit"};
+                                      "ovis-image-7b", "ovis2.5-2b", "joyai-image-edit",
+                                      "firered-image-edit-1.1"};
 
 std::string whole(const ModelFile& f) { return recognise_tensors(f).whole.model; }
 
@@ -35,6 +36,7 @@ TEST_CASE("LongCat-Image: the official file names name their model and format", 
       {"ovis_2.5.safetensors", "text_encoder", "ovis2.5-2b", ""},
       {"joyai_image_edit_int8_convrot.safetensors", "diffusion", "joyai-image-edit", "int8_convrot"},
       {"qwen3vl_8b_joyimage_edit_int8_convrot.safetensors", "text_encoder", "qwen3vl-8b", "int8_convrot"},
+      {"FireRed-Image-Edit-1.1-transformer.safetensors", "diffusion", "firered-image-edit-1.1", ""},
   };
   for (const auto& [file, role, model, precision] : official) {
     INFO(file << " as " << role);
@@ -99,4 +101,9 @@ TEST_CASE("JoyAI-Image-Edit: its header is told apart by its tensors", "[recogni
   // 40 blocks of 4096 with modulation tables and a Conv3d patch embedder: JoyAI; Qwen-Image keeps its entry.
   CHECK(whole(support::header_of({"joyai-image-edit"}, "/m/dit.safetensors")) == "joyai-image-edit");
   CHECK(whole(support::header_of({"qwen-image"}, "/m/dit.safetensors")) != "joyai-image-edit");
+  // FireRed-Image-Edit has Qwen-Image's tensors: its file name names it, a Qwen-Image-Edit name keeps its entry.
+  CHECK(whole(support::header_of({"qwen-image"}, "/m/FireRed-Image-Edit-1.1-transformer.safetensors")) ==
+        "firered-image-edit-1.1");
+  CHECK(whole(support::header_of({"qwen-image"}, "/m/qwen_image_edit_2509_fp8_e4m3fn.safetensors")) ==
+        "qwen-image-edit-2509");
 }
