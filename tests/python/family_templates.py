@@ -21,3 +21,26 @@ def plan(name, vram=24):
     p = subprocess.run([str(BINARY), "plan", str(FOLDER / f"{name}.json"), "--vram", str(vram), "--json"],
                        capture_output=True, text=True, timeout=120)
     return json.loads(p.stdout)
+
+
+def assert_read_with(a, model, precision, encoders, vae, shape):
+    """The plan `a` of a template read with its own diffusion model and precision, text encoders, VAE and size."""
+    job = a["job"]
+    assert (job["diffusion"]["model"], job["diffusion"]["precision"]) == (model, precision)
+    assert [t["model"] for t in job["text_encoders"]] == encoders
+    assert job["vae"]["model"] == vae
+    assert a["workflow"]["size_known"] and (job["width"], job["height"], job["frames"]) == shape
+
+
+def sample_stage(a):
+    return next(s for s in a["stages"] if s["name"] == "sample")
+
+
+def sequence_tokens(a):
+    """Tokens per sequence of the sample stage, as its note says."""
+    return int(next(n for n in sample_stage(a)["notes"] if "tokens per sequence" in n).split()[0])
+
+
+def weights(a, prefix):
+    """Bytes of the sample stage's weights of the model whose name starts with `prefix`."""
+    return max(v for k, v in sample_stage(a)["breakdown"].items() if k.startswith("weights:" + prefix))
