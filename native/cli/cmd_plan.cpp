@@ -74,7 +74,12 @@ void print_table(const std::string& path, const api::json& r) {
     const auto& j = r["job"];
     std::cout << "Job       ";
     if (j.contains("diffusion") && j["diffusion"].is_object())
-      std::cout << j["diffusion"].value("model", "?") << " " << precision_text(j["diffusion"]);
+    {
+      // A file the catalog does not know has no model name: the file stands for it.
+      const std::string model = text_of(j["diffusion"], "model");
+      std::cout << (model.empty() ? "'" + text_of(j["diffusion"], "file") + "' (not in the catalog)" : model) << " "
+                << precision_text(j["diffusion"]);
+    }
     std::cout << ", " << j.value("width", 0) << "x" << j.value("height", 0);
     if (j.value("frames", 1) > 1) std::cout << "x" << j.value("frames", 1) << " frames";
     std::cout << ", batch " << j.value("batch", 1) << "\n";
