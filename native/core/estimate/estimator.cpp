@@ -13,6 +13,7 @@
 #include "core/estimate/apply_calibration.hpp"
 #include "core/estimate/memory_model.hpp"
 #include "core/estimate/runtime_policy.hpp"
+#include "core/base/json_reader.hpp"
 #include "core/base/units.hpp"
 
 namespace headroom {
@@ -235,7 +236,32 @@ json Estimate::to_json() const {
   j["calibrated"] = json::array();
   for (const auto& s : stages)
     if (s.calibration) j["calibrated"].push_back(calibrate::to_json(*s.calibration));
+  j["samplers"] = json::array();
+  for (const auto& sp : samplers) {
+    json e = sampler_job_json(sp.job);
+    e["model"] = sp.model.empty() ? json(nullptr) : json(sp.model);
+    e["peak_bytes"] = sp.peak_bytes ? json(*sp.peak_bytes) : json(nullptr);
+    e["unsized"] = sp.unsized.empty() ? json(nullptr) : json(sp.unsized);
+    e["binding"] = sp.binding;
+    j["samplers"].push_back(std::move(e));
+  }
   j["notes"] = notes;
+  return j;
+}
+
+json sampler_job_json(const SamplerJob& s) {
+  json j = {{"node_id", s.node_id},
+            {"type", s.type},
+            {"diffusion", s.diffusion ? component_json(*s.diffusion) : json(nullptr)},
+            {"width", s.width},
+            {"height", s.height},
+            {"frames", s.frames},
+            {"batch", s.batch},
+            {"size_known", s.size_known},
+            {"cfg", s.cfg >= 0 ? json(s.cfg) : json(nullptr)},
+            {"lora_bytes", s.lora_bytes},
+            {"unknown", s.unknown.empty() ? json(nullptr) : json(s.unknown)}};
+  if (s.seconds > 0) j["seconds"] = s.seconds;
   return j;
 }
 
@@ -261,6 +287,8 @@ json job_to_json(const Job& job) {
   j["decode_tile_px"] = job.decode_tile_px;
   j["blocks_swapped"] = job.blocks_swapped;
   j["text_encoder_on_cpu"] = job.text_encoder_on_cpu;
+  j["samplers"] = json::array();
+  for (const auto& sj : job.samplers) j["samplers"].push_back(sampler_job_json(sj));
   j["notes"] = job.notes;
   return j;
 }
@@ -395,6 +423,79 @@ Stage decode_stage(const ResolvedJob& rj, const Runtime& runtime, const Policies
   return s;
 }
 
+// The job one sampler runs: the workflow's companions and decode with its own model, shape, cfg, LoRAs.
+Job sampler_job(const Job& job, const SamplerJob& s) {
+  Job j = job;
+  j.diffusion = s.diffusion;
+  if (s.size_known) {
+    j.width = s.seconds > 0 ? job.width : s.width;
+    j.height = s.seconds > 0 ? job.height : s.height;
+    j.frames = s.frames;
+    j.batch = s.batch;
+    if (s.seconds > 0) j.seconds = s.seconds;
+  }
+  if (s.cfg >= 0) j.cfg = s.cfg;
+  j.lora_bytes = s.lora_bytes;
+  j.samplers.clear();
+  j.notes.clear();
+  return j;
+}
+
+bool same_sampled(const Job& a, const Job& b) {
+  return a.diffusion && b.diffusion && a.diffusion->model == b.diffusion->model &&
+         a.diffusion->precision == b.diffusion->precision && a.diffusion->weight_bytes == b.diffusion->weight_bytes &&
+         a.width == b.width && a.height == b.height && a.frames == b.frames && a.batch == b.batch &&
+         a.seconds == b.seconds && a.cfg == b.cfg && a.lora_bytes == b.lora_bytes;
+}
+
+// Each sampler's sample stage under the same runtime and the same models cached before it; the worst binds.
+std::vector<SamplerPeak> sampler_peaks(const Job& job, const Runtime& runtime, const Policies& p, const Loaded& earlier) {
+  std::vector<SamplerPeak> out;
+  std::vector<std::pair<Job, std::uint64_t>> sized;  // one sizing per distinct job (two passes of one model)
+  for (const auto& s : job.samplers) {
+    SamplerPeak sp{s, s.diffusion ? s.diffusion->model : "", std::nullopt, s.unknown, false};
+    if (sp.unsized.empty() && (!s.diffusion || s.diffusion->model.empty() || !find_model(s.diffusion->model)))
+      sp.unsized = "its model" + (s.diffusion ? " '" + s.diffusion->file + "'" : std::string()) + " is not in the catalog";
+    if (sp.unsized.empty()) {
+      const Job j = sampler_job(job, s);
+      auto it = std::find_if(sized.begin(), sized.end(), [&](const auto& e) { return same_sampled(e.first, j); });
+      if (it == sized.end()) {
+        ResolvedJob rj = resolve_job(j);
+        upcast_fp8_like_comfyui(rj, runtime);
+        mark_native_compute(rj, runtime);
+        it = sized.insert(sized.end(), {j, sample_stage(rj, j, p, earlier).peak_bytes});
+      }
+      sp.peak_bytes = it->second;
+    }
+    out.push_back(std::move(sp));
+  }
+  auto worst = std::max_element(out.begin(), out.end(), [](const SamplerPeak& a, const SamplerPeak& b) {
+    return a.peak_bytes.value_or(0) < b.peak_bytes.value_or(0);
+  });
+  if (worst != out.end() && worst->peak_bytes) worst->binding = true;
+  return out;
+}
+
+// "2 samplers run: KSampler #8 (flux1-dev, 1024x1024, cfg 1) peaks at 30.1 GiB, ...": one note that
+// names each and the one that binds. The verdict is still the workflow's job's (the largest model at the
+// largest latent), which is at least the binding sampler's where every sampler is known.
+std::string samplers_note(const std::vector<SamplerPeak>& samplers) {
+  std::string text = std::to_string(samplers.size()) + " samplers run:";
+  for (std::size_t i = 0; i < samplers.size(); ++i) {
+    const SamplerPeak& s = samplers[i];
+    text += (i ? "; " : " ") + s.job.type + " #" + s.job.node_id;
+    if (!s.peak_bytes) {
+      text += ", not sized (" + s.unsized + ")";
+      continue;
+    }
+    text += " (" + s.model + ", " + std::to_string(s.job.width) + "x" + std::to_string(s.job.height) +
+            (s.job.frames > 1 ? "x" + std::to_string(s.job.frames) : "") +
+            (s.job.cfg >= 0 ? ", cfg " + json_preview(s.job.cfg, 8) : "") + ") peaks at " + format_bytes(*s.peak_bytes) +
+            (s.binding ? ", the worst" : "");
+  }
+  return text;
+}
+
 // What the stages add up to, for the verdict: the first stage that fails, the one that streams.
 struct StageSummary {
   bool any_fail = false, any_degraded = false, any_streams = false, any_partial = false, any_retry = false;
@@ -507,6 +608,10 @@ Estimate estimate(const Job& job, const Runtime& runtime) {
   stages_before_sample(est, rj, job, p, earlier);
   if (rj.vae) earlier.push_back({rj.vae->model->name, rj.vae->weight_bytes});
   if (rj.diffusion) est.stages.push_back(sample_stage(rj, job, p, earlier));
+  if (rj.diffusion && !job.samplers.empty()) {
+    est.samplers = sampler_peaks(job, runtime, p, earlier);
+    if (est.samplers.size() > 1) est.notes.push_back(samplers_note(est.samplers));
+  }
   if (rj.vae) est.stages.push_back(decode_stage(rj, runtime, p, earlier));
 
   apply_calibration(est, job, runtime.calibration);

@@ -9,6 +9,7 @@
 #include "core/catalog/catalog.hpp"
 #include "core/workflow/read_generations.hpp"
 #include "core/workflow/read_latents.hpp"
+#include "core/workflow/sampler_jobs.hpp"
 
 namespace headroom::workflow {
 namespace {
@@ -205,6 +206,7 @@ void decode_mode(ReaderState& st) {
 void assemble_job(ReaderState& st) {
   Job& job = st.info.job;
   resolve_generations(st);
+  trace_samplers(st);
   choose_diffusion(st);
   if (job.text_encoders.empty() && !st.checkpoint_text_encoders.empty()) job.text_encoders = st.checkpoint_text_encoders;
   if (!job.vae && st.checkpoint_vae) job.vae = st.checkpoint_vae;

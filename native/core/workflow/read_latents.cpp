@@ -45,6 +45,7 @@ void read_latent(ReaderState& st, const Node& n, const ComfyNode& info) {
     st.notes().push_back(n.type + " #" + n.id + ": width/height/length/batch_size out of range; ignored");
     return;
   }
+  st.latent_shapes[n.id] = {static_cast<int>(*wi), static_cast<int>(*hi), static_cast<int>(frames), static_cast<int>(batch), 0};
   long long pixels = *wi * *hi * frames * batch;
   if (pixels <= st.best_pixels) return;  // the largest latent sets the peak
   st.best_pixels = pixels;
@@ -77,6 +78,7 @@ void read_audio_latent(ReaderState& st, const Node& n, const ComfyNode& info) {
                       std::to_string(batch) + ", expected seconds from 0 to 3600 and a batch from 1 to 4096; size unknown");
     return;
   }
+  st.latent_shapes[n.id] = {0, 0, 1, static_cast<int>(batch), seconds};
   if (st.info.size_known && seconds * batch <= st.info.job.seconds * st.info.job.batch) return;  // the longest clip sets the peak
   st.info.job.seconds = seconds;
   st.info.job.batch = static_cast<int>(batch);
@@ -97,9 +99,11 @@ void read_image_latent(ReaderState& st, const Node& n, const ComfyNode& info) {
       });
   if (!s.known()) {
     if (!st.image_unknown) st.image_unknown = UnknownNode{s.node_id, s.node_type, s.why};
+    st.latent_unknown[n.id] = UnknownNode{s.node_id, s.node_type, s.why};
     return;
   }
   if (!s.note.empty()) st.notes().push_back(s.note);
+  st.latent_shapes[n.id] = {*s.width, *s.height, 1, 1, 0};
   if (s.node_id != n.id)  // the Kontext rescale sets its own size, and its note says so
     st.notes().push_back(n.type + " #" + n.id + ": the image is " + std::to_string(*s.width) + "x" +
                       std::to_string(*s.height) + " px, set by " + s.node_type + " #" + s.node_id);

@@ -33,6 +33,7 @@ void read_lora(ReaderState& st, const Node& n, const std::string& file, const st
   if (!f.gpu_bytes) return;
   rec.size_source = "header";
   st.info.job.lora_bytes += *f.gpu_bytes;
+  st.lora_bytes_by_node[n.id] += *f.gpu_bytes;
   st.notes().back() = "LoRA '" + file + "' (#" + n.id + "): " + std::to_string(*f.gpu_bytes) + " bytes read from " + *path;
 }
 
@@ -58,6 +59,7 @@ void read_diffusion(ReaderState& st, const Node& n, const std::string& file, con
                          "16-bit weights do not fit; estimated at the file's precision");
   }
   if (auto r = st.ref(n, "weight_dtype")) st.info.weight_dtype.push_back(*r);
+  st.diffusion_by_node[n.id] = c;
   if (!already_loaded(st, st.diffusion, c, n)) {
     st.diffusion.push_back(c);
     st.diffusion_files.push_back(file);
@@ -92,6 +94,7 @@ void checkpoint_companions(ReaderState& st, const Component& c) {
 
 void read_checkpoint(ReaderState& st, const Node& n, const std::string& file, const std::string& role, Loader& rec) {
   Component c = component(st, n, file, role, rec);
+  st.diffusion_by_node[n.id] = c;
   st.diffusion.push_back(c);
   st.diffusion_files.push_back(file);
   checkpoint_companions(st, c);

@@ -28,6 +28,12 @@ struct PendingGeneration {
   int new_tokens = 0;
 };
 
+// The size a latent node gives, by node id, for the samplers that follow it.
+struct LatentShape {
+  int width = 0, height = 0, frames = 1, batch = 1;
+  double seconds = 0;
+};
+
 struct ReaderState {
   ReaderState(const Graph& graph, const ParseOptions& options) : g(graph), opt(options) {}
 
@@ -50,6 +56,12 @@ struct ReaderState {
   std::string image_latent_type;
   double cfg = -1;
   std::map<std::string, LoadedEncoder> encoders_by_node;
+  // By node id, for tracing each sampler (sampler_jobs.hpp): what a loader loads, what a LoRA weighs,
+  // what size a latent node gives.
+  std::map<std::string, Component> diffusion_by_node;
+  std::map<std::string, std::uint64_t> lora_bytes_by_node;
+  std::map<std::string, LatentShape> latent_shapes;
+  std::map<std::string, UnknownNode> latent_unknown;  // an image-sized latent whose image has no known size
   std::vector<PendingGeneration> generations;
   // --models: one walk of the folder and one answer per file and loader role, however many loaders name
   // it and however its path is spelled ("x", "./x", ".//x" are one file): keyed by the file's identity

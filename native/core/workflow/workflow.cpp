@@ -10,6 +10,7 @@
 #include "core/base/error.hpp"
 #include "core/base/file_reader.hpp"
 #include "core/base/json_reader.hpp"
+#include "core/estimate/estimator.hpp"
 #include "core/workflow/assemble_job.hpp"
 #include "core/workflow/executed_nodes.hpp"
 #include "core/workflow/read_generations.hpp"
@@ -98,6 +99,8 @@ json WorkflowInfo::to_json() const {
                             {"file_problem_text", l.file_problem_text.empty() ? json(nullptr) : json(l.file_problem_text)}});
   json unknown = json::array();
   for (const auto& u : unknown_nodes) unknown.push_back({{"id", u.id}, {"type", u.type}});
+  json samplers_json = json::array();
+  for (const auto& s : job.samplers) samplers_json.push_back(sampler_job_json(s));
   return {{"format", api_format ? "api" : "ui"},
           {"loaders", loaders_json},
           {"unknown_nodes", unknown},
@@ -107,6 +110,7 @@ json WorkflowInfo::to_json() const {
                                                          {"why", size_from_unknown->why}}
                                                   : json(nullptr)},
           {"node_stages", node_stages},
+          {"samplers", samplers_json},
           {"notes", job.notes}};
 }
 
