@@ -26,6 +26,14 @@ bool is_sampler(const Node& n) {
 // The guider a SamplerCustomAdvanced runs (its cfg and model), or nullptr.
 const Node* guider_of(const ReaderState& st, const Node& sampler) { return source_of(st.g, sampler, "guider"); }
 
+// The node a switch (ComfySwitchNode) passes on: the branch its widget selects, as executed_nodes runs it;
+// nullptr when the widget is not a literal boolean.
+const Node* switched(const ReaderState& st, const Node& n, const ComfyNode& info) {
+  const auto v = resolved_value(st.g, n, info.switch_widget);
+  if (!v || !v->is_boolean()) return nullptr;
+  return source_of(st.g, n, v->get<bool>() ? info.on_true : info.on_false);
+}
+
 // Follows MODEL back to the loader, adding the LoRAs on the way; a model patch passes its "model" input on.
 void trace_model(const ReaderState& st, const Node& sampler, SamplerJob& job) {
   const Node* guider = guider_of(st, sampler);
@@ -40,7 +48,8 @@ void trace_model(const ReaderState& st, const Node& sampler, SamplerJob& job) {
       job.unknown = "its model comes through " + named(*at) + ", a node Headroom does not know";
       return;
     }
-    const Node* next = source_of(st.g, *at, "model");
+    const ComfyNode* info = node_info(at->type);
+    const Node* next = info->switch_widget.empty() ? source_of(st.g, *at, "model") : switched(st, *at, *info);
     if (!next) {
       job.unknown = "its model comes from " + named(*at) + ", which loads no diffusion model Headroom reads";
       return;
@@ -50,9 +59,11 @@ void trace_model(const ReaderState& st, const Node& sampler, SamplerJob& job) {
   job.unknown = at ? "its model input runs through over 64 nodes" : "no model input is linked";
 }
 
-// The input a latent passes through on a node that keeps (or scales) its size.
+// The input a latent passes through on a node that keeps (or scales) its size: ComfyUI's latent
+// inputs are named samples (LatentUpscaleBy, SetLatentNoiseMask), latent, latent_image, and an audio-video
+// latent's size is its video part's (LTXVConcatAVLatent's video_latent).
 const Node* latent_through(const ReaderState& st, const Node& n) {
-  for (const char* name : {"samples", "latent", "latent_image"})
+  for (const char* name : {"samples", "latent", "latent_image", "video_latent"})
     if (const Node* from = source_of(st.g, n, name)) return from;
   return nullptr;
 }
@@ -82,7 +93,9 @@ void trace_latent(const ReaderState& st, const Node& sampler, SamplerJob& job) {
     }
     if (info->latent_scale > 1.0) scale *= info->latent_scale;
     // An earlier sampling pass keeps the size (a refiner, the second expert of a two-pass run).
-    const Node* next = is_sampler(*at) ? source_of(st.g, *at, *latent_input(*at)) : latent_through(st, *at);
+    const Node* next = is_sampler(*at)                ? source_of(st.g, *at, *latent_input(*at))
+                       : !info->switch_widget.empty() ? switched(st, *at, *info)
+                                                      : latent_through(st, *at);
     if (!next) {
       job.unknown = "its latent comes from " + named(*at) + ", whose output size Headroom does not read";
       return;

@@ -237,3 +237,19 @@ TEST_CASE("a sampler whose latent comes from an unknown node names it and withho
       CHECK(s.unsized.find("MysteryLatentMaker #6") != std::string::npos);
     }
 }
+
+TEST_CASE("a sampler's model through a switch is the branch the switch selects", "[workflow][samplers]") {
+  for (bool on : {true, false}) {
+    DYNAMIC_SECTION("switch " << on) {
+      json wf = flux_and_wan();
+      wf["15"] = {{"class_type", "ComfySwitchNode"},
+                  {"inputs", {{"switch", on}, {"on_true", {"1", 0}}, {"on_false", {"7", 0}}}}};
+      wf["8"]["inputs"]["model"] = {"15", 0};
+      const WorkflowInfo info = analyse_workflow(wf, "switch");
+      const SamplerJob& s = sampler(info.job, "8");
+      REQUIRE(s.diffusion);
+      CHECK(s.diffusion->model == (on ? "flux1-dev" : "wan2.1-t2v-14b"));
+      CHECK(s.unknown.empty());
+    }
+  }
+}
