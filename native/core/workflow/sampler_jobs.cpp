@@ -61,9 +61,9 @@ void trace_model(const ReaderState& st, const Node& sampler, SamplerJob& job) {
 
 // The input a latent passes through on a node that keeps (or scales) its size: ComfyUI's latent
 // inputs are named samples (LatentUpscaleBy, SetLatentNoiseMask), latent, latent_image, and an audio-video
-// latent's size is its video part's (LTXVConcatAVLatent's video_latent).
+// latent's size is its video part's (LTXVConcatAVLatent's video_latent, LTXVSeparateAVLatent's av_latent).
 const Node* latent_through(const ReaderState& st, const Node& n) {
-  for (const char* name : {"samples", "latent", "latent_image", "video_latent"})
+  for (const char* name : {"samples", "latent", "latent_image", "video_latent", "av_latent"})
     if (const Node* from = source_of(st.g, n, name)) return from;
   return nullptr;
 }

@@ -253,3 +253,22 @@ TEST_CASE("a sampler's model through a switch is the branch the switch selects",
     }
   }
 }
+
+TEST_CASE("an audio-video latent is followed through its video part to the upscaled size", "[workflow][samplers]") {
+  json wf = json::parse(R"({
+    "1": {"class_type": "CheckpointLoaderSimple", "inputs": {"ckpt_name": "sd_xl_base_1.0.safetensors"}},
+    "4": {"class_type": "CLIPTextEncode", "inputs": {"text": "a", "clip": ["1", 1]}},
+    "5": {"class_type": "EmptyLatentImage", "inputs": {"width": 640, "height": 512, "batch_size": 1}},
+    "20": {"class_type": "LTXVSeparateAVLatent", "inputs": {"av_latent": ["6", 0]}},
+    "7": {"class_type": "LTXVLatentUpsampler", "inputs": {"samples": ["20", 0]}},
+    "21": {"class_type": "LTXVConcatAVLatent", "inputs": {"video_latent": ["7", 0], "audio_latent": ["20", 1]}},
+    "10": {"class_type": "SaveImage", "inputs": {"images": ["9", 0], "filename_prefix": "a"}}
+  })");
+  wf["6"] = ksampler("1", "5", 7.0);
+  wf["8"] = ksampler("1", "21", 1.0);
+  wf["9"] = save("8", "1");
+  const WorkflowInfo info = analyse_workflow(wf, "av");
+  const SamplerJob& second = sampler(info.job, "8");
+  CHECK(second.unknown.empty());
+  CHECK((second.size_known && second.width == 1280 && second.height == 1024));
+}
