@@ -35,6 +35,20 @@ json save(const std::string& vae_input, const std::string& vae) {
   return {{"class_type", "VAEDecode"}, {"inputs", {{"samples", {vae_input, 0}}, {"vae", {vae, 0}}}}};
 }
 
+// SDXL sampled twice: #6 on a 640x512 latent, #8 (cfg `second_cfg`) on what node `second_latent` makes of it.
+json sdxl_two_pass(const std::string& second_latent, double second_cfg) {
+  json wf = json::parse(R"({
+    "1": {"class_type": "CheckpointLoaderSimple", "inputs": {"ckpt_name": "sd_xl_base_1.0.safetensors"}},
+    "4": {"class_type": "CLIPTextEncode", "inputs": {"text": "a", "clip": ["1", 1]}},
+    "5": {"class_type": "EmptyLatentImage", "inputs": {"width": 640, "height": 512, "batch_size": 1}},
+    "10": {"class_type": "SaveImage", "inputs": {"images": ["9", 0], "filename_prefix": "a"}}
+  })");
+  wf["6"] = ksampler("1", "5", 7.0);
+  wf["8"] = ksampler("1", second_latent, second_cfg);
+  wf["9"] = save("8", "1");
+  return wf;
+}
+
 // A Flux image sampler beside a Wan 2.1 video sampler, in API format.
 json flux_and_wan() {
   json wf = json::parse(R"({
@@ -203,16 +217,8 @@ TEST_CASE("a sampler's model through two LoRA loaders and a Reroute reaches its 
 }
 
 TEST_CASE("a sampler on an upscaled latent is sized at the upscaled size", "[workflow][samplers]") {
-  json wf = json::parse(R"({
-    "1": {"class_type": "CheckpointLoaderSimple", "inputs": {"ckpt_name": "sd_xl_base_1.0.safetensors"}},
-    "4": {"class_type": "CLIPTextEncode", "inputs": {"text": "a", "clip": ["1", 1]}},
-    "5": {"class_type": "EmptyLatentImage", "inputs": {"width": 640, "height": 512, "batch_size": 1}},
-    "7": {"class_type": "LTXVLatentUpsampler", "inputs": {"samples": ["6", 0]}},
-    "10": {"class_type": "SaveImage", "inputs": {"images": ["9", 0], "filename_prefix": "a"}}
-  })");
-  wf["6"] = ksampler("1", "5", 7.0);
-  wf["8"] = ksampler("1", "7", 7.0);
-  wf["9"] = save("8", "1");
+  json wf = sdxl_two_pass("7", 7.0);
+  wf["7"] = {{"class_type", "LTXVLatentUpsampler"}, {"inputs", {{"samples", {"6", 0}}}}};
   const WorkflowInfo info = analyse_workflow(wf, "upscale");
   REQUIRE(info.job.samplers.size() == 2);
   CHECK((sampler(info.job, "6").width == 640 && sampler(info.job, "6").height == 512));
@@ -255,18 +261,10 @@ TEST_CASE("a sampler's model through a switch is the branch the switch selects",
 }
 
 TEST_CASE("an audio-video latent is followed through its video part to the upscaled size", "[workflow][samplers]") {
-  json wf = json::parse(R"({
-    "1": {"class_type": "CheckpointLoaderSimple", "inputs": {"ckpt_name": "sd_xl_base_1.0.safetensors"}},
-    "4": {"class_type": "CLIPTextEncode", "inputs": {"text": "a", "clip": ["1", 1]}},
-    "5": {"class_type": "EmptyLatentImage", "inputs": {"width": 640, "height": 512, "batch_size": 1}},
-    "20": {"class_type": "LTXVSeparateAVLatent", "inputs": {"av_latent": ["6", 0]}},
-    "7": {"class_type": "LTXVLatentUpsampler", "inputs": {"samples": ["20", 0]}},
-    "21": {"class_type": "LTXVConcatAVLatent", "inputs": {"video_latent": ["7", 0], "audio_latent": ["20", 1]}},
-    "10": {"class_type": "SaveImage", "inputs": {"images": ["9", 0], "filename_prefix": "a"}}
-  })");
-  wf["6"] = ksampler("1", "5", 7.0);
-  wf["8"] = ksampler("1", "21", 1.0);
-  wf["9"] = save("8", "1");
+  json wf = sdxl_two_pass("21", 1.0);
+  wf["20"] = {{"class_type", "LTXVSeparateAVLatent"}, {"inputs", {{"av_latent", {"6", 0}}}}};
+  wf["7"] = {{"class_type", "LTXVLatentUpsampler"}, {"inputs", {{"samples", {"20", 0}}}}};
+  wf["21"] = {{"class_type", "LTXVConcatAVLatent"}, {"inputs", {{"video_latent", {"7", 0}}, {"audio_latent", {"20", 1}}}}};
   const WorkflowInfo info = analyse_workflow(wf, "av");
   const SamplerJob& second = sampler(info.job, "8");
   CHECK(second.unknown.empty());
