@@ -13,6 +13,7 @@
 #include "core/estimate/apply_calibration.hpp"
 #include "core/estimate/memory_model.hpp"
 #include "core/estimate/runtime_policy.hpp"
+#include "core/base/json_reader.hpp"
 #include "core/base/units.hpp"
 
 namespace headroom {
@@ -235,7 +236,32 @@ json Estimate::to_json() const {
   j["calibrated"] = json::array();
   for (const auto& s : stages)
     if (s.calibration) j["calibrated"].push_back(calibrate::to_json(*s.calibration));
+  j["samplers"] = json::array();
+  for (const auto& sp : samplers) {
+    json e = sampler_job_json(sp.job);
+    e["model"] = sp.model.empty() ? json(nullptr) : json(sp.model);
+    e["peak_bytes"] = sp.peak_bytes ? json(*sp.peak_bytes) : json(nullptr);
+    e["unsized"] = sp.unsized.empty() ? json(nullptr) : json(sp.unsized);
+    e["binding"] = sp.binding;
+    j["samplers"].push_back(std::move(e));
+  }
   j["notes"] = notes;
+  return j;
+}
+
+json sampler_job_json(const SamplerJob& s) {
+  json j = {{"node_id", s.node_id},
+            {"type", s.type},
+            {"diffusion", s.diffusion ? component_json(*s.diffusion) : json(nullptr)},
+            {"width", s.width},
+            {"height", s.height},
+            {"frames", s.frames},
+            {"batch", s.batch},
+            {"size_known", s.size_known},
+            {"cfg", s.cfg >= 0 ? json(s.cfg) : json(nullptr)},
+            {"lora_bytes", s.lora_bytes},
+            {"unknown", s.unknown.empty() ? json(nullptr) : json(s.unknown)}};
+  if (s.seconds > 0) j["seconds"] = s.seconds;
   return j;
 }
 
@@ -261,6 +287,8 @@ json job_to_json(const Job& job) {
   j["decode_tile_px"] = job.decode_tile_px;
   j["blocks_swapped"] = job.blocks_swapped;
   j["text_encoder_on_cpu"] = job.text_encoder_on_cpu;
+  j["samplers"] = json::array();
+  for (const auto& sj : job.samplers) j["samplers"].push_back(sampler_job_json(sj));
   j["notes"] = job.notes;
   return j;
 }
@@ -305,101 +333,178 @@ Job default_job(const std::string& model) {
   return job;
 }
 
-Estimate estimate(const Job& job, const Runtime& runtime) {
-  ResolvedJob rj = resolve_job(job);
-  upcast_fp8_like_comfyui(rj, runtime);
-  mark_native_compute(rj, runtime);
-  const PolicyContext pc = policy_context(runtime);
+namespace {
+
+// The policies a run's stages are fitted under: the runtime's, and the legacy loader's for GGUF files.
+struct Policies {
+  PolicyContext pc, legacy;
+  std::uint64_t vram = 0;
+};
+
+Policies policies(const Runtime& runtime) {
   Runtime legacy_rt = runtime;
   legacy_rt.loader = Runtime::Loader::Legacy;
-  const PolicyContext pc_legacy = policy_context(legacy_rt);
-  const std::uint64_t V = pc.vram_bytes;
-  Estimate est;
-  est.stages.reserve(6);
-  est.vram_bytes = V;
-  est.notes = rj.notes;
-  for (const auto& n : job.notes) est.notes.push_back(n);
-  std::vector<std::pair<std::string, std::uint64_t>> earlier;  // models loaded by earlier stages
+  const PolicyContext pc = policy_context(runtime);
+  return {pc, policy_context(legacy_rt), pc.vram_bytes};
+}
 
-  // A prompt upsampler writes the prompt before it is encoded.
+using Loaded = std::vector<std::pair<std::string, std::uint64_t>>;  // models loaded by earlier stages
+
+// The stages before sampling: the prompt upsampler writes the prompt before it is encoded, then the
+// text encoders, CLIP vision and the VAE encode run.
+void stages_before_sample(Estimate& est, const ResolvedJob& rj, const Job& job, const Policies& p, Loaded& earlier) {
   if (auto gen = text_generate_demand(rj)) {
     const bool any_gguf = std::any_of(rj.generators.begin(), rj.generators.end(), gguf);
-    est.stages.push_back(fit_stage(*gen, any_gguf ? pc_legacy : pc));
+    est.stages.push_back(fit_stage(*gen, any_gguf ? p.legacy : p.pc));
     for (const auto& g : rj.generators) add_loaded(earlier, g);
   }
   if (!rj.text_encoders.empty()) {
     const bool any_gguf = std::any_of(rj.text_encoders.begin(), rj.text_encoders.end(), gguf);
-    Stage s = fit_stage(text_encode_demand(rj), any_gguf ? pc_legacy : pc);
-    mark_cached(s, earlier, V);
+    Stage s = fit_stage(text_encode_demand(rj), any_gguf ? p.legacy : p.pc);
+    mark_cached(s, earlier, p.vram);
     est.stages.push_back(std::move(s));
     if (!job.text_encoder_on_cpu)
       for (const auto& t : rj.text_encoders) add_loaded(earlier, t);
   }
   if (rj.clip_vision) {
-    Stage s = fit_stage(clip_vision_demand(rj), pc);
-    mark_cached(s, earlier, V);
+    Stage s = fit_stage(clip_vision_demand(rj), p.pc);
+    mark_cached(s, earlier, p.vram);
     est.stages.push_back(std::move(s));
     earlier.push_back({rj.clip_vision->model->name, rj.clip_vision->weight_bytes});
   }
   if (auto enc = vae_encode_demand(rj)) {
-    Stage s = fit_stage(*enc, pc);
-    mark_cached(s, earlier, V);
+    Stage s = fit_stage(*enc, p.pc);
+    mark_cached(s, earlier, p.vram);
     est.stages.push_back(std::move(s));
   }
-  if (rj.vae) earlier.push_back({rj.vae->model->name, rj.vae->weight_bytes});
-  if (rj.diffusion) {
-    const PolicyContext& spc = gguf(*rj.diffusion) ? pc_legacy : pc;
-    DemandOptions o;
-    o.cfg_batched = false;
-    o.lora_in_host = spc.dynamic;
-    Stage single = fit_stage(sample_demand(rj, o), spc);
-    if (job.cfg != 1.0) {
-      // ComfyUI batches cond+uncond only when its own estimate x1.5 is below free memory as the patcher
-      // counts it (samplers.py _calc_cond_batch, ModelPatcher.get_free_memory). Under dynamic VRAM that
-      // adds every weight aimdo could evict, the sampled model's own included, so only the context is used.
-      bool batch = true;
-      if (V) {
-        const std::uint64_t used = pc.context_bytes + (spc.dynamic ? 0 : resident_weights(single));
-        const std::uint64_t free = V > used ? V - used : 0;
-        batch = comfy_sampling_estimate(rj, job.batch * 2) * runtime_constant("cfg_batch_free_factor") < free;
-      }
-      if (batch) {
-        o.cfg_batched = true;
-        single = fit_stage(sample_demand(rj, o), spc);
-      }
-    }
-    if (rj.diffusion->model->experts > 1 && V && single.mode == StageMode::Full &&
-        single.peak_bytes + rj.diffusion->weight_bytes <= V)
-      single.cached.push_back(rj.diffusion->model->name + " (other expert)");
-    mark_cached(single, earlier, V);
-    est.stages.push_back(std::move(single));
-  }
-  if (rj.vae) {
-    DemandOptions o;
-    o.card_total_bytes = runtime_total_bytes(runtime);
-    if (V) {
-      const std::uint64_t used = pc.context_bytes + rj.vae->weight_bytes;
-      const std::uint64_t free = V > used ? V - used : 0;
-      const std::uint64_t per = std::max<std::uint64_t>(1, comfy_decode_estimate(rj));
-      o.vae_batch = static_cast<int>(std::max<std::uint64_t>(1, std::min<std::uint64_t>(free / per, 1u << 20)));
-      o.decode_budget_bytes = free > pc.reserve_bytes ? free - pc.reserve_bytes : 1;
-    }
-    Stage s = fit_stage(vae_decode_demand(rj, o), pc);
-    std::vector<std::pair<std::string, std::uint64_t>> before = earlier;
-    if (rj.diffusion) before.insert(before.begin(), {rj.diffusion->model->name, rj.diffusion->weight_bytes});
-    mark_cached(s, before, V);
-    est.stages.push_back(std::move(s));
-  }
+}
 
-  apply_calibration(est, job, runtime.calibration);
+// ComfyUI batches cond+uncond only when its own estimate x1.5 is below free memory as the patcher counts
+// it (samplers.py _calc_cond_batch, ModelPatcher.get_free_memory). Under dynamic VRAM that adds every
+// weight aimdo could evict, the sampled model's own included, so only the context is used.
+bool cfg_batches(const ResolvedJob& rj, const Job& job, const Policies& p, const PolicyContext& spc, const Stage& single) {
+  if (!p.vram) return true;
+  const std::uint64_t used = p.pc.context_bytes + (spc.dynamic ? 0 : resident_weights(single));
+  const std::uint64_t free = p.vram > used ? p.vram - used : 0;
+  return comfy_sampling_estimate(rj, job.batch * 2) * runtime_constant("cfg_batch_free_factor") < free;
+}
 
-  est.runtime = runtime.loader;
-  est.host_ram_bytes = host_ram_needed(rj, job);
-  est.host_ram_held_bytes = host_ram_held(rj, job, runtime);
-  est.ram_bytes = runtime.ram_bytes;
+Stage sample_stage(const ResolvedJob& rj, const Job& job, const Policies& p, const Loaded& earlier) {
+  const PolicyContext& spc = gguf(*rj.diffusion) ? p.legacy : p.pc;
+  DemandOptions o;
+  o.cfg_batched = false;
+  o.lora_in_host = spc.dynamic;
+  Stage single = fit_stage(sample_demand(rj, o), spc);
+  if (job.cfg != 1.0 && cfg_batches(rj, job, p, spc, single)) {
+    o.cfg_batched = true;
+    single = fit_stage(sample_demand(rj, o), spc);
+  }
+  if (rj.diffusion->model->experts > 1 && p.vram && single.mode == StageMode::Full &&
+      single.peak_bytes + rj.diffusion->weight_bytes <= p.vram)
+    single.cached.push_back(rj.diffusion->model->name + " (other expert)");
+  mark_cached(single, earlier, p.vram);
+  return single;
+}
+
+Stage decode_stage(const ResolvedJob& rj, const Runtime& runtime, const Policies& p, const Loaded& earlier) {
+  DemandOptions o;
+  o.card_total_bytes = runtime_total_bytes(runtime);
+  if (p.vram) {
+    const std::uint64_t used = p.pc.context_bytes + rj.vae->weight_bytes;
+    const std::uint64_t free = p.vram > used ? p.vram - used : 0;
+    const std::uint64_t per = std::max<std::uint64_t>(1, comfy_decode_estimate(rj));
+    o.vae_batch = static_cast<int>(std::max<std::uint64_t>(1, std::min<std::uint64_t>(free / per, 1u << 20)));
+    o.decode_budget_bytes = free > p.pc.reserve_bytes ? free - p.pc.reserve_bytes : 1;
+  }
+  Stage s = fit_stage(vae_decode_demand(rj, o), p.pc);
+  Loaded before = earlier;
+  if (rj.diffusion) before.insert(before.begin(), {rj.diffusion->model->name, rj.diffusion->weight_bytes});
+  mark_cached(s, before, p.vram);
+  return s;
+}
+
+// The job one sampler runs: the workflow's companions and decode with its own model, shape, cfg, LoRAs.
+Job sampler_job(const Job& job, const SamplerJob& s) {
+  Job j = job;
+  j.diffusion = s.diffusion;
+  if (s.size_known) {
+    j.width = s.seconds > 0 ? job.width : s.width;
+    j.height = s.seconds > 0 ? job.height : s.height;
+    j.frames = s.frames;
+    j.batch = s.batch;
+    if (s.seconds > 0) j.seconds = s.seconds;
+  }
+  if (s.cfg >= 0) j.cfg = s.cfg;
+  j.lora_bytes = s.lora_bytes;
+  j.samplers.clear();
+  j.notes.clear();
+  return j;
+}
+
+bool same_sampled(const Job& a, const Job& b) {
+  return a.diffusion && b.diffusion && a.diffusion->model == b.diffusion->model &&
+         a.diffusion->precision == b.diffusion->precision && a.diffusion->weight_bytes == b.diffusion->weight_bytes &&
+         a.width == b.width && a.height == b.height && a.frames == b.frames && a.batch == b.batch &&
+         a.seconds == b.seconds && a.cfg == b.cfg && a.lora_bytes == b.lora_bytes;
+}
+
+// Each sampler's sample stage under the same runtime and the same models cached before it; the worst binds.
+std::vector<SamplerPeak> sampler_peaks(const Job& job, const Runtime& runtime, const Policies& p, const Loaded& earlier) {
+  std::vector<SamplerPeak> out;
+  std::vector<std::pair<Job, std::uint64_t>> sized;  // one sizing per distinct job (two passes of one model)
+  for (const auto& s : job.samplers) {
+    SamplerPeak sp{s, s.diffusion ? s.diffusion->model : "", std::nullopt, s.unknown, false};
+    if (sp.unsized.empty() && (!s.diffusion || s.diffusion->model.empty() || !find_model(s.diffusion->model)))
+      sp.unsized = "its model" + (s.diffusion ? " '" + s.diffusion->file + "'" : std::string()) + " is not in the catalog";
+    if (sp.unsized.empty()) {
+      const Job j = sampler_job(job, s);
+      auto it = std::find_if(sized.begin(), sized.end(), [&](const auto& e) { return same_sampled(e.first, j); });
+      if (it == sized.end()) {
+        ResolvedJob rj = resolve_job(j);
+        upcast_fp8_like_comfyui(rj, runtime);
+        mark_native_compute(rj, runtime);
+        it = sized.insert(sized.end(), {j, sample_stage(rj, j, p, earlier).peak_bytes});
+      }
+      sp.peak_bytes = it->second;
+    }
+    out.push_back(std::move(sp));
+  }
+  auto worst = std::max_element(out.begin(), out.end(), [](const SamplerPeak& a, const SamplerPeak& b) {
+    return a.peak_bytes.value_or(0) < b.peak_bytes.value_or(0);
+  });
+  if (worst != out.end() && worst->peak_bytes) worst->binding = true;
+  return out;
+}
+
+// "2 samplers run: KSampler #8 (flux1-dev, 1024x1024, cfg 1) peaks at 30.1 GiB, ...": one note that
+// names each and the one that binds. The verdict is still the workflow's job's (the largest model at the
+// largest latent), which is at least the binding sampler's where every sampler is known.
+std::string samplers_note(const std::vector<SamplerPeak>& samplers) {
+  std::string text = std::to_string(samplers.size()) + " samplers run:";
+  for (std::size_t i = 0; i < samplers.size(); ++i) {
+    const SamplerPeak& s = samplers[i];
+    text += (i ? "; " : " ") + s.job.type + " #" + s.job.node_id;
+    if (!s.peak_bytes) {
+      text += ", not sized (" + s.unsized + ")";
+      continue;
+    }
+    text += " (" + s.model + ", " + std::to_string(s.job.width) + "x" + std::to_string(s.job.height) +
+            (s.job.frames > 1 ? "x" + std::to_string(s.job.frames) : "") +
+            (s.job.cfg >= 0 ? ", cfg " + json_preview(s.job.cfg, 8) : "") + ") peaks at " + format_bytes(*s.peak_bytes) +
+            (s.binding ? ", the worst" : "");
+  }
+  return text;
+}
+
+// What the stages add up to, for the verdict: the first stage that fails, the one that streams.
+struct StageSummary {
   bool any_fail = false, any_degraded = false, any_streams = false, any_partial = false, any_retry = false;
   std::string fail_stage, stream_stage;
   double stream_slowdown = 1.0;
+};
+
+StageSummary summarise_stages(Estimate& est) {
+  StageSummary sum;
   for (const auto& s : est.stages) {
     if (s.peak_bytes >= est.peak_bytes) {
       est.peak_bytes = s.peak_bytes;
@@ -412,71 +517,110 @@ Estimate estimate(const Job& job, const Runtime& runtime) {
     // Sampling takes nearly all of the run's time, so its slowdown is the run's; other stages'
     // slowdowns stay in their own entries.
     if (s.name == "sample") est.slowdown = s.slowdown;
-    if (s.mode == StageMode::DoesNotFit && fail_stage.empty()) fail_stage = s.name;
+    if (s.mode == StageMode::DoesNotFit && sum.fail_stage.empty()) sum.fail_stage = s.name;
     // The stage that streams is named with its own slowdown, sampling first (it is most of the run).
-    if (s.mode == StageMode::Streams && (stream_stage.empty() || s.name == "sample")) {
-      stream_stage = s.name;
-      stream_slowdown = s.slowdown;
+    if (s.mode == StageMode::Streams && (sum.stream_stage.empty() || s.name == "sample")) {
+      sum.stream_stage = s.name;
+      sum.stream_slowdown = s.slowdown;
     }
-    any_fail = any_fail || s.mode == StageMode::DoesNotFit;
-    any_streams = any_streams || s.mode == StageMode::Streams;
-    any_degraded = any_degraded || s.mode == StageMode::Partial || s.mode == StageMode::TiledFallback;
-    any_partial = any_partial || s.mode == StageMode::Partial;
-    any_retry = any_retry || s.mode == StageMode::TiledFallback;
+    sum.any_fail = sum.any_fail || s.mode == StageMode::DoesNotFit;
+    sum.any_streams = sum.any_streams || s.mode == StageMode::Streams;
+    sum.any_degraded = sum.any_degraded || s.mode == StageMode::Partial || s.mode == StageMode::TiledFallback;
+    sum.any_partial = sum.any_partial || s.mode == StageMode::Partial;
+    sum.any_retry = sum.any_retry || s.mode == StageMode::TiledFallback;
   }
+  return sum;
+}
+
+// Dynamic VRAM: a run has everything resident or streams; "tight" stays only for a stage on the legacy
+// loader (GGUF) that partial loading saves.
+void dynamic_verdict(Estimate& est, const StageSummary& sum, bool ram_slow, const std::string& disk_reads) {
+  if (sum.any_streams) {
+    est.verdict = Verdict::Streams;
+    est.verdict_reason = sum.stream_stage + " streams weights, about " + one_decimal(sum.stream_slowdown) + "x slower";
+    if (ram_slow) est.verdict_reason += "; " + disk_reads;
+  } else if (ram_slow) {
+    est.verdict = Verdict::Streams;
+    est.verdict_reason = disk_reads;
+  } else if (sum.any_partial) {
+    est.verdict = Verdict::Tight;
+    est.verdict_reason = "a GGUF model stays on the legacy loader and fits only with partial loading";
+  } else if (sum.any_retry) {
+    // The untiled decode runs out of memory first: the run lives on ComfyUI's tiled retry, as on the
+    // legacy loader, not on a plan that fits.
+    est.verdict = Verdict::Tight;
+    est.verdict_reason = "fits only with ComfyUI's tiled retry after the untiled VAE pass runs out of memory";
+  } else {
+    est.verdict = Verdict::Fits;
+  }
+}
+
+void set_verdict(Estimate& est, const StageSummary& sum, const Runtime& runtime) {
+  const std::uint64_t V = est.vram_bytes;
+  if (!V) return;
   const bool ram_short = runtime.ram_bytes && est.host_ram_held_bytes > runtime.ram_bytes;
   // Under dynamic VRAM the file-backed rest only costs disk reads.
   const bool ram_slow = !ram_short && runtime.ram_bytes && est.host_ram_bytes > runtime.ram_bytes;
   const std::string disk_reads = "slower, reads weights from disk: the weights need " +
                                  format_bytes(est.host_ram_bytes) + " of " + format_bytes(runtime.ram_bytes) +
                                  " host RAM and are read file-backed";
-  if (V) {
-    const double margin = runtime_constant("tight_margin_fraction");
-    if (any_fail || est.peak_bytes > V) {
-      est.verdict = Verdict::DoesNotFit;
-      est.verdict_reason = "runs out of VRAM in " + (fail_stage.empty() ? est.peak_stage : fail_stage);
-      est.limit = "vram";
-      est.limit_stage = fail_stage.empty() ? est.peak_stage : fail_stage;
-    } else if (ram_short) {
-      est.verdict = Verdict::DoesNotFit;
-      est.limit = "host_ram";
-      est.verdict_reason =
-          runtime.loader == Runtime::Loader::Dynamic
-              ? "runs out of host RAM: LoRA patches and models on the legacy loader need " +
-                    format_bytes(est.host_ram_held_bytes) + " of " + format_bytes(runtime.ram_bytes) + " (" +
-                    host_ram_end(runtime) + ")"
-              : "runs out of host RAM: the weights need " + format_bytes(est.host_ram_bytes) + " of " +
-                    format_bytes(runtime.ram_bytes);
-    } else if (runtime.loader == Runtime::Loader::Dynamic) {
-      // Dynamic VRAM: a run has everything resident or streams; "tight" stays only for a stage on the
-      // legacy loader (GGUF) that partial loading saves.
-      if (any_streams) {
-        est.verdict = Verdict::Streams;
-        est.verdict_reason = stream_stage + " streams weights, about " + one_decimal(stream_slowdown) + "x slower";
-        if (ram_slow) est.verdict_reason += "; " + disk_reads;
-      } else if (ram_slow) {
-        est.verdict = Verdict::Streams;
-        est.verdict_reason = disk_reads;
-      } else if (any_partial) {
-        est.verdict = Verdict::Tight;
-        est.verdict_reason = "a GGUF model stays on the legacy loader and fits only with partial loading";
-      } else if (any_retry) {
-        // The untiled decode runs out of memory first: the run lives on ComfyUI's tiled retry, as on the
-        // legacy loader, not on a plan that fits.
-        est.verdict = Verdict::Tight;
-        est.verdict_reason = "fits only with ComfyUI's tiled retry after the untiled VAE pass runs out of memory";
-      } else {
-        est.verdict = Verdict::Fits;
-      }
-    } else if (any_degraded || est.own_peak_bytes > static_cast<std::uint64_t>(V * (1.0 - margin))) {
-      est.verdict = Verdict::Tight;
-      est.verdict_reason = any_degraded ? "fits only with partial loading or the tiled retry"
-                                        : "the peak is within " + std::to_string(static_cast<int>(margin * 100 + 0.5)) +
-                                              "% of the card";
-    } else {
-      est.verdict = Verdict::Fits;
-    }
+  const double margin = runtime_constant("tight_margin_fraction");
+  if (sum.any_fail || est.peak_bytes > V) {
+    est.verdict = Verdict::DoesNotFit;
+    est.verdict_reason = "runs out of VRAM in " + (sum.fail_stage.empty() ? est.peak_stage : sum.fail_stage);
+    est.limit = "vram";
+    est.limit_stage = sum.fail_stage.empty() ? est.peak_stage : sum.fail_stage;
+  } else if (ram_short) {
+    est.verdict = Verdict::DoesNotFit;
+    est.limit = "host_ram";
+    est.verdict_reason =
+        runtime.loader == Runtime::Loader::Dynamic
+            ? "runs out of host RAM: LoRA patches and models on the legacy loader need " +
+                  format_bytes(est.host_ram_held_bytes) + " of " + format_bytes(runtime.ram_bytes) + " (" +
+                  host_ram_end(runtime) + ")"
+            : "runs out of host RAM: the weights need " + format_bytes(est.host_ram_bytes) + " of " +
+                  format_bytes(runtime.ram_bytes);
+  } else if (runtime.loader == Runtime::Loader::Dynamic) {
+    dynamic_verdict(est, sum, ram_slow, disk_reads);
+  } else if (sum.any_degraded || est.own_peak_bytes > static_cast<std::uint64_t>(V * (1.0 - margin))) {
+    est.verdict = Verdict::Tight;
+    est.verdict_reason = sum.any_degraded ? "fits only with partial loading or the tiled retry"
+                                          : "the peak is within " + std::to_string(static_cast<int>(margin * 100 + 0.5)) +
+                                                "% of the card";
+  } else {
+    est.verdict = Verdict::Fits;
   }
+}
+
+}  // namespace
+
+Estimate estimate(const Job& job, const Runtime& runtime) {
+  ResolvedJob rj = resolve_job(job);
+  upcast_fp8_like_comfyui(rj, runtime);
+  mark_native_compute(rj, runtime);
+  const Policies p = policies(runtime);
+  Estimate est;
+  est.stages.reserve(6);
+  est.vram_bytes = p.vram;
+  est.notes = rj.notes;
+  for (const auto& n : job.notes) est.notes.push_back(n);
+  Loaded earlier;
+  stages_before_sample(est, rj, job, p, earlier);
+  if (rj.vae) earlier.push_back({rj.vae->model->name, rj.vae->weight_bytes});
+  if (rj.diffusion) est.stages.push_back(sample_stage(rj, job, p, earlier));
+  if (rj.diffusion && !job.samplers.empty()) {
+    est.samplers = sampler_peaks(job, runtime, p, earlier);
+    if (est.samplers.size() > 1) est.notes.push_back(samplers_note(est.samplers));
+  }
+  if (rj.vae) est.stages.push_back(decode_stage(rj, runtime, p, earlier));
+
+  apply_calibration(est, job, runtime.calibration);
+
+  est.runtime = runtime.loader;
+  est.host_ram_bytes = host_ram_needed(rj, job);
+  est.host_ram_held_bytes = host_ram_held(rj, job, runtime);
+  est.ram_bytes = runtime.ram_bytes;
+  set_verdict(est, summarise_stages(est), runtime);
   return est;
 }
 

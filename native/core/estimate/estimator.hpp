@@ -94,8 +94,18 @@ struct Stage {
   std::uint64_t uncalibrated_peak_bytes = 0;
 };
 
+// One sampler's own sample stage (Job::samplers): what it samples and the peak it reaches.
+struct SamplerPeak {
+  SamplerJob job;
+  std::string model;                       // the catalog model it samples ("" when not known)
+  std::optional<std::uint64_t> peak_bytes;  // none: not sized (job.unknown, or a model not in the catalog)
+  std::string unsized;                     // why it is not sized
+  bool binding = false;                    // the worst of the workflow's samplers
+};
+
 struct Estimate {
   std::vector<Stage> stages;
+  std::vector<SamplerPeak> samplers;       // each sampler of a workflow, the binding one marked
   std::uint64_t peak_bytes = 0;
   std::string peak_stage;
   std::vector<std::string> notes;
@@ -133,7 +143,8 @@ Estimate estimate(const Job& job, const Runtime& runtime);
 // text encoder / CLIP vision / VAE alone. `model` accepts aliases; throws InputError("model").
 Job default_job(const std::string& model);
 
-// The job as JSON (models with precisions and weight bytes, shape, decode mode) for reports.
+// The job as JSON (models with precisions and weight bytes, shape, decode mode, samplers) for reports.
 nlohmann::json job_to_json(const Job& job);
+nlohmann::json sampler_job_json(const SamplerJob& s);  // {node_id, type, diffusion, width, ..., unknown}
 
 }  // namespace headroom

@@ -36,6 +36,19 @@ enum class DecodeMode {
   Headroom,  // Headroom exact tiled decode sized to the budget
 };
 
+// One sampler node of a workflow and what it samples: its own model, shape, cfg and LoRAs (issue 19:
+// each sampler is its own job). The estimate sizes each one's sample stage and names the worst.
+struct SamplerJob {
+  std::string node_id, type;               // "12", "KSamplerAdvanced"
+  std::optional<Component> diffusion;      // the model its MODEL input comes from; none when not traced
+  int width = 0, height = 0, frames = 1, batch = 1;
+  double seconds = 0;                      // an audio latent's length
+  bool size_known = false;                 // false: the latent it denoises has no size Headroom reads
+  double cfg = -1;                         // -1: no cfg read for it (the job's is used)
+  std::uint64_t lora_bytes = 0;            // LoRAs patched into its model (read from headers)
+  std::string unknown;                     // why its model or size is not known, naming the node
+};
+
 struct Job {
   std::optional<Component> diffusion;      // the diffusion model (for Wan 2.2 A14B: either expert)
   std::vector<Component> text_encoders;    // CLIP-L + T5-XXL for Flux, umT5-XXL for Wan
@@ -60,6 +73,7 @@ struct Job {
   int blocks_swapped = 0;                  // transformer blocks kept in RAM and streamed (block swap)
   bool text_encoder_on_cpu = false;        // text encoders run on the CPU (--clip-on-cpu style)
 
+  std::vector<SamplerJob> samplers;        // a workflow's samplers, each traced to its model and latent
   std::vector<std::string> notes;          // what was inferred rather than read ("precision from file name")
 };
 

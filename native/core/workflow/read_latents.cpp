@@ -1,0 +1,132 @@
+#include "core/workflow/read_latents.hpp"
+
+#include <string>
+#include <utility>
+
+#include "core/base/json_reader.hpp"
+#include "core/workflow/loaded_image.hpp"
+
+namespace headroom::workflow {
+
+void read_latent(ReaderState& st, const Node& n, const ComfyNode& info) {
+  ++st.latent_nodes;
+  const LatentSize& size = *info.latent;
+  auto w = st.ref(n, size.width), h = st.ref(n, size.height), b = st.ref(n, size.batch);
+  auto len = size.length.empty() ? std::nullopt : st.ref(n, size.length);
+  std::optional<long long> wi, hi;
+  if (w) wi = integer(w->value);
+  if (h) hi = integer(h->value);
+  // A literal that is not a positive whole number is a bad value, not a computed one: say which.
+  const std::pair<const std::string*, const std::optional<WidgetRef>*> sizes[] = {{&size.width, &w},
+                                                                                  {&size.height, &h}};
+  for (const auto& [name, r] : sizes) {
+    if (!*r) continue;  // no literal: linked to a node that computes it (reported below)
+    auto value = integer((*r)->value);
+    const Input* in = n.input(*name);
+    const Node* from = in && in->from_node ? st.g.node(*in->from_node) : nullptr;
+    if (from && node_info(from->type) && node_info(from->type)->size_from_image && value && *value > 0)
+      st.notes().push_back(n.type + " #" + n.id + ": " + *name + " comes from an input image (" + from->type + " #" +
+                        from->id + "); the workflow's stored " + std::to_string(*value) + " px is assumed");
+    // Linked to a node that computes it (not one that passes a widget on): reported below.
+    const ComfyNode* from_info = from ? node_info(from->type) : nullptr;
+    if ((value && *value > 0) || (from && !(from_info && !from_info->value_outputs.empty()))) continue;
+    st.notes().push_back(n.type + " #" + n.id + ": " + *name + " is " + json_preview((*r)->value, 40) +
+                      ", expected a whole number of pixels from 16 to 16384; size unknown");
+    return;
+  }
+  if (!wi.has_value() || !hi.has_value() || *wi <= 0 || *hi <= 0) {
+    st.notes().push_back(n.type + " #" + n.id + ": width/height are computed by other nodes; size unknown");
+    return;
+  }
+  long long frames = len ? integer(len->value).value_or(1) : 1;
+  long long batch = b ? integer(b->value).value_or(1) : 1;
+  // ComfyUI caps sizes at 16384 px and batches at 4096; beyond 2^20 the product below could overflow.
+  constexpr long long kSane = 1 << 20;
+  if (*wi > kSane || *hi > kSane || frames < 1 || frames > kSane || batch < 1 || batch > kSane) {
+    st.notes().push_back(n.type + " #" + n.id + ": width/height/length/batch_size out of range; ignored");
+    return;
+  }
+  st.latent_shapes[n.id] = {static_cast<int>(*wi), static_cast<int>(*hi), static_cast<int>(frames), static_cast<int>(batch), 0};
+  long long pixels = *wi * *hi * frames * batch;
+  if (pixels <= st.best_pixels) return;  // the largest latent sets the peak
+  st.best_pixels = pixels;
+  st.info.job.width = static_cast<int>(*wi);
+  st.info.job.height = static_cast<int>(*hi);
+  st.info.job.frames = static_cast<int>(frames);
+  st.info.job.batch = static_cast<int>(batch);
+  st.info.latent_node = n.type;
+  st.info.size_known = true;
+  st.info.is_video = len.has_value();
+  st.info.width = {*w};
+  st.info.height = {*h};
+  st.info.length = len ? std::vector<WidgetRef>{*len} : std::vector<WidgetRef>{};
+  st.info.batch = b ? std::vector<WidgetRef>{*b} : std::vector<WidgetRef>{};
+  if (!info.latent_note.empty()) st.notes().push_back(info.latent_note);
+}
+
+void read_audio_latent(ReaderState& st, const Node& n, const ComfyNode& info) {
+  ++st.latent_nodes;
+  const AudioLatentSize& size = *info.audio_latent;
+  auto sec = st.ref(n, size.seconds), b = st.ref(n, size.batch.empty() ? std::string("batch_size") : size.batch);
+  if (!sec) {
+    st.notes().push_back(n.type + " #" + n.id + ": " + size.seconds + " is computed by other nodes; size unknown");
+    return;
+  }
+  const double seconds = sec->value.is_number() ? sec->value.get<double>() : -1;
+  long long batch = b ? integer(b->value).value_or(1) : 1;
+  if (!(seconds > 0 && seconds <= 3600) || batch < 1 || batch > 4096) {
+    st.notes().push_back(n.type + " #" + n.id + ": " + size.seconds + " is " + json_preview(sec->value, 40) + ", batch " +
+                      std::to_string(batch) + ", expected seconds from 0 to 3600 and a batch from 1 to 4096; size unknown");
+    return;
+  }
+  st.latent_shapes[n.id] = {0, 0, 1, static_cast<int>(batch), seconds};
+  if (st.info.size_known && seconds * batch <= st.info.job.seconds * st.info.job.batch) return;  // the longest clip sets the peak
+  st.info.job.seconds = seconds;
+  st.info.job.batch = static_cast<int>(batch);
+  st.info.latent_node = n.type;
+  st.info.size_known = true;
+  st.info.batch = b ? std::vector<WidgetRef>{*b} : std::vector<WidgetRef>{};
+}
+
+void read_image_latent(ReaderState& st, const Node& n, const ComfyNode& info) {
+  st.image_sized_latent = true;
+  st.notes().push_back(n.type + " #" + n.id + info.latent_from_image);
+  const ImageSize s = image_size_of(
+      st.g, n, [&st](const Node& m, const std::string& w) { return integer(resolved_value(st.g, m, w)); },
+      [&st](const Node& m, const std::string& w) -> std::optional<double> {
+        const auto v = resolved_value(st.g, m, w);
+        if (!v || !v->is_number()) return std::nullopt;
+        return v->get<double>();
+      },
+      st.opt.input_dir.empty() ? LoadedImageSize{} : [&st](const Node& m, const std::string& w) {
+        return loaded_image_size(st.g, m, w, st.opt.input_dir);
+      });
+  if (!s.known()) {
+    if (!st.image_unknown) st.image_unknown = UnknownNode{s.node_id, s.node_type, s.why};
+    st.latent_unknown[n.id] = UnknownNode{s.node_id, s.node_type, s.why};
+    return;
+  }
+  if (!s.note.empty()) st.notes().push_back(s.note);
+  st.latent_shapes[n.id] = {*s.width, *s.height, 1, 1, 0};
+  if (s.node_id != n.id)  // the Kontext rescale sets its own size, and its note says so
+    st.notes().push_back(n.type + " #" + n.id + ": the image is " + std::to_string(*s.width) + "x" +
+                      std::to_string(*s.height) + " px, set by " + s.node_type + " #" + s.node_id);
+  const auto pixels = [](const ImageSize& i) { return static_cast<long long>(*i.width) * *i.height; };
+  if (!st.image_size || pixels(s) > pixels(*st.image_size)) {
+    st.image_size = s;
+    st.image_latent_type = n.type;
+  }
+}
+
+void size_from_image_latent(ReaderState& st) {
+  if (st.info.size_known || !st.image_size) return;
+  st.info.job.width = *st.image_size->width;
+  st.info.job.height = *st.image_size->height;
+  st.info.job.frames = 1;
+  st.info.job.batch = 1;
+  st.info.latent_node = st.image_latent_type;
+  st.info.size_known = true;
+  // No widget refs: a preset that rewrote the latent's size would have to rewrite the image's.
+}
+
+}  // namespace headroom::workflow

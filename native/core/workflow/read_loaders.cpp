@@ -1,0 +1,162 @@
+#include "core/workflow/read_loaders.hpp"
+
+#include <map>
+
+#include "core/catalog/catalog.hpp"
+#include "core/workflow/model_files.hpp"
+#include "core/workflow/workflow_names.hpp"
+
+namespace headroom::workflow {
+
+bool already_loaded(ReaderState& st, const std::vector<Component>& loaded, const Component& c, const Node& n) {
+  // Five umt5 loaders were counted as five, 53 GiB of host RAM.
+  for (const auto& other : loaded)
+    if (other.file == c.file && other.precision == c.precision && other.model == c.model) {
+      st.notes().push_back(n.type + " #" + n.id + " loads '" + c.file + "' again with the same settings: ComfyUI "
+                           "reuses the loaded copy, counted once");
+      return true;
+    }
+  return false;
+}
+
+namespace {
+
+using LoaderReader = void (*)(ReaderState&, const Node&, const std::string& file, const std::string& role, Loader&);
+
+void read_lora(ReaderState& st, const Node& n, const std::string& file, const std::string& role, Loader& rec) {
+  st.notes().push_back("LoRA '" + file + "' (#" + n.id + ") is patched into the weights; its size is unknown "
+                       "without --models and not counted");
+  if (!st.opt.reads_files()) return;
+  auto path = find_file(st, file, role);
+  HeaderFacts f = path ? header_facts(st, *path, role) : HeaderFacts{};
+  rec.file_problem = f.file_problem;
+  if (!f.gpu_bytes) return;
+  rec.size_source = "header";
+  st.info.job.lora_bytes += *f.gpu_bytes;
+  st.lora_bytes_by_node[n.id] += *f.gpu_bytes;
+  st.notes().back() = "LoRA '" + file + "' (#" + n.id + "): " + std::to_string(*f.gpu_bytes) + " bytes read from " + *path;
+}
+
+void read_style_model(ReaderState& st, const Node& n, const std::string& file, const std::string&, Loader&) {
+  st.notes().push_back("style model '" + file + "' (#" + n.id + ") is not in the catalog and not counted");
+}
+
+void read_diffusion(ReaderState& st, const Node& n, const std::string& file, const std::string& role, Loader& rec) {
+  Component c = component(st, n, file, role, rec);
+  const std::string dtype = text(resolved_value(st.g, n, "weight_dtype"));
+  const std::string forced = precision_from_weight_dtype(dtype);
+  if (!forced.empty()) {
+    if (c.precision == "fp8_scaled")
+      st.notes().push_back("weight_dtype " + dtype + " ignored for scaled-fp8 '" + file +
+                           "' (ComfyUI keeps scaled fp8 as it is)");
+    else {
+      c.precision = forced;
+      c.weight_bytes.reset();  // the header's bytes are for the file's own dtype
+      rec.precision = forced;
+    }
+  } else if (dtype == "auto") {
+    st.notes().push_back(n.type + " #" + n.id + " has weight_dtype auto: Headroom loads fp8 only when the "
+                         "16-bit weights do not fit; estimated at the file's precision");
+  }
+  if (auto r = st.ref(n, "weight_dtype")) st.info.weight_dtype.push_back(*r);
+  st.diffusion_by_node[n.id] = c;
+  if (!already_loaded(st, st.diffusion, c, n)) {
+    st.diffusion.push_back(c);
+    st.diffusion_files.push_back(file);
+  }
+}
+
+// A checkpoint bundles the companions of its diffusion model (Comfy-Org's flux1-dev-fp8 and
+// flux1-schnell-fp8 carry CLIP-L, an fp8 T5-XXL and the Flux VAE): an fp8 checkpoint holds its T5
+// encoder in fp8 too, the small CLIP in 16 bit.
+void checkpoint_companions(ReaderState& st, const Component& c) {
+  const ModelInfo* m = c.model.empty() ? nullptr : find_model(c.model);
+  if (m && (!m->companion_text_encoders.empty() || !m->companion_vae.empty())) {
+    const PrecisionInfo* p = c.precision.empty() ? nullptr : find_precision(c.precision);
+    const bool fp8 = p && p->kind == PrecisionKind::Fp8;
+    std::string parts;
+    st.checkpoint_text_encoders.clear();
+    for (const auto& name : m->companion_text_encoders) {
+      const ModelInfo* te = find_model(name);
+      std::string precision = fp8 && te && te->family == "t5_encoder" ? "fp8_e4m3fn" : "";
+      st.checkpoint_text_encoders.push_back(Component{name, precision, std::nullopt, c.file});
+      parts += (parts.empty() ? "" : ", ") + name + (precision.empty() ? "" : " (" + precision + ")");
+    }
+    if (!m->companion_vae.empty()) {
+      st.checkpoint_vae = Component{m->companion_vae, "", std::nullopt, c.file};
+      parts += (parts.empty() ? "" : " and ") + m->companion_vae;
+    }
+    st.notes().push_back("checkpoint '" + c.file + "' bundles " + parts);
+  } else if (c.model.empty()) {
+    st.notes().push_back("checkpoint '" + c.file + "' is not a catalog model; it cannot be estimated");
+  }
+}
+
+void read_checkpoint(ReaderState& st, const Node& n, const std::string& file, const std::string& role, Loader& rec) {
+  Component c = component(st, n, file, role, rec);
+  st.diffusion_by_node[n.id] = c;
+  st.diffusion.push_back(c);
+  st.diffusion_files.push_back(file);
+  checkpoint_companions(st, c);
+}
+
+void read_text_encoder(ReaderState& st, const Node& n, const std::string& file, const std::string& role, Loader& rec) {
+  Component c = component(st, n, file, role, rec);
+  if (c.model.empty()) st.notes().push_back("text encoder '" + file + "' not recognised; not counted");
+  else if (!already_loaded(st, st.info.job.text_encoders, c, n)) st.info.job.text_encoders.push_back(c);
+  st.encoders_by_node[n.id] = {c, file};
+  if (text(resolved_value(st.g, n, "device")) == "cpu") st.info.job.text_encoder_on_cpu = true;
+  if (auto r = st.ref(n, "device")) st.info.text_encoder_device.push_back(*r);
+}
+
+void read_vae(ReaderState& st, const Node& n, const std::string& file, const std::string& role, Loader& rec) {
+  Component c = component(st, n, file, role, rec);
+  if (c.model.empty()) st.notes().push_back("VAE '" + file + "' not recognised; the catalog VAE of the model is used");
+  else st.info.job.vae = c;
+}
+
+void read_clip_vision(ReaderState& st, const Node& n, const std::string& file, const std::string& role, Loader& rec) {
+  Component c = component(st, n, file, role, rec);
+  if (c.model.empty()) st.notes().push_back("CLIP vision '" + file + "' is not in the catalog and not counted");
+  else st.info.job.clip_vision = c;
+}
+
+// A role without its own reader: its file is recognised (and its header read), nothing more.
+void read_other(ReaderState& st, const Node& n, const std::string& file, const std::string& role, Loader& rec) {
+  component(st, n, file, role, rec);
+}
+
+LoaderReader reader_for(LoaderKind kind) {
+  static const std::map<LoaderKind, LoaderReader> kReaders = {
+      {LoaderKind::Diffusion, read_diffusion}, {LoaderKind::Checkpoint, read_checkpoint},
+      {LoaderKind::TextEncoder, read_text_encoder}, {LoaderKind::Vae, read_vae},
+      {LoaderKind::ClipVision, read_clip_vision}, {LoaderKind::Lora, read_lora},
+      {LoaderKind::StyleModel, read_style_model}, {LoaderKind::Other, read_other}};
+  return kReaders.at(kind);
+}
+
+// The first alternative whose first widget the node has (CLIPLoader's clip_name), else the last.
+const std::vector<std::string>& file_widgets(const Node& n, const std::string& role) {
+  const auto& alternatives = comfy_nodes().loader_roles.at(role).file_widgets;
+  for (const auto& alt : alternatives)
+    if (n.input(alt.front())) return alt;
+  return alternatives.back();
+}
+
+}  // namespace
+
+void read_loader(ReaderState& st, const Node& n, const std::string& role) {
+  const LoaderReader read = reader_for(loader_kind(role));
+  for (const auto& w : file_widgets(n, role)) {
+    const std::string file = text(resolved_value(st.g, n, w));
+    if (file.empty()) {
+      if (n.input(w)) st.notes().push_back(n.type + " #" + n.id + ": " + w + " is not a literal file name; not counted");
+      continue;
+    }
+    Loader rec{n.id, n.type, role, file, "", ""};
+    read(st, n, file, role, rec);
+    st.info.loaders.push_back(rec);
+  }
+}
+
+}  // namespace headroom::workflow

@@ -1,0 +1,139 @@
+#include "core/workflow/sampler_jobs.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+namespace headroom::workflow {
+namespace {
+
+constexpr int kMaxHops = 64;  // a longer chain is a cycle the graph layer let through
+
+std::string named(const Node& n) { return n.type + " #" + n.id; }
+
+// A sampler: a sample-stage node that denoises a latent input (not a one-pass segmenter).
+const std::string* latent_input(const Node& n) {
+  for (const auto& name : comfy_nodes().sampled_latent_inputs)
+    if (n.input(name)) return &name;
+  return nullptr;
+}
+
+bool is_sampler(const Node& n) {
+  const ComfyNode* info = node_info(n.type);
+  return info && info->stage == "sample" && latent_input(n);
+}
+
+// The guider a SamplerCustomAdvanced runs (its cfg and model), or nullptr.
+const Node* guider_of(const ReaderState& st, const Node& sampler) { return source_of(st.g, sampler, "guider"); }
+
+// The node a switch (ComfySwitchNode) passes on: the branch its widget selects, as executed_nodes runs it;
+// nullptr when the widget is not a literal boolean.
+const Node* switched(const ReaderState& st, const Node& n, const ComfyNode& info) {
+  const auto v = resolved_value(st.g, n, info.switch_widget);
+  if (!v || !v->is_boolean()) return nullptr;
+  return source_of(st.g, n, v->get<bool>() ? info.on_true : info.on_false);
+}
+
+// Follows MODEL back to the loader, adding the LoRAs on the way; a model patch passes its "model" input on.
+void trace_model(const ReaderState& st, const Node& sampler, SamplerJob& job) {
+  const Node* guider = guider_of(st, sampler);
+  const Node* at = source_of(st.g, guider ? *guider : sampler, "model");
+  for (int hops = 0; at && hops < kMaxHops; ++hops) {
+    if (auto it = st.diffusion_by_node.find(at->id); it != st.diffusion_by_node.end()) {
+      job.diffusion = it->second;
+      return;
+    }
+    if (auto it = st.lora_bytes_by_node.find(at->id); it != st.lora_bytes_by_node.end()) job.lora_bytes += it->second;
+    if (!node_info(at->type)) {
+      job.unknown = "its model comes through " + named(*at) + ", a node Headroom does not know";
+      return;
+    }
+    const ComfyNode* info = node_info(at->type);
+    const Node* next = info->switch_widget.empty() ? source_of(st.g, *at, "model") : switched(st, *at, *info);
+    if (!next) {
+      job.unknown = "its model comes from " + named(*at) + ", which loads no diffusion model Headroom reads";
+      return;
+    }
+    at = next;
+  }
+  job.unknown = at ? "its model input runs through over 64 nodes" : "no model input is linked";
+}
+
+// The input a latent passes through on a node that keeps (or scales) its size: ComfyUI's latent
+// inputs are named samples (LatentUpscaleBy, SetLatentNoiseMask), latent, latent_image, and an audio-video
+// latent's size is its video part's (LTXVConcatAVLatent's video_latent, LTXVSeparateAVLatent's av_latent).
+const Node* latent_through(const ReaderState& st, const Node& n) {
+  for (const char* name : {"samples", "latent", "latent_image", "video_latent", "av_latent"})
+    if (const Node* from = source_of(st.g, n, name)) return from;
+  return nullptr;
+}
+
+void trace_latent(const ReaderState& st, const Node& sampler, SamplerJob& job) {
+  double scale = 1.0;
+  const Node* at = source_of(st.g, sampler, *latent_input(sampler));
+  for (int hops = 0; at && hops < kMaxHops; ++hops) {
+    if (auto it = st.latent_shapes.find(at->id); it != st.latent_shapes.end()) {
+      const LatentShape& s = it->second;
+      job.width = static_cast<int>(std::lround(s.width * scale));
+      job.height = static_cast<int>(std::lround(s.height * scale));
+      job.frames = s.frames;
+      job.batch = s.batch;
+      job.seconds = s.seconds;
+      job.size_known = true;
+      return;
+    }
+    if (auto it = st.latent_unknown.find(at->id); it != st.latent_unknown.end()) {
+      job.unknown = "its latent follows " + it->second.type + " #" + it->second.id + ", " + it->second.why;
+      return;
+    }
+    const ComfyNode* info = node_info(at->type);
+    if (!info) {
+      job.unknown = "its latent comes from " + named(*at) + ", a node Headroom does not know";
+      return;
+    }
+    if (info->latent_scale > 1.0) scale *= info->latent_scale;
+    // An earlier sampling pass keeps the size (a refiner, the second expert of a two-pass run).
+    const Node* next = is_sampler(*at)                ? source_of(st.g, *at, *latent_input(*at))
+                       : !info->switch_widget.empty() ? switched(st, *at, *info)
+                                                      : latent_through(st, *at);
+    if (!next) {
+      job.unknown = "its latent comes from " + named(*at) + ", whose output size Headroom does not read";
+      return;
+    }
+    at = next;
+  }
+}
+
+// The sampler's own cfg widget, else its guider's (a DualCFGGuider batches at least two conditionings).
+double trace_cfg(const ReaderState& st, const Node& sampler) {
+  const Node* guider = guider_of(st, sampler);
+  for (const Node* n : {&sampler, guider}) {
+    const ComfyNode* info = n ? node_info(n->type) : nullptr;
+    if (!info) continue;
+    if (!info->cfg_widget.empty())
+      if (auto v = resolved_value(st.g, *n, info->cfg_widget); v && v->is_number()) return v->get<double>();
+    if (info->cfg_at_least) return *info->cfg_at_least;
+  }
+  return -1;
+}
+
+}  // namespace
+
+void trace_samplers(ReaderState& st) {
+  for (const auto& id : st.run) {
+    const Node* n = st.g.node(id);
+    if (!n || !is_sampler(*n)) continue;
+    SamplerJob job;
+    job.node_id = n->id;
+    job.type = n->type;
+    trace_model(st, *n, job);
+    const std::string model_unknown = std::move(job.unknown);
+    job.unknown.clear();
+    trace_latent(st, *n, job);
+    if (!model_unknown.empty()) job.unknown = model_unknown + (job.unknown.empty() ? "" : "; " + job.unknown);
+    job.cfg = trace_cfg(st, *n);
+    st.info.job.samplers.push_back(std::move(job));
+  }
+}
+
+}  // namespace headroom::workflow

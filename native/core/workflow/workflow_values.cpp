@@ -1,0 +1,60 @@
+#include "core/workflow/workflow_values.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+
+namespace headroom::workflow {
+
+std::string text(const std::optional<json>& v) { return v && v->is_string() ? v->get<std::string>() : ""; }
+
+std::optional<long long> integer(const std::optional<json>& v) {
+  if (!v) return std::nullopt;
+  if (v->is_number_integer()) return v->get<long long>();
+  if (v->is_number_float()) {
+    // Whole values only, and only where the conversion is defined (1e300 would be undefined behaviour).
+    const double d = v->get<double>();
+    if (d != std::floor(d) || !(std::fabs(d) < 9.0e18)) return std::nullopt;
+    return static_cast<long long>(d);
+  }
+  return std::nullopt;
+}
+
+// A link to a node that passes a widget on (the frontend's PrimitiveNode, PrimitiveInt, Int,
+// WanCameraEmbedding's width/height/length) is followed to that widget, so the value that really runs is
+// read, not the stale copy the receiving node keeps. `where` lists the source first, then that copy, so a
+// rewrite changes both and the workflow stays consistent in the editor. A number sent as text ("960", as
+// a custom Int node stores it) counts as the number.
+std::optional<json> resolved_value(const Graph& g, const Node& n, const std::string& name, std::vector<Pointer>* where,
+                                   int depth) {
+  const Input* in = n.input(name);
+  if (in && in->from_node && depth < 16) {
+    const Node* src = g.node(*in->from_node);
+    const ComfyNode* info = src ? node_info(src->type) : nullptr;
+    if (info && in->from_slot >= 0 && static_cast<std::size_t>(in->from_slot) < info->value_outputs.size() &&
+        !info->value_outputs[in->from_slot].empty()) {
+      if (auto v = resolved_value(g, *src, info->value_outputs[in->from_slot], where, depth + 1)) {
+        if (where) where->insert(where->end(), in->where.begin(), in->where.end());
+        if (v->is_string()) {
+          const std::string t = v->get<std::string>();
+          if (!t.empty() && t.size() < 10 && std::all_of(t.begin(), t.end(), [](unsigned char c) { return std::isdigit(c); }))
+            return json(std::stoll(t));
+        }
+        return v;
+      }
+    }
+  }
+  return g.value(n, name, where);
+}
+
+const Node* source_of(const Graph& g, const Node& n, const std::string& name) {
+  const Input* in = n.input(name);
+  const Node* from = in && in->from_node ? g.node(*in->from_node) : nullptr;
+  for (int hops = 0; from && is_virtual(from->type) && hops < 64; ++hops) {
+    const Input* through = from->inputs.empty() ? nullptr : &from->inputs.front();
+    from = through && through->from_node ? g.node(*through->from_node) : nullptr;
+  }
+  return from;
+}
+
+}  // namespace headroom::workflow
