@@ -51,13 +51,32 @@ ImageSizeRule read_image_size(const json& j, const Reader& r) {
   return {side("width"), side("height")};
 }
 
+// {aspect_ratio, megapixels, multiple, minimum: widget names; ratios: {choice: [w, h]}} (ResolutionSelector).
+ResolutionRule read_resolution(const json& j, const Reader& r) {
+  if (!j.is_object()) r.fail("(entry)", "expected {aspect_ratio, megapixels, multiple, minimum, ratios}");
+  r.known(j, {"aspect_ratio", "megapixels", "multiple", "minimum", "ratios"});
+  ResolutionRule rule{r.text(j, "aspect_ratio", true), r.text(j, "megapixels", true), r.text(j, "multiple"),
+                      r.text(j, "minimum"), {}};
+  const auto it = j.find("ratios");
+  if (it == j.end() || !it->is_object() || it->empty())
+    r.fail("ratios", "expected {\"1:1 (Square)\": [1, 1], ...}: each aspect choice with its width and height ratio");
+  for (const auto& [choice, pair] : it->items()) {
+    if (!pair.is_array() || pair.size() != 2 || !pair[0].is_number_integer() || !pair[1].is_number_integer() ||
+        pair[0].get<long long>() < 1 || pair[1].get<long long>() < 1 || pair[0].get<long long>() > 64 ||
+        pair[1].get<long long>() > 64)
+      r.fail("ratios." + choice, "expected [width, height], two whole numbers from 1 to 64");
+    rule.ratios[choice] = {pair[0].get<int>(), pair[1].get<int>()};
+  }
+  return rule;
+}
+
 ComfyNode read_node(const std::string& type, const json& j, const Reader& r, const ComfyNodes& so_far) {
   if (!j.is_object()) r.fail("(entry)", "expected an object");
   r.known(j, {"source", "widgets", "loads", "latent", "note", "latent_from_image", "reference_image", "cfg",
               "cfg_at_least", "decode", "tile_widget", "mode_widget", "output", "neutral", "virtual",
               "value_outputs", "size_from_image", "switch", "run_note", "generates", "stage", "image_input",
               "image_through", "image_size", "image_size_unknown", "latent_scale", "image_total_pixels",
-              "audio_latent"});
+              "audio_latent", "resolution"});
   ComfyNode n;
   n.type = type;
   n.source = r.text(j, "source");
@@ -105,6 +124,7 @@ ComfyNode read_node(const std::string& type, const json& j, const Reader& r, con
     n.image_total_pixels = rule;
     if (n.image_size) r.fail("image_total_pixels", "and image_size both set the size: keep one");
   }
+  if (auto it = j.find("resolution"); it != j.end()) n.resolution = read_resolution(*it, Reader{r.file, r.where + ".resolution"});
   n.reference_image = r.flag(j, "reference_image");
   n.cfg_widget = r.text(j, "cfg");
   if (auto it = j.find("cfg_at_least"); it != j.end()) {

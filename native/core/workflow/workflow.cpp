@@ -50,11 +50,38 @@ std::optional<long long> integer(const std::optional<json>& v) {
 // workflow stays consistent in the editor. A number sent as text ("960", as a custom Int node stores it)
 // counts as the number.
 std::optional<json> resolved_value(const Graph& g, const Node& n, const std::string& name,
-                                   std::vector<Pointer>* where = nullptr, int depth = 0) {
+                                   std::vector<Pointer>* where = nullptr, int depth = 0);
+
+// The width (slot 0) or height (slot 1) a ResolutionSelector computes from its own widgets, each possibly
+// linked to a value node; nothing when a widget is missing or its aspect choice is not in the rule.
+std::optional<json> resolution_output(const Graph& g, const Node& src, const ResolutionRule& rule, int slot, int depth) {
+  if (slot != 0 && slot != 1) return std::nullopt;
+  auto number = [&](const std::string& widget) -> std::optional<double> {
+    if (widget.empty()) return std::nullopt;
+    const auto v = resolved_value(g, src, widget, nullptr, depth + 1);
+    return v && v->is_number() ? std::optional<double>(v->get<double>()) : std::nullopt;
+  };
+  const auto aspect = resolved_value(g, src, rule.aspect_ratio, nullptr, depth + 1);
+  const auto megapixels = number(rule.megapixels);
+  if (!aspect || !aspect->is_string() || !megapixels) return std::nullopt;
+  const auto ratio = rule.ratios.find(aspect->get<std::string>());
+  if (ratio == rule.ratios.end()) return std::nullopt;
+  const auto multiple = number(rule.multiple), minimum = number(rule.minimum);
+  const auto sides = resolution_sides(ratio->second, *megapixels, static_cast<long long>(multiple.value_or(8)),
+                                      static_cast<long long>(minimum.value_or(0)));
+  if (!sides) return std::nullopt;
+  return json(slot == 0 ? sides->first : sides->second);
+}
+
+std::optional<json> resolved_value(const Graph& g, const Node& n, const std::string& name,
+                                   std::vector<Pointer>* where, int depth) {
   const Input* in = n.input(name);
   if (in && in->from_node && depth < 16) {
     const Node* src = g.node(*in->from_node);
     const ComfyNode* info = src ? node_info(src->type) : nullptr;
+    // A computed size is the computation's, not the receiver's stale copy; no widget holds it to rewrite.
+    if (info && info->resolution)
+      if (auto v = resolution_output(g, *src, *info->resolution, in->from_slot, depth)) return v;
     if (info && in->from_slot >= 0 && static_cast<std::size_t>(in->from_slot) < info->value_outputs.size() &&
         !info->value_outputs[in->from_slot].empty()) {
       if (auto v = resolved_value(g, *src, info->value_outputs[in->from_slot], where, depth + 1)) {
@@ -69,6 +96,15 @@ std::optional<json> resolved_value(const Graph& g, const Node& n, const std::str
     }
   }
   return g.value(n, name, where);
+}
+
+// Text tokens a diffusion component adds to its attention sequence: of two models with the same
+// weights (Ideogram 4's conditional and unconditional files), the one that runs the text beside the
+// image has the longer sequence and so the larger activations.
+std::uint64_t sequence_text_tokens(const Component& c) {
+  const ModelInfo* m = c.model.empty() ? nullptr : find_model(c.model);
+  if (!m || !m->diffusion || !m->diffusion->text_in_sequence) return 0;
+  return static_cast<std::uint64_t>(m->diffusion->text_tokens);
 }
 
 // ComfyUI's frontend leaves frontend-only nodes (a Reroute) out of the prompt it queues and links each
@@ -428,6 +464,21 @@ class Analyser {
     return m && !m->one_pass.empty() ? 0 : 2;
   }
 
+  // The diffusion component that sets the peak: a known sampled model over an unknown one over a one-pass
+  // model, then the most bytes, then the longer text sequence (sequence_text_tokens).
+  std::size_t largest_diffusion() const {
+    std::size_t pick = 0;
+    for (std::size_t i = 1; i < diffusion_.size(); ++i) {
+      const int rank = standing(diffusion_[i]), pick_rank = standing(diffusion_[pick]);
+      const std::uint64_t bytes = component_bytes(diffusion_[i]), pick_bytes = component_bytes(diffusion_[pick]);
+      if (rank != pick_rank ? rank > pick_rank
+                            : bytes != pick_bytes ? bytes > pick_bytes
+                                                  : sequence_text_tokens(diffusion_[i]) > sequence_text_tokens(diffusion_[pick]))
+        pick = i;
+    }
+    return pick;
+  }
+
   // The bytes a diffusion component holds: its header's, else the catalog's figure at its precision;
   // 0 when neither is known (an unknown model never wins over a known one).
   static std::uint64_t component_bytes(const Component& c) {
@@ -709,12 +760,7 @@ class Analyser {
       // not the one whose loader comes first. Known sampled models win over unknown ones, and an unknown one
       // over a known one-pass model: a segmenter beside an unknown video model must not make the workflow
       // read as estimated with the segmenter's small figures.
-      std::size_t pick = 0;
-      for (std::size_t i = 1; i < diffusion_.size(); ++i) {
-        const int rank = standing(diffusion_[i]), pick_rank = standing(diffusion_[pick]);
-        if (rank > pick_rank || (rank == pick_rank && component_bytes(diffusion_[i]) > component_bytes(diffusion_[pick])))
-          pick = i;
-      }
+      const std::size_t pick = largest_diffusion();
       job.diffusion = diffusion_[pick];
       if (const ModelInfo* picked = job.diffusion->model.empty() ? nullptr : find_model(job.diffusion->model);
           picked && !picked->one_pass.empty()) {
