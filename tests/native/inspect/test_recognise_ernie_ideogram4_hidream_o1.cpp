@@ -87,3 +87,33 @@ TEST_CASE("ERNIE-Image, Ideogram 4, HiDream-O1: headers are told apart by their 
   CHECK(!kAdded.count(whole(support::header_of({"mistral-small-3.2-24b"}, "/m/te.safetensors"))));
   CHECK(!kAdded.count(whole(support::header_of({"hidream-i1"}, "/m/dit.safetensors"))));
 }
+
+TEST_CASE("FLUX 3 Image Klein, MOSS-Image, Boogu: named as their family, whose architecture is unknown",
+          "[recognise][families][image_b]") {
+  // No public source gives their widths: the file names the family and says so, the model stays unknown, and no
+  // near family (FLUX.2 klein, OmniGen2) takes the file.
+  const std::pair<const char*, const char*> unsized[] = {
+      {"flux3-image-klein-int8-convrot.safetensors", "FLUX 3 Image Klein"},
+      {"flux3-image-klein-base-bf16.safetensors", "FLUX 3 Image Klein"},
+      {"moss_image_sft_int8_convrot.safetensors", "MOSS-Image"},
+      {"moss_image_base_bf16.safetensors", "MOSS-Image"},
+      {"boogu_image_edit_int8_convrot.safetensors", "Boogu-Image"},
+      {"boogu_image_turbo_fp8_scaled.safetensors", "Boogu-Image"},
+  };
+  for (const auto& [file, family] : unsized)
+    for (const char* role : {"diffusion", "checkpoint"}) {
+      INFO(file << " as " << role);
+      const NameRecognition r = recognise_file_name(file, role);
+      CHECK(r.model.empty());
+      bool named = false;
+      for (const auto& n : r.notes) {
+        CHECK(n.find("taken for") == std::string::npos);
+        named = named || (n.find(std::string("is ") + family + ", whose architecture Headroom does not know") !=
+                          std::string::npos);
+      }
+      CHECK(named);
+    }
+  // The FLUX.2 klein files keep their own entries.
+  CHECK(recognise_file_name("flux-2-klein-4b.safetensors", "diffusion").model == "flux2-klein-4b");
+  CHECK(recognise_file_name("flux-2-klein-9b-fp8.safetensors", "diffusion").model == "flux2-klein-9b");
+}
