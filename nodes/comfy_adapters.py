@@ -129,6 +129,17 @@ def comfy_models_dir():
     return getattr(folder_paths, "models_dir", None)
 
 
+def comfy_input_dir():
+    """ComfyUI's input folder (so the planner reads the size of the images LoadImage nodes load from their
+    headers), or None outside ComfyUI."""
+    try:
+        import folder_paths
+        path = folder_paths.get_input_directory()
+    except Exception:  # an old or patched folder_paths must not stop the plan
+        return None
+    return path if isinstance(path, str) and path else None
+
+
 def comfy_model_folders():
     """ComfyUI's folder lists (folder_paths.folder_names_and_paths: "loras" -> every directory it searches,
     extra_model_paths.yaml's included), so files kept outside the models folder are read too; or None."""
@@ -174,4 +185,7 @@ def plan_request(workflow: dict, budget_fields: dict, runtime=None) -> dict:
     folders = comfy_model_folders()
     if folders:
         request["model_folders"] = folders
+    input_dir = comfy_input_dir()
+    if input_dir:
+        request["input_dir"] = input_dir
     return request

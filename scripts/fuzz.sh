@@ -16,7 +16,7 @@ if [ -z "$CLANGXX" ]; then echo "fuzz.sh: clang++ not found (apt-get install cla
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_COMPILER="$CLANGXX" -DCMAKE_C_COMPILER="$CLANGC" \
   -DHEADROOM_FUZZ=ON -DHEADROOM_TESTS=OFF -DHEADROOM_PYTHON=OFF -DHEADROOM_TORCH=OFF -DHEADROOM_CUDA=OFF >/dev/null
-cmake --build "$BUILD" -j2 --target fuzz_safetensors fuzz_gguf fuzz_oom
+cmake --build "$BUILD" -j2 --target fuzz_safetensors fuzz_gguf fuzz_image fuzz_oom
 
 # Seeds: small valid files exercising every dtype, GGUF value type, array, alignment and version.
 "${HEADROOM_PYTHON:-python3}" - "$BUILD" <<'PY'
@@ -68,6 +68,22 @@ put("fuzz_gguf", "v3_types", gguf(3, kvs, [(f"blk.{i}.weight", [256, 2], t, 2 * 
 put("fuzz_gguf", "v2", gguf(2, kvs[:3], [("img_in.weight", [32, 4], 8, 4 * 34), ("img_in.bias", [4], 0, 16)]))
 put("fuzz_gguf", "align64", gguf(3, [("general.alignment", 4, struct.pack("<I", 64))], [("a", [32], 8, 34), ("b", [32], 8, 34)], alignment=64))
 put("fuzz_gguf", "empty", gguf(3))
+# Images: one of each format LoadImage reads (Pillow writes them, as ComfyUI's own library), animated too.
+try:
+    import io
+    from PIL import Image
+    for fmt, kw in (("PNG", {}), ("JPEG", {}), ("WEBP", {"lossless": True}), ("WEBP", {"quality": 50}),
+                    ("GIF", {}), ("BMP", {})):
+        buf = io.BytesIO()
+        Image.new("RGB", (48, 32)).save(buf, fmt, **kw)
+        put("fuzz_image", f"{fmt.lower()}{len(kw) and list(kw)[0]}", buf.getvalue())
+    frames = [Image.new("RGB", (16, 16), c) for c in ("red", "blue")]
+    for fmt in ("PNG", "GIF", "WEBP"):
+        buf = io.BytesIO()
+        frames[0].save(buf, fmt, save_all=True, append_images=frames[1:])
+        put("fuzz_image", f"animated_{fmt.lower()}", buf.getvalue())
+except ImportError:
+    put("fuzz_image", "png", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x10\x00\x00\x00\x10\x08\x02\x00\x00\x00")
 # OOM messages: the real ones collected in shared/facts when that folder is beside the clone.
 facts = os.path.join(os.path.dirname(os.path.abspath(out)), "..", "shared", "facts", "oom-examples.json")
 if os.path.exists(facts):
@@ -89,7 +105,7 @@ for target, words in (("fuzz_safetensors", ['"dtype"','"shape"','"data_offsets"'
 PY
 
 status=0
-for target in fuzz_safetensors fuzz_gguf fuzz_oom; do
+for target in fuzz_safetensors fuzz_gguf fuzz_image fuzz_oom; do
   mkdir -p "$BUILD/corpus/$target" "$BUILD/crashes/$target"
   echo "== $target: ${SECONDS_PER_TARGET}s"
   # -malloc_limit_mb makes any oversized allocation a reported bug; -max_len keeps inputs header-sized.

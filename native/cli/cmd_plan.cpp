@@ -49,14 +49,21 @@ std::string help_text() {
   return h.insert(h.find("  --models DIR"), flags_help(plan_flags()));
 }
 
+// A text field of the answer, "" where it is absent or null (the core answers null for "none", e.g. no
+// advice for a run whose size is unknown).
+std::string text_of(const api::json& o, const char* key) {
+  const auto it = o.find(key);
+  return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
 std::string bytes(const api::json& v) { return v.is_number() ? format_bytes(v.get<std::uint64_t>()) : "-"; }
 
 // The precision a component is estimated in: the one read from its name or header, else the catalog's
 // default for the model (the JSON's "" means that default).
 std::string precision_text(const api::json& c) {
-  const std::string p = c.value("precision", "");
+  const std::string p = text_of(c, "precision");
   if (!p.empty()) return p;
-  const ModelInfo* m = find_model(c.value("model", ""));
+  const ModelInfo* m = find_model(text_of(c, "model"));
   return m ? m->default_precision + " (assumed: the catalog default)" : "(precision unknown)";
 }
 
@@ -67,7 +74,12 @@ void print_table(const std::string& path, const api::json& r) {
     const auto& j = r["job"];
     std::cout << "Job       ";
     if (j.contains("diffusion") && j["diffusion"].is_object())
-      std::cout << j["diffusion"].value("model", "?") << " " << precision_text(j["diffusion"]);
+    {
+      // A file the catalog does not know has no model name: the file stands for it.
+      const std::string model = text_of(j["diffusion"], "model");
+      std::cout << (model.empty() ? "'" + text_of(j["diffusion"], "file") + "' (not in the catalog)" : model) << " "
+                << precision_text(j["diffusion"]);
+    }
     std::cout << ", " << j.value("width", 0) << "x" << j.value("height", 0);
     if (j.value("frames", 1) > 1) std::cout << "x" << j.value("frames", 1) << " frames";
     std::cout << ", batch " << j.value("batch", 1) << "\n";
@@ -79,9 +91,9 @@ void print_table(const std::string& path, const api::json& r) {
     std::cout << "Card      " << bytes(r["budget_bytes"]) << "\n";
   const bool unknown = answer_verdict(r) == Verdict::Unknown;
   if (unknown && !r["stages"].empty())
-    std::cout << "\nSize unknown: " << r.value("reason", "") << "\n";
+    std::cout << "\nSize unknown: " << text_of(r, "reason") << "\n";
   if (unknown && r["stages"].empty()) {
-    std::cout << "\nNot covered: " << r.value("reason", "") << "\n";
+    std::cout << "\nNot covered: " << text_of(r, "reason") << "\n";
   } else {
     Table stages;
     stages.add({"stage", "peak", "resident"});
@@ -89,16 +101,16 @@ void print_table(const std::string& path, const api::json& r) {
       std::string resident;
       if (s.contains("resident"))
         for (const auto& m : s["resident"]) resident += (resident.empty() ? "" : ", ") + m.get<std::string>();
-      stages.add({s.value("name", ""), bytes(s["peak_bytes"]), resident});
+      stages.add({text_of(s, "name"), bytes(s["peak_bytes"]), resident});
     }
     std::cout << "\n" << stages.text();
-    std::cout << "\nPeak " << bytes(r["peak_bytes"]) << " in " << r.value("peak_stage", "") << ", at least "
+    std::cout << "\nPeak " << bytes(r["peak_bytes"]) << " in " << text_of(r, "peak_stage") << ", at least "
               << bytes(r["required_bytes"]) << ": "
               << (r["verdict"].is_string() ? r["verdict"].get<std::string>() : "no card given") << " ("
-              << r.value("runtime", "") << " loader)";
-    if (r.value("verdict_reason", "") != "") std::cout << ": " << r.value("verdict_reason", "");
+              << text_of(r, "runtime") << " loader)";
+    if (text_of(r, "verdict_reason") != "") std::cout << ": " << text_of(r, "verdict_reason");
     std::cout << "\n";
-    if (r.value("advice", "") != "") std::cout << "As it is: " << r.value("advice", "") << "\n";
+    if (text_of(r, "advice") != "") std::cout << "As it is: " << text_of(r, "advice") << "\n";
   }
   if (!r["changes"].empty()) {
     std::cout << "\nChanges (what makes it fit first, then what makes it run; cheapest first in each):\n";
@@ -122,7 +134,7 @@ void print_table(const std::string& path, const api::json& r) {
   if (r.contains("smallest_gpu_runs") && r["smallest_gpu_runs"].is_object()) {
     const auto& g = r["smallest_gpu_runs"];
     std::cout << "\nSmallest card that runs it unchanged: " << card(g);
-    if (answer_verdict(g) != Verdict::Fits) std::cout << ", " << g.value("verdict", "");
+    if (answer_verdict(g) != Verdict::Fits) std::cout << ", " << text_of(g, "verdict");
     std::cout << "\n";
     if (r["smallest_gpu"].is_object() && r["smallest_gpu"]["name"] != g["name"])
       std::cout << "Smallest card that holds it fully resident: " << card(r["smallest_gpu"]) << "\n";

@@ -304,22 +304,8 @@ at::Tensor load_latent(const std::string& path, const LatentSpec& spec) {
   return z;
 }
 
-int run(int argc, char** argv) {
-  std::vector<std::string> a(argv + 1, argv + argc);
-  for (const auto& s : a)
-    if (s == "--help" || s == "-h") {
-      std::cout << kUsage;
-      return 0;
-    }
-  hr::cli::Args args(a, {"vae", "latent", "mode", "tile", "budget", "device", "dtype", "out"}, {"force"});
-  const auto vae = args.get("vae"), latent_path = args.get("latent"), out = args.get("out");
-  if (!vae) throw hr::InputError("--vae", "is required (the VAE .safetensors file)");
-  if (!latent_path) throw hr::InputError("--latent", "is required (a latent saved by ComfyUI's Save Latent)");
-  if (!out) throw hr::InputError("--out", "is required (NAME.png or NAME.safetensors)");
-  const bool png = ends_with(*out, ".png");
-  if (!png && !ends_with(*out, ".safetensors"))
-    throw hr::InputError("--out", "'" + *out + "' must end in .png or .safetensors");
-
+// --mode, --tile, --budget, --device and --dtype, each checked before any file is read.
+ops::DecodeOptions decode_options(const hr::cli::Args& args) {
   ops::DecodeOptions o;
   o.mode = args.get_or("mode", "auto");
   hr::decode_tiling_from_name(o.mode, "--mode");  // refused here, before the files are read
@@ -337,6 +323,58 @@ int run(int argc, char** argv) {
   else if (dtype == "fp16") o.dtype = torch::kHalf;
   else throw hr::InputError("--dtype", "'" + dtype + "' is not fp32, bf16 or fp16");
   o.progress = [](int done, int total) { std::cerr << "\rdecode: " << done << "/" << total << std::flush; };
+  return o;
+}
+
+// One PNG per image: NAME.png for one, NAME_00000.png... for a batch.
+std::string png_path(const std::string& out, int64_t i, int64_t count) {
+  if (count == 1) return out;
+  char suffix[32];
+  std::snprintf(suffix, sizeof suffix, "_%05lld.png", static_cast<long long>(i));
+  return out.substr(0, out.size() - 4) + suffix;
+}
+
+// The decoded images as PNGs or one .safetensors file; returns the paths written.
+std::vector<std::string> write_outputs(const std::string& out, bool png, const at::Tensor& image, bool force,
+                                       const std::vector<Input>& inputs) {
+  std::vector<std::string> written;
+  if (png) {
+    for (int64_t i = 0; i < image.size(0); ++i) {
+      const std::string p = png_path(out, i, image.size(0));
+      write_png(p, image[i], force, inputs);
+      written.push_back(p);
+    }
+    return written;
+  }
+  int fd = open_output(out, force, inputs);
+  try {
+    ops::save_safetensors_fd(fd, out, {{"image", image}});
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  if (::close(fd) != 0) throw hr::InputError("--out", "failed writing '" + out + "': " + std::strerror(errno));
+  written.push_back(out);
+  return written;
+}
+
+int run(int argc, char** argv) {
+  std::vector<std::string> a(argv + 1, argv + argc);
+  for (const auto& s : a)
+    if (s == "--help" || s == "-h") {
+      std::cout << kUsage;
+      return 0;
+    }
+  hr::cli::Args args(a, {"vae", "latent", "mode", "tile", "budget", "device", "dtype", "out"}, {"force"});
+  const auto vae = args.get("vae"), latent_path = args.get("latent"), out = args.get("out");
+  if (!vae) throw hr::InputError("--vae", "is required (the VAE .safetensors file)");
+  if (!latent_path) throw hr::InputError("--latent", "is required (a latent saved by ComfyUI's Save Latent)");
+  if (!out) throw hr::InputError("--out", "is required (NAME.png or NAME.safetensors)");
+  const bool png = ends_with(*out, ".png");
+  if (!png && !ends_with(*out, ".safetensors"))
+    throw hr::InputError("--out", "'" + *out + "' must end in .png or .safetensors");
+
+  const ops::DecodeOptions o = decode_options(args);
 
   // Outputs first: every path this run will write, checked before anything is read or decoded.
   const bool force = args.has("force");
@@ -349,15 +387,9 @@ int run(int argc, char** argv) {
   const std::vector<int64_t> latent_shape = latent_header_shape(*latent_path);
   const int64_t images = images_of(latent_shape);
   if (!png || images == 1) check_output(*out, force, inputs);
-  auto png_path = [&](int64_t i, int64_t count) {
-    if (count == 1) return *out;
-    char suffix[32];
-    std::snprintf(suffix, sizeof suffix, "_%05lld.png", static_cast<long long>(i));
-    return out->substr(0, out->size() - 4) + suffix;
-  };
   if (png && images > 1)
     // (open_output enforces the same rules again as each file is written, past this many too.)
-    for (int64_t i = 0; i < std::min<int64_t>(images, 100000); ++i) check_output(png_path(i, images), force, inputs);
+    for (int64_t i = 0; i < std::min<int64_t>(images, 100000); ++i) check_output(png_path(*out, i, images), force, inputs);
 
   const ops::TensorMap sd = load_vae(*vae);
   at::Tensor z = load_latent(*latent_path, latent_spec(sd));
@@ -367,24 +399,7 @@ int run(int argc, char** argv) {
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::cerr << "\n";
 
-  std::vector<std::string> written;
-  if (png) {
-    for (int64_t i = 0; i < image.size(0); ++i) {
-      const std::string p = png_path(i, image.size(0));
-      write_png(p, image[i], force, inputs);
-      written.push_back(p);
-    }
-  } else {
-    int fd = open_output(*out, force, inputs);
-    try {
-      ops::save_safetensors_fd(fd, *out, {{"image", image}});
-    } catch (...) {
-      ::close(fd);
-      throw;
-    }
-    if (::close(fd) != 0) throw hr::InputError("--out", "failed writing '" + *out + "': " + std::strerror(errno));
-    written.push_back(*out);
-  }
+  const std::vector<std::string> written = write_outputs(*out, png, image, force, inputs);
   std::cout << "decoded " << ops::shape_string(z.sizes()) << " -> " << ops::shape_string(image.sizes()) << " ("
             << info.family << ", mode " << info.mode << ", " << info.tiles << " tile(s)"
             << (info.park_on_cpu ? ", parked in CPU memory" : "") << ", planned peak "

@@ -68,6 +68,66 @@ struct Loader {
                           "blocks is not part of the released Wan VAEs and is not supported)");
 }
 
+// Wan 2.1's up blocks: a flat list of residual blocks, each run closed by a resample. `c` is the width in and out.
+void load_ups_wan21(const TensorMap& sd, const Loader& L, Model& m, int64_t& c) {
+  int64_t cout = 0;
+  UpBlock cur;
+  for (int i = 0;; ++i) {
+    const std::string p = "decoder.upsamples." + std::to_string(i) + ".";
+    if (has(sd, p + "residual.0.gamma")) {
+      cur.res.push_back(L.res(p, c, cout));
+      c = cout;
+    } else if (has(sd, p + "resample.1.weight")) {
+      cur.has_resample = true;
+      cur.resample = L.resample(p, c, cout);
+      c = cout;
+      m.ups.push_back(std::move(cur));
+      cur = UpBlock{};
+    } else if (has(sd, p + "norm.gamma")) {
+      unknown_layer(p);
+    } else {
+      break;
+    }
+  }
+  if (!cur.res.empty()) m.ups.push_back(std::move(cur));
+}
+
+// Wan 2.2's up blocks: nested lists, each closed by a width-keeping resample with a repeated shortcut.
+void load_ups_wan22(const TensorMap& sd, const Loader& L, Model& m, int64_t& c) {
+  int64_t cout = 0;
+  for (int i = 0;; ++i) {
+    const std::string p = "decoder.upsamples." + std::to_string(i) + ".upsamples.";
+    if (!has(sd, p + "0.residual.0.gamma")) break;
+    UpBlock u;
+    const int64_t cin = c;
+    for (int j = 0;; ++j) {
+      const std::string q = p + std::to_string(j) + ".";
+      if (has(sd, q + "residual.0.gamma")) {
+        u.res.push_back(L.res(q, c, cout));
+        c = cout;
+      } else if (has(sd, q + "resample.1.weight")) {
+        u.has_resample = true;
+        u.resample = L.resample(q, c, cout);
+        if (cout != c) throw InputError("vae", "'" + q + "resample.1.weight' changes the width; Wan 2.2 keeps it");
+        break;
+      } else if (has(sd, q + "norm.gamma")) {
+        unknown_layer(q);
+      } else {
+        break;
+      }
+    }
+    if (u.has_resample) {
+      u.dup_shortcut = true;
+      u.dup_out = c;
+      u.dup_factor_t = u.resample.temporal ? 2 : 1;
+      if ((u.dup_out * u.dup_factor_t * 4) % cin != 0)
+        throw InputError("vae", "decoder.upsamples." + std::to_string(i) + ": shortcut from " + std::to_string(cin) +
+                                    " to " + std::to_string(c) + " channels is not a whole repeat");
+    }
+    m.ups.push_back(std::move(u));
+  }
+}
+
 }  // namespace
 
 int64_t Model::spatial_scale() const {
@@ -110,60 +170,8 @@ Model load_model(const std::string& family, const TensorMap& sd, at::Device devi
   m.mid2 = L.res("decoder.middle.2.", c, cout);
   if (cout != c) throw InputError("vae", "decoder.middle.2 changes the width; not a Wan VAE decoder");
 
-  if (family == "wan2.1") {
-    // a flat list: residual blocks, each run closed by a resample
-    UpBlock cur;
-    for (int i = 0;; ++i) {
-      const std::string p = "decoder.upsamples." + std::to_string(i) + ".";
-      if (has(sd, p + "residual.0.gamma")) {
-        cur.res.push_back(L.res(p, c, cout));
-        c = cout;
-      } else if (has(sd, p + "resample.1.weight")) {
-        cur.has_resample = true;
-        cur.resample = L.resample(p, c, cout);
-        c = cout;
-        m.ups.push_back(std::move(cur));
-        cur = UpBlock{};
-      } else if (has(sd, p + "norm.gamma")) {
-        unknown_layer(p);
-      } else {
-        break;
-      }
-    }
-    if (!cur.res.empty()) m.ups.push_back(std::move(cur));
-  } else {
-    for (int i = 0;; ++i) {
-      const std::string p = "decoder.upsamples." + std::to_string(i) + ".upsamples.";
-      if (!has(sd, p + "0.residual.0.gamma")) break;
-      UpBlock u;
-      const int64_t cin = c;
-      for (int j = 0;; ++j) {
-        const std::string q = p + std::to_string(j) + ".";
-        if (has(sd, q + "residual.0.gamma")) {
-          u.res.push_back(L.res(q, c, cout));
-          c = cout;
-        } else if (has(sd, q + "resample.1.weight")) {
-          u.has_resample = true;
-          u.resample = L.resample(q, c, cout);
-          if (cout != c) throw InputError("vae", "'" + q + "resample.1.weight' changes the width; Wan 2.2 keeps it");
-          break;
-        } else if (has(sd, q + "norm.gamma")) {
-          unknown_layer(q);
-        } else {
-          break;
-        }
-      }
-      if (u.has_resample) {
-        u.dup_shortcut = true;
-        u.dup_out = c;
-        u.dup_factor_t = u.resample.temporal ? 2 : 1;
-        if ((u.dup_out * u.dup_factor_t * 4) % cin != 0)
-          throw InputError("vae", "decoder.upsamples." + std::to_string(i) + ": shortcut from " + std::to_string(cin) +
-                                      " to " + std::to_string(c) + " channels is not a whole repeat");
-      }
-      m.ups.push_back(std::move(u));
-    }
-  }
+  if (family == "wan2.1") load_ups_wan21(sd, L, m, c);
+  else load_ups_wan22(sd, L, m, c);
   if (m.ups.empty())
     throw InputError("vae", "state dict has no decoder.upsamples.* blocks (expected the Wan VAE decoder)");
   m.head_norm = L.norm("decoder.head.0.gamma", c, false);

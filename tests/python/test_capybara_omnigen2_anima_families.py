@@ -4,7 +4,7 @@ with their own diffusion model, text encoders and VAE at the size they record; O
 sequence as tokens of its own, Anima's text does not (cross-attention); near files stay with their own entries."""
 import pytest
 
-from family_templates import SKIP, check_read, largest_weights as _weights, plan, sequence_tokens as _tokens
+from family_templates import SKIP, assert_read_with, plan, sequence_tokens as _tokens, weights as _weights
 
 pytestmark = SKIP
 
@@ -30,8 +30,9 @@ HUNYUAN_15_ENCODERS = ["qwen2.5-vl-7b", "byt5-small-glyphxl"]
     ("image_anima_lllite_image_inpainting", "anima-base-v1.0", "", ["qwen3-0.6b"], "wan2.1-vae", (1024, 1024, 1)),
 ])
 def test_a_template_is_read_with_its_own_models_and_size(template, model, precision, encoders, vae, shape):
-    # The encoders are listed in the order the loaders give them; check_read compares them as a set.
-    check_read(template, model, precision, encoders, vae, shape)
+    a = plan(template)
+    assert a["verdict"] != "unknown", a.get("reason")
+    assert_read_with(a, model, precision, encoders, vae, shape)
 
 
 def test_omnigen2_edit_adds_its_input_image_as_tokens_of_their_own():

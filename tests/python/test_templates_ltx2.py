@@ -1,7 +1,7 @@
 """The official LTX-2 / LTX-2.3 templates (issue 26, part B) are read with their own models and shapes: the
 19B or 22B audio-video checkpoint, the Gemma 3 12B encoder of LTXAVTextEncoderLoader, the checkpoint's
 video VAE and the EmptyLTXVLatentVideo size; the Lightricks files of other lines (LTXV 0.9.x, LTX-2.5)
-stay unknown rather than being taken for a near family."""
+are their own entries, never taken for a near family."""
 import json
 import subprocess
 
@@ -64,12 +64,14 @@ def test_a_single_stage_ltx2_template_keeps_its_latent_size():
     assert not any("latent upsampler" in n for n in p["job"]["notes"])
 
 
-@pytest.mark.parametrize("name", ["ltxv_text_to_video.json", "video_ltx2_5_t2v.json"])
-def test_other_lightricks_lines_are_not_taken_for_ltx2(name):
+@pytest.mark.parametrize("name, own", [("ltxv_text_to_video.json", "ltx-video-2b"),
+                                       ("video_ltx2_5_t2v.json", "ltx2.5-22b")])
+def test_other_lightricks_lines_are_not_taken_for_ltx2(name, own):
+    # LTX-Video 0.9 and LTX-2.5 are their own catalog entries, never LTX-2 or LTX-2.3.
     rc, p = plan(name)
     job = p["job"] if isinstance(p, dict) else {}
     model = (job.get("diffusion") or {}).get("model", "")
-    assert not model.startswith("ltx2"), model
+    assert model == own, model
 
 
 @pytest.mark.parametrize("bad", ["two", 1, 0.5, 100])

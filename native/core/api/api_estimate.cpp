@@ -9,6 +9,7 @@
 #include "core/catalog/card_budget.hpp"
 #include "core/catalog/catalog.hpp"
 #include "core/estimate/estimator.hpp"
+#include "core/estimate/job_models.hpp"
 
 namespace headroom::api {
 namespace {
@@ -22,7 +23,7 @@ std::string normalised_name(const std::string& s) {
 // Sets the precision of `c` after checking it suits the model (field names the request key).
 void set_precision(Component& c, const std::string& text, const std::string& field) {
   const PrecisionInfo& p = resolve_precision(text, field);
-  check_precision_for_role(resolve_model(c.model, "model"), p, field);
+  check_precision_for_role(model_of(c, "model"), p, field);
   c.precision = p.name;
 }
 
@@ -34,6 +35,71 @@ Component& component_of(Job& job, Role role) {
     case Role::Vae: break;
   }
   return *job.vae;
+}
+
+// The precisions the request names (or the model's file name implies), each checked against its model.
+void apply_precisions(const request::Request& request, const std::string& model, const ModelInfo& named, Job& job) {
+  if (request.has("precision")) {
+    set_precision(component_of(job, named.role), request.text("precision"), "precision");
+  } else if (auto guessed = precision_from_file_name(model); guessed && named.name != normalised_name(model)) {
+    // A file name such as flux1-dev-fp8.safetensors names the precision too.
+    const PrecisionInfo& p = resolve_precision(*guessed, "model");
+    if (named.role != Role::Vae || p.kind == PrecisionKind::Float) {
+      component_of(job, named.role).precision = p.name;
+      job.notes.push_back("precision " + p.name + " taken from the name '" + model + "'");
+    }
+  }
+  if (request.has("text_encoder_precision")) {
+    const std::string p = request.text("text_encoder_precision");
+    if (job.text_encoders.empty())
+      throw InputError("text_encoder_precision", named.name + " uses no text encoder");
+    // The setting targets the big T5-family encoder; CLIP-L (0.25 GB) keeps its default.
+    bool any = false;
+    for (auto& t : job.text_encoders)
+      if (model_of(t).family == "t5_encoder" || job.text_encoders.size() == 1) {
+        set_precision(t, p, "text_encoder_precision");
+        any = true;
+      }
+    if (!any) set_precision(job.text_encoders.back(), p, "text_encoder_precision");
+  }
+  if (request.has("vae_precision")) {
+    if (!job.vae) throw InputError("vae_precision", named.name + " uses no VAE");
+    set_precision(*job.vae, request.text("vae_precision"), "vae_precision");
+  }
+  if (request.has("clip_vision_precision")) {
+    if (!job.clip_vision) throw InputError("clip_vision_precision", named.name + " uses no CLIP vision model");
+    set_precision(*job.clip_vision, request.text("clip_vision_precision"), "clip_vision_precision");
+  }
+}
+
+// The run's size and loader settings: each field left out keeps the model's default.
+void apply_run_fields(const request::Request& request, Job& job) {
+  job.width = static_cast<int>(request.integer_or("width", job.width));
+  job.height = static_cast<int>(request.integer_or("height", job.height));
+  job.frames = static_cast<int>(request.integer_or("frames", job.frames));
+  job.seconds = request.number_or("seconds", job.seconds);
+  job.batch = static_cast<int>(request.integer_or("batch", job.batch));
+  job.cfg = request.number_or("cfg", job.cfg);
+  job.reference_images = static_cast<int>(request.integer_or("reference_images", job.reference_images));
+  if (request.has("decode_mode")) {
+    const std::string m = request.text("decode_mode");
+    job.decode_mode = m == "full" ? DecodeMode::Full : m == "tiled" ? DecodeMode::Tiled : DecodeMode::Headroom;
+  }
+  if (request.has("decode_tile_px")) {
+    job.decode_tile_px = static_cast<int>(request.integer("decode_tile_px"));
+    if (job.decode_tile_px != 0 && job.decode_tile_px < 64)
+      throw InputError("decode_tile_px", "expected 0 (choose) or a tile edge of at least 64 px, got " +
+                                             std::to_string(job.decode_tile_px));
+  }
+  job.blocks_swapped = static_cast<int>(request.integer_or("blocks_swapped", job.blocks_swapped));
+  job.text_encoder_on_cpu = request.flag_or("text_encoder_on_cpu", job.text_encoder_on_cpu);
+  if (auto b = request.bytes_if("lora_bytes")) job.lora_bytes = *b;
+}
+
+json card_to_json(const GpuInfo& g) {
+  return {{"name", g.name}, {"memory_bytes", g.memory_bytes},
+          {"price_eur_per_hour", g.price_eur_per_hour ? json(*g.price_eur_per_hour) : json(nullptr)},
+          {"fp8_compute", g.fp8_compute ? json(*g.fp8_compute) : json(nullptr)}};
 }
 
 }  // namespace
@@ -76,59 +142,10 @@ json estimate(const json& body) {
   const request::Request request(body, "estimate", estimate_fields());
   const std::string model = request.text("model");
   Job job = default_job(model);
+  resolve_models(job);
   const ModelInfo& named = resolve_model(model, "model");
-
-  if (request.has("precision")) {
-    set_precision(component_of(job, named.role), request.text("precision"), "precision");
-  } else if (auto guessed = precision_from_file_name(model); guessed && named.name != normalised_name(model)) {
-    // A file name such as flux1-dev-fp8.safetensors names the precision too.
-    const PrecisionInfo& p = resolve_precision(*guessed, "model");
-    if (named.role != Role::Vae || p.kind == PrecisionKind::Float) {
-      component_of(job, named.role).precision = p.name;
-      job.notes.push_back("precision " + p.name + " taken from the name '" + model + "'");
-    }
-  }
-  if (request.has("text_encoder_precision")) {
-    const std::string p = request.text("text_encoder_precision");
-    if (job.text_encoders.empty())
-      throw InputError("text_encoder_precision", named.name + " uses no text encoder");
-    // The setting targets the big T5-family encoder; CLIP-L (0.25 GB) keeps its default.
-    bool any = false;
-    for (auto& t : job.text_encoders)
-      if (resolve_model(t.model).family == "t5_encoder" || job.text_encoders.size() == 1) {
-        set_precision(t, p, "text_encoder_precision");
-        any = true;
-      }
-    if (!any) set_precision(job.text_encoders.back(), p, "text_encoder_precision");
-  }
-  if (request.has("vae_precision")) {
-    if (!job.vae) throw InputError("vae_precision", named.name + " uses no VAE");
-    set_precision(*job.vae, request.text("vae_precision"), "vae_precision");
-  }
-  if (request.has("clip_vision_precision")) {
-    if (!job.clip_vision) throw InputError("clip_vision_precision", named.name + " uses no CLIP vision model");
-    set_precision(*job.clip_vision, request.text("clip_vision_precision"), "clip_vision_precision");
-  }
-  job.width = static_cast<int>(request.integer_or("width", job.width));
-  job.height = static_cast<int>(request.integer_or("height", job.height));
-  job.frames = static_cast<int>(request.integer_or("frames", job.frames));
-  job.seconds = request.number_or("seconds", job.seconds);
-  job.batch = static_cast<int>(request.integer_or("batch", job.batch));
-  job.cfg = request.number_or("cfg", job.cfg);
-  job.reference_images = static_cast<int>(request.integer_or("reference_images", job.reference_images));
-  if (request.has("decode_mode")) {
-    const std::string m = request.text("decode_mode");
-    job.decode_mode = m == "full" ? DecodeMode::Full : m == "tiled" ? DecodeMode::Tiled : DecodeMode::Headroom;
-  }
-  if (request.has("decode_tile_px")) {
-    job.decode_tile_px = static_cast<int>(request.integer("decode_tile_px"));
-    if (job.decode_tile_px != 0 && job.decode_tile_px < 64)
-      throw InputError("decode_tile_px", "expected 0 (choose) or a tile edge of at least 64 px, got " +
-                                             std::to_string(job.decode_tile_px));
-  }
-  job.blocks_swapped = static_cast<int>(request.integer_or("blocks_swapped", job.blocks_swapped));
-  job.text_encoder_on_cpu = request.flag_or("text_encoder_on_cpu", job.text_encoder_on_cpu);
-  if (auto b = request.bytes_if("lora_bytes")) job.lora_bytes = *b;
+  apply_precisions(request, model, named, job);
+  apply_run_fields(request, job);
 
   const CardBudget card = card_budget_of(request);
   Runtime rt = runtime_of(request, card);  // reserve_bytes is one of the loader fields
@@ -138,12 +155,7 @@ json estimate(const json& body) {
   Estimate est = headroom::estimate(job, rt);
   json out = est.to_json();
   out["job"] = job_to_json(job);
-  if (card.gpu) {
-    const GpuInfo& g = *card.gpu;
-    out["gpu"] = {{"name", g.name}, {"memory_bytes", g.memory_bytes},
-                  {"price_eur_per_hour", g.price_eur_per_hour ? json(*g.price_eur_per_hour) : json(nullptr)},
-                  {"fp8_compute", g.fp8_compute ? json(*g.fp8_compute) : json(nullptr)}};
-  }
+  if (card.gpu) out["gpu"] = card_to_json(*card.gpu);
   if (rt.free_bytes) {
     out["budget_bytes"] = rt.free_bytes;
     out["free_bytes"] = rt.free_bytes;

@@ -55,6 +55,7 @@ workflow::ParseOptions options_of(const request::Request& request) {
   workflow::ParseOptions o;
   if (request.has("models_dir")) o.models_dir = request.text("models_dir");
   if (request.has("model_folders")) o.model_folders = model_folders_of(request.raw("model_folders"));
+  if (request.has("input_dir")) o.input_dir = request.text("input_dir");
   return o;
 }
 
@@ -74,6 +75,8 @@ request::Fields workflow_fields() {
       {"models_dir", Kind::String, "ComfyUI's models folder, to read the headers of the files the loaders name"},
       {"model_folders", Kind::Object, "ComfyUI's folder lists (folder name -> directories, extra_model_paths.yaml "
                                       "included), searched before models_dir"},
+      {"input_dir", Kind::String, "ComfyUI's input folder, to read the size of the images LoadImage nodes load "
+                                  "from their files' headers", 0, 0, {}, false, "input-dir"},
       {"source", Kind::String, "where the workflow came from, for notes (default \"workflow\")"},
   }));
 }
@@ -147,7 +150,8 @@ void withhold_verdict(json& out, const std::string& why, json not_covered) {
   out["reason"] = why;
   out["not_covered"] = std::move(not_covered);
   out["changes"] = json::array();
-  out["cumulative"] = json::array();
+  // The same shape as a plan's (Plan::to_json), empty: readers need not tell the two apart.
+  out["cumulative"] = {{"steps", json::array()}, {"fits", false}, {"new_peak_bytes", nullptr}};
   out["smallest_gpu"] = nullptr;
   out["smallest_gpu_runs"] = nullptr;
   out["advice"] = nullptr;

@@ -7,17 +7,9 @@
 
 #include "core/base/error.hpp"
 #include "core/base/json_reader.hpp"
+#include "core/base/text.hpp"
 
 namespace headroom {
-namespace {
-
-std::string lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-}  // namespace
-
 std::uint64_t parse_size(const std::string& text, const std::string& field, std::uint64_t bare_unit) {
   const std::string expected = "expected a size such as 6GiB, 6000MB or 24 (GiB), got '" + text_preview(text) + "'";
   std::size_t i = 0;
@@ -31,7 +23,7 @@ std::uint64_t parse_size(const std::string& text, const std::string& field, std:
   if (end != number.c_str() + number.size() || !std::isfinite(value) || value < 0)
     throw InputError(field, expected);
   while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
-  std::string unit = lower(text.substr(i));
+  std::string unit = lower_ascii(text.substr(i));
   while (!unit.empty() && std::isspace(static_cast<unsigned char>(unit.back()))) unit.pop_back();
   double scale;
   if (unit.empty()) scale = static_cast<double>(bare_unit);

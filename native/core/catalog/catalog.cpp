@@ -11,20 +11,16 @@
 #include "core/base/load_once.hpp"
 #include "core/base/text_distance.hpp"
 #include "core/catalog/model_reader.hpp"
+#include "core/base/text.hpp"
 
 namespace headroom {
 namespace {
 
 using nlohmann::json;
 
-std::string lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 // Spellings compare without case and treat '_' and ' ' like '-': "Wan_T2V 1.3B" == "wan-t2v-1.3b".
 std::string normalise(const std::string& s) {
-  std::string out = lower(s);
+  std::string out = lower_ascii(s);
   while (!out.empty() && std::isspace(static_cast<unsigned char>(out.back()))) out.pop_back();
   std::size_t start = 0;
   while (start < out.size() && std::isspace(static_cast<unsigned char>(out[start]))) ++start;
@@ -271,14 +267,6 @@ const T* exact_match(const std::vector<T>& items, const std::unordered_map<std::
   auto it = keys.find(text);
   if (it == keys.end()) it = keys.find(normalise(text));
   return it == keys.end() ? nullptr : &items[it->second];
-}
-
-// Letters and digits only, so that "rtx40" finds "RTX 4090 24GB".
-std::string squash(const std::string& s) {
-  std::string out;
-  for (char c : lower(s))
-    if (std::isalnum(static_cast<unsigned char>(c))) out += c;
-  return out;
 }
 
 // Items whose name or an alias contains the text (used for "4090", "H100", "kontext").

@@ -57,10 +57,6 @@ struct GpuInfo {
   std::optional<std::string> compute_capability;  // "8.9"
 };
 
-// One models.json file pattern: lower-case parts that must all occur in a file stem ('!x': x must
-// not occur, '=x': the whole stem is x). The longest matching pattern wins.
-using FilePattern = std::vector<std::string>;
-
 // One catalog model, typed; exactly one of diffusion / encoder / vae is set, by role.
 // `data` is its whole models.json entry, for the inspector's "recognise" section and the API's
 // "defaults" echo; the estimator and planner read only the typed fields.
@@ -83,7 +79,6 @@ struct ModelInfo {
   std::optional<EncoderArch> encoder;       // roles text_encoder, clip_vision
   std::optional<VaeArch> vae;               // role vae
   std::optional<JobDefaults> defaults;
-  std::optional<ComfyHints> comfy;
   bool guidance_distilled = false;          // trained to follow guidance at cfg 1
   std::string fp8_file;                     // text encoders: the usual fp8 release's file name, "" if none
   // A model its node runs as one forward pass (a detector, segmenter, depth or pose estimator): why, or ""

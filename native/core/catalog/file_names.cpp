@@ -4,6 +4,7 @@
 #include <cctype>
 #include <vector>
 
+#include "core/base/text.hpp"
 #include "core/catalog/catalog.hpp"
 
 namespace headroom {
@@ -31,10 +32,19 @@ bool pattern_matches(const std::string& stem, const FilePattern& pattern, std::s
 
 }  // namespace
 
+std::size_t file_patterns_score(const std::vector<FilePattern>& patterns, const std::string& stem) {
+  std::size_t best = 0;
+  for (const auto& pattern : patterns) {
+    std::size_t score = 0;
+    if (pattern_matches(stem, pattern, &score)) best = std::max(best, score);
+  }
+  return best;
+}
+
 std::string model_file_stem(const std::string& file_name) {
   std::string s = file_name;
   if (auto slash = s.find_last_of("/\\"); slash != std::string::npos) s = s.substr(slash + 1);
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  s = lower_ascii(s);
   for (const char* ext : {".safetensors", ".gguf", ".pth", ".pt", ".ckpt", ".bin", ".sft"}) {
     std::string e = ext;
     if (s.size() > e.size() && s.compare(s.size() - e.size(), e.size(), e) == 0) return s.substr(0, s.size() - e.size());
@@ -48,12 +58,9 @@ std::optional<std::string> model_from_file_name(const std::string& file_name) {
   const ModelInfo* best = nullptr;
   std::size_t best_score = 0;
   for (const auto& m : catalog_data().models) {
-    for (const auto& pattern : m.file_patterns) {
-      std::size_t score = 0;
-      if (pattern_matches(stem, pattern, &score) && score > best_score) {
-        best = &m;
-        best_score = score;
-      }
+    if (const std::size_t score = file_patterns_score(m.file_patterns, stem); score > best_score) {
+      best = &m;
+      best_score = score;
     }
   }
   if (!best) return std::nullopt;
@@ -102,7 +109,7 @@ std::string precision_token(const std::string& stem, bool gguf_allowed, bool ggu
 std::optional<std::string> precision_from_file_name(const std::string& file_name) {
   std::string base = file_name;
   if (auto slash = base.find_last_of("/\\"); slash != std::string::npos) base = base.substr(slash + 1);
-  for (auto& c : base) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  base = lower_ascii(base);
   const std::string stem = model_file_stem(file_name);
   const bool gguf_file = base.size() > 5 && base.compare(base.size() - 5, 5, ".gguf") == 0;
   // GGUF block types exist only in GGUF files; a bare name (a model typed in a request, no extension)

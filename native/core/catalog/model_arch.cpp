@@ -290,12 +290,13 @@ void read_model_figures(const JsonFields& entry, ModelInfo& m) {
     m.released_quantized = entry.texts("released_quantized");
     entry.text("released_quantized_source");  // which official file: for people, but it must be there
   }
+  // models.json "comfy" {config_class, dim, in_dim}: how ComfyUI names the loaded model. Nothing reads it
+  // (a loaded MODEL is recognised by comfy_nodes.json model_configs), but the entries that carry it are
+  // still checked, so a typo there fails at load like every other key.
   if (auto c = entry.optional_object("comfy")) {
-    ComfyHints h;
-    h.config_class = c->text("config_class");
-    h.dim = c->optional_integer("dim", kWidth);
-    h.in_dim = c->optional_integer("in_dim", kWidth);
-    m.comfy = h;
+    c->text("config_class");
+    c->optional_integer("dim", kWidth);
+    c->optional_integer("in_dim", kWidth);
   }
 }
 

@@ -151,14 +151,6 @@ struct Experts {
   double boundary = 0;              // noise level where the second expert takes over
 };
 
-// How ComfyUI names the model once loaded (comfy/supported_models.py config class, and the
-// dimensions comfy/model_detection.py reads), for recognising a model from ComfyUI's own objects.
-// models.json "comfy": {"config_class": "...", "dim": N, "in_dim": N}; optional.
-struct ComfyHints {
-  std::string config_class;
-  std::optional<int> dim, in_dim;
-};
-
 // The shape a diffusion model runs at when the user gives none.
 struct JobDefaults {
   int width = 1024, height = 1024, frames = 1, reference_images = 0;

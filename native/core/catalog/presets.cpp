@@ -9,15 +9,11 @@
 #include "core/base/error.hpp"
 #include "core/base/json_reader.hpp"
 #include "core/catalog/json_fields.hpp"
+#include "core/base/text.hpp"
 
 namespace headroom {
 
 namespace {
-
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
 
 // Every field is read typed and in range, naming the file, the entry and the key when it is not: a
 // planner search step of 0 or a tile of -1 px would otherwise loop or size tiles nobody can run.
@@ -101,7 +97,7 @@ const ChangeSpec* PresetData::change(const std::string& kind) const {
 
 const PresetSpec* PresetData::preset(const std::string& name) const {
   for (const auto& p : presets)
-    if (lower(p.name) == lower(name)) return &p;
+    if (lower_ascii(p.name) == lower_ascii(name)) return &p;
   return nullptr;
 }
 

@@ -156,101 +156,111 @@ std::uint64_t bytes(double elems_times_dtype) {
   return static_cast<std::uint64_t>(std::ceil(elems_times_dtype * kAllocatorMargin)) + kFixedBytes;
 }
 
+// One decode's figures, shared by the tile searches of each mode.
+struct KlSizing {
+  Arch a;
+  double d, B, h, w, wbytes;
+  std::uint64_t budget;
+  int up, max_tile, requested;  // requested: the asked tile edge in latent px, 0 = choose
+
+  std::uint64_t exact_peak(int T, bool park) const {
+    auto [st, wk] = exact_elems(a, B, h, w, T, d);
+    return bytes(wbytes + ((park ? 0.0 : st) + wk) * d);
+  }
+  // fast / blend: one forward() per tile region (fast adds the receptive-field halo of ~18 latent px).
+  std::uint64_t tile_forward_peak(int T, int halo) const {
+    const double th = std::min<double>(h, T + 2 * halo), tw = std::min<double>(w, T + 2 * halo);
+    return bytes(wbytes + full_activation_elems(a, B, th, tw, d) * d);
+  }
+  bool fits(std::uint64_t need) const { return budget == 0 || need <= budget; }
+  InputError budget_error(const std::string& what, std::uint64_t need) const {
+    return InputError("budget", format_bytes(budget) + " is too small for " + what + ", which needs about " +
+                                    format_bytes(need) + "; raise the budget (free VRAM) or lower the tile");
+  }
+};
+
+// Exact mode: the largest tile that fits with activations kept on the device, else parked in CPU memory.
+void plan_exact(const KlSizing& k, DecodePlan& p) {
+  p.halo_latent = 1;
+  if (k.requested) {
+    const int T = std::min(k.requested, k.max_tile);
+    p.tile_latent = T;
+    if (k.fits(k.exact_peak(T, false))) {
+      p.park_on_cpu = false;
+    } else if (k.fits(k.exact_peak(T, true))) {
+      p.park_on_cpu = true;
+    } else {
+      throw k.budget_error("exact tiles of " + std::to_string(k.requested * k.up) +
+                               " px even with activations parked in CPU memory",
+                           k.exact_peak(T, true));
+    }
+  } else {
+    int best_unparked = 0, best_parked = 0;
+    for (int T = k.max_tile; T >= 1 && !best_unparked; --T)
+      if (k.fits(k.exact_peak(T, false))) best_unparked = T;
+    for (int T = k.max_tile; T >= 1 && !best_parked; --T)
+      if (k.fits(k.exact_peak(T, true))) best_parked = T;
+    if (best_unparked >= std::min(kMinUnparkedTile, k.max_tile)) {
+      p.tile_latent = best_unparked;
+    } else if (best_parked) {
+      p.tile_latent = best_parked;
+      p.park_on_cpu = true;
+    } else {
+      throw k.budget_error("any exact tile (1 latent px, activations parked in CPU memory)", k.exact_peak(1, true));
+    }
+  }
+  p.peak_bytes = k.exact_peak(p.tile_latent, p.park_on_cpu);
+}
+
+// Fast and blend: the largest tile whose forward() fits (fast adds the decoder's receptive field as halo).
+void plan_tile_forward(const KlSizing& k, DecodeTiling mode, const VaeArch& vae, DecodePlan& p) {
+  const int halo = mode == DecodeTiling::Fast ? vae.receptive_field_latent_px : 0;
+  int T = k.requested ? std::min(k.requested, k.max_tile) : 0;
+  if (!T) {
+    // Down to 8 latent px, or the whole latent when it is smaller: a latent under 8 px a side once got
+    // no tile at all, whatever the budget ("0 B is too small" without one).
+    const int smallest = std::min(8, k.max_tile);
+    for (int t = k.max_tile; t >= smallest && !T; --t)
+      if (k.fits(k.tile_forward_peak(t, halo))) T = t;
+    if (!T)
+      throw k.budget_error("a " + p.mode + " tile of " + std::to_string(smallest) + " latent px",
+                           k.tile_forward_peak(smallest, halo));
+  } else if (!k.fits(k.tile_forward_peak(T, halo))) {
+    throw k.budget_error(p.mode + " tiles of " + std::to_string(T * k.up) + " px", k.tile_forward_peak(T, halo));
+  }
+  p.tile_latent = T;
+  p.halo_latent = mode == DecodeTiling::Fast ? halo : std::max(1, std::min(8, T / 4));
+  p.peak_bytes = k.tile_forward_peak(T, halo);
+}
+
 DecodePlan plan_kl(const DecodeRequest& r) {
   if (r.latent_height < 1 || r.latent_width < 1 || r.batch < 1)
     throw InputError("latent", "latent must have batch, height and width >= 1 (got batch " + std::to_string(r.batch) +
                                    ", " + std::to_string(r.latent_height) + "x" + std::to_string(r.latent_width) + ")");
   if (r.dtype_bytes != 2 && r.dtype_bytes != 4) throw InputError("dtype", "dtype_bytes must be 2 or 4");
   const VaeArch& vae = decode_arch(r);
-  const Arch a = arch_of(r, vae);
-  const double d = r.dtype_bytes, B = r.batch, h = r.latent_height, w = r.latent_width;
-  const double wbytes = weight_elems(a) * d;
+  KlSizing k{arch_of(r, vae), static_cast<double>(r.dtype_bytes), static_cast<double>(r.batch),
+             static_cast<double>(r.latent_height), static_cast<double>(r.latent_width), 0, r.budget_bytes, 0, 0, 0};
+  k.wbytes = weight_elems(k.a) * k.d;
+  k.up = k.a.upscale();
+  k.max_tile = static_cast<int>(std::max(k.h, k.w));
+  k.requested = r.tile_px > 0 ? std::max(1, r.tile_px / k.up) : 0;
   DecodePlan p;
-  p.weights_bytes = static_cast<std::uint64_t>(wbytes);
-  p.full_peak_bytes = bytes(wbytes + full_activation_elems(a, B, h, w, d) * d);
-  const std::uint64_t budget = r.budget_bytes;
-  const int up = a.upscale();
-  const int max_tile = static_cast<int>(std::max(h, w));
-
-  auto exact_peak = [&](int T, bool park) {
-    auto [st, wk] = exact_elems(a, B, h, w, T, d);
-    return bytes(wbytes + ((park ? 0.0 : st) + wk) * d);
-  };
-  // fast / blend: one forward() per tile region (fast adds the receptive-field halo of ~18 latent px).
-  auto tile_forward_peak = [&](int T, int halo) {
-    const double th = std::min<double>(h, T + 2 * halo), tw = std::min<double>(w, T + 2 * halo);
-    return bytes(wbytes + full_activation_elems(a, B, th, tw, d) * d);
-  };
-  auto fits = [&](std::uint64_t need) { return budget == 0 || need <= budget; };
-  const int requested = r.tile_px > 0 ? std::max(1, r.tile_px / up) : 0;
-  auto budget_error = [&](const std::string& what, std::uint64_t need) {
-    return InputError("budget", format_bytes(budget) + " is too small for " + what + ", which needs about " +
-                                    format_bytes(need) + "; raise the budget (free VRAM) or lower the tile");
-  };
+  p.weights_bytes = static_cast<std::uint64_t>(k.wbytes);
+  p.full_peak_bytes = bytes(k.wbytes + full_activation_elems(k.a, k.B, k.h, k.w, k.d) * k.d);
 
   DecodeTiling mode = decode_tiling_from_name(r.mode, "mode");
-  if (mode == DecodeTiling::Auto) mode = (requested == 0 && fits(p.full_peak_bytes)) ? DecodeTiling::Full : DecodeTiling::Exact;
+  if (mode == DecodeTiling::Auto)
+    mode = (k.requested == 0 && k.fits(p.full_peak_bytes)) ? DecodeTiling::Full : DecodeTiling::Exact;
   p.mode = decode_tiling_name(mode);
 
   if (mode == DecodeTiling::Full) {
-    if (!fits(p.full_peak_bytes)) throw budget_error("a full decode (use mode exact or auto)", p.full_peak_bytes);
+    if (!k.fits(p.full_peak_bytes)) throw k.budget_error("a full decode (use mode exact or auto)", p.full_peak_bytes);
     p.peak_bytes = p.full_peak_bytes;
     return p;
   }
-  if (mode == DecodeTiling::Exact) {
-    p.halo_latent = 1;
-    auto choose = [&](int T) -> bool {
-      if (fits(exact_peak(T, false))) {
-        p.tile_latent = T;
-        p.park_on_cpu = false;
-        return true;
-      }
-      if (fits(exact_peak(T, true))) {
-        p.tile_latent = T;
-        p.park_on_cpu = true;
-        return true;
-      }
-      return false;
-    };
-    if (requested) {
-      if (!choose(std::min(requested, max_tile)))
-        throw budget_error("exact tiles of " + std::to_string(requested * up) + " px even with activations parked in CPU memory",
-                           exact_peak(std::min(requested, max_tile), true));
-    } else {
-      int best_unparked = 0, best_parked = 0;
-      for (int T = max_tile; T >= 1 && !best_unparked; --T)
-        if (fits(exact_peak(T, false))) best_unparked = T;
-      for (int T = max_tile; T >= 1 && !best_parked; --T)
-        if (fits(exact_peak(T, true))) best_parked = T;
-      if (best_unparked >= std::min(kMinUnparkedTile, max_tile)) {
-        p.tile_latent = best_unparked;
-      } else if (best_parked) {
-        p.tile_latent = best_parked;
-        p.park_on_cpu = true;
-      } else {
-        throw budget_error("any exact tile (1 latent px, activations parked in CPU memory)", exact_peak(1, true));
-      }
-    }
-    p.peak_bytes = exact_peak(p.tile_latent, p.park_on_cpu);
-  } else {  // fast, blend
-    const int halo = mode == DecodeTiling::Fast ? vae.receptive_field_latent_px : 0;  // fast: the decoder's receptive field
-    int T = requested ? std::min(requested, max_tile) : 0;
-    if (!T) {
-      // Down to 8 latent px, or the whole latent when it is smaller: a latent under 8 px a side once got
-      // no tile at all, whatever the budget ("0 B is too small" without one).
-      const int smallest = std::min(8, max_tile);
-      for (int t = max_tile; t >= smallest && !T; --t)
-        if (fits(tile_forward_peak(t, halo))) T = t;
-      if (!T)
-        throw budget_error("a " + p.mode + " tile of " + std::to_string(smallest) + " latent px",
-                           tile_forward_peak(smallest, halo));
-    } else if (!fits(tile_forward_peak(T, halo))) {
-      throw budget_error(p.mode + " tiles of " + std::to_string(T * up) + " px", tile_forward_peak(T, halo));
-    }
-    p.tile_latent = T;
-    p.halo_latent = mode == DecodeTiling::Fast ? halo : std::max(1, std::min(8, T / 4));
-    p.peak_bytes = tile_forward_peak(T, halo);
-  }
+  if (mode == DecodeTiling::Exact) plan_exact(k, p);
+  else plan_tile_forward(k, mode, vae, p);
   const int ny = (r.latent_height + p.tile_latent - 1) / p.tile_latent;
   const int nx = (r.latent_width + p.tile_latent - 1) / p.tile_latent;
   p.tiles = ny * nx;

@@ -283,90 +283,112 @@ DecodeTiling checked_wan_mode(const DecodeRequest& r, const VaeArch& vae) {
   return mode == DecodeTiling::Fast ? DecodeTiling::Blend : mode;
 }
 
-}  // namespace
-
-DecodePlan plan_decode_wan(const DecodeRequest& r) {
-  const VaeArch& vae = decode_arch(r);
-  DecodeTiling mode = checked_wan_mode(r, vae);
-  const Arch a = arch_of(r, vae);
-  const double d = r.dtype_bytes, h = r.latent_height, w = r.latent_width, T = r.latent_frames;
-  const int scale = a.scale;
-  const double weights = weight_elems(a);
+// One Wan decode's figures, shared by the full and tiled plans.
+struct WanSizing {
+  Arch a;
   std::vector<Step> steps;
-  walk_tail(a, [&](const Step& s) { steps.push_back(s); });
-  // Plain variables, not a structured binding: the lambdas below capture them, which C++17 allows only
-  // for variables (clang before 16, so Xcode 14's, refuses to capture a binding).
-  const std::pair<double, double> head = head_elems(a, h, w, d);
-  const double head_work = head.first, head_cache = head.second;
-  const double stored_heads = T * a.dims[0] * h * w;  // tiled modes keep the head's output per latent frame
+  double d, h, w, weights;
+  double head_work, head_cache, stored_heads;  // stored_heads: the head's outputs kept per latent frame
+  long latent_h, latent_w;
+  std::uint64_t budget;
 
-  DecodePlan p;
-  p.weights_bytes = static_cast<std::uint64_t>(weights * d);
-  {
-    const auto [work, cache] = tail_elems_whole(steps, h, w);
-    p.full_peak_bytes = to_bytes(weights + head_cache + cache + std::max(head_work, work), d);
-  }
   // tiled: the head pass (its cache, the stored outputs so far), then one tile's tail at a time
-  auto tiled_peak = [&](int tile, bool exact, bool park) {
-    const auto [work, cache] = exact ? tail_elems_exact(a, steps, r.latent_height, r.latent_width, tile)
+  std::uint64_t tiled_peak(int tile, bool exact, bool park) const {
+    const auto [work, cache] = exact ? tail_elems_exact(a, steps, latent_h, latent_w, tile)
                                      : tail_elems_whole(steps, std::min<double>(h, tile), std::min<double>(w, tile));
     const double stored = park ? 0 : stored_heads;
     const double head_phase = (park ? 0 : head_cache) + head_work + stored;
     const double tail_phase = stored + (park ? 0 : cache) + work + (park ? cache / 4 : 0);  // parked: one slot on the device
     return to_bytes(weights + std::max(head_phase, tail_phase), d);
-  };
-
-  const std::uint64_t budget = r.budget_bytes;
-  auto fits = [&](std::uint64_t need) { return budget == 0 || need <= budget; };
-  const int requested = r.tile_px > 0 ? std::max(1, (r.tile_px + scale - 1) / scale) : 0;
-  const int max_tile = std::max(r.latent_height, r.latent_width);
-  auto budget_error = [&](const std::string& what, std::uint64_t need) {
+  }
+  bool fits(std::uint64_t need) const { return budget == 0 || need <= budget; }
+  InputError budget_error(const std::string& what, std::uint64_t need) const {
     return InputError("budget", format_bytes(budget) + " is too small for " + what + ", which needs about " +
                                     format_bytes(need) + "; free VRAM (unload models) or raise the budget");
-  };
+  }
+};
 
-  if (mode == DecodeTiling::Auto) mode = (requested == 0 && fits(p.full_peak_bytes)) ? DecodeTiling::Full : DecodeTiling::Exact;
+WanSizing wan_sizing(const DecodeRequest& r, const VaeArch& vae) {
+  WanSizing k{arch_of(r, vae), {}, static_cast<double>(r.dtype_bytes), static_cast<double>(r.latent_height),
+              static_cast<double>(r.latent_width), 0, 0, 0, 0, r.latent_height, r.latent_width, r.budget_bytes};
+  k.weights = weight_elems(k.a);
+  walk_tail(k.a, [&](const Step& s) { k.steps.push_back(s); });
+  const std::pair<double, double> head = head_elems(k.a, k.h, k.w, k.d);
+  k.head_work = head.first;
+  k.head_cache = head.second;
+  k.stored_heads = r.latent_frames * k.a.dims[0] * k.h * k.w;
+  return k;
+}
+
+// The tile edge (latent px) and whether the cache parks in CPU memory: the asked tile, else the largest that
+// fits, parked when that lets a tile of at least 16 px (or a tile at all) fit.
+std::pair<int, bool> choose_wan_tile(const WanSizing& k, bool exact, int requested, int max_tile,
+                                     const std::string& mode_name) {
+  const int scale = k.a.scale;
+  int tile = requested ? std::min(requested, max_tile) : 0;
+  bool park = false;
+  if (tile) {
+    if (!k.fits(k.tiled_peak(tile, exact, false))) {
+      park = true;
+      if (!k.fits(k.tiled_peak(tile, exact, true)))
+        throw k.budget_error(mode_name + " tiles of " + std::to_string(tile * scale) +
+                                 " px, even with the cache in CPU memory",
+                             k.tiled_peak(tile, exact, true));
+    }
+    return {tile, park};
+  }
+  const int smallest = std::min(max_tile, 4);
+  for (int t = max_tile; t >= smallest && !tile; --t)
+    if (k.fits(k.tiled_peak(t, exact, false))) tile = t;
+  if (!tile || tile < std::min(max_tile, 16)) {
+    // parking the cache and head outputs in CPU memory lets larger tiles fit
+    int parked = 0;
+    for (int t = max_tile; t >= smallest && !parked; --t)
+      if (k.fits(k.tiled_peak(t, exact, true))) parked = t;
+    if (parked > tile) {
+      tile = parked;
+      park = true;
+    }
+  }
+  if (!tile)
+    throw k.budget_error(mode_name + " tiles of " + std::to_string(smallest * scale) + " px with the cache in CPU memory",
+                         k.tiled_peak(smallest, exact, true));
+  return {tile, park};
+}
+
+}  // namespace
+
+DecodePlan plan_decode_wan(const DecodeRequest& r) {
+  const VaeArch& vae = decode_arch(r);
+  DecodeTiling mode = checked_wan_mode(r, vae);
+  const WanSizing k = wan_sizing(r, vae);
+
+  DecodePlan p;
+  p.weights_bytes = static_cast<std::uint64_t>(k.weights * k.d);
+  {
+    const auto [work, cache] = tail_elems_whole(k.steps, k.h, k.w);
+    p.full_peak_bytes = to_bytes(k.weights + k.head_cache + cache + std::max(k.head_work, work), k.d);
+  }
+  const int requested = r.tile_px > 0 ? std::max(1, (r.tile_px + k.a.scale - 1) / k.a.scale) : 0;
+  const int max_tile = std::max(r.latent_height, r.latent_width);
+
+  if (mode == DecodeTiling::Auto)
+    mode = (requested == 0 && k.fits(p.full_peak_bytes)) ? DecodeTiling::Full : DecodeTiling::Exact;
   p.mode = decode_tiling_name(mode);
   if (mode == DecodeTiling::Full) {
-    if (!fits(p.full_peak_bytes)) throw budget_error("a full decode (use mode exact or auto)", p.full_peak_bytes);
+    if (!k.fits(p.full_peak_bytes)) throw k.budget_error("a full decode (use mode exact or auto)", p.full_peak_bytes);
     p.peak_bytes = p.full_peak_bytes;
     p.tiles = 1;
     return p;
   }
   const bool exact = mode == DecodeTiling::Exact;
-  int tile = requested ? std::min(requested, max_tile) : 0;
-  bool park = false;
-  if (tile) {
-    if (!fits(tiled_peak(tile, exact, false))) {
-      park = true;
-      if (!fits(tiled_peak(tile, exact, true)))
-        throw budget_error(p.mode + " tiles of " + std::to_string(tile * scale) + " px, even with the cache in CPU memory",
-                           tiled_peak(tile, exact, true));
-    }
-  } else {
-    const int smallest = std::min(max_tile, 4);
-    for (int t = max_tile; t >= smallest && !tile; --t)
-      if (fits(tiled_peak(t, exact, false))) tile = t;
-    if (!tile || tile < std::min(max_tile, 16)) {
-      // parking the cache and head outputs in CPU memory lets larger tiles fit
-      int parked = 0;
-      for (int t = max_tile; t >= smallest && !parked; --t)
-        if (fits(tiled_peak(t, exact, true))) parked = t;
-      if (parked > tile) {
-        tile = parked;
-        park = true;
-      }
-    }
-    if (!tile)
-      throw budget_error(p.mode + " tiles of " + std::to_string(smallest * scale) + " px with the cache in CPU memory",
-                         tiled_peak(smallest, exact, true));
-  }
+  const auto [tile, park] = choose_wan_tile(k, exact, requested, max_tile, p.mode);
   p.tile_latent = tile;
   p.park_on_cpu = park;
-  p.peak_bytes = tiled_peak(tile, exact, park);
+  p.peak_bytes = k.tiled_peak(tile, exact, park);
   if (exact) {
     // receptive field of everything after the attention, in latent px (15 for the released VAEs)
-    p.halo_latent = static_cast<int>(tail_context(steps).front());
+    p.halo_latent = static_cast<int>(tail_context(k.steps).front());
     p.tiles = ((r.latent_height + tile - 1) / tile) * ((r.latent_width + tile - 1) / tile);
   } else {
     // a quarter of the tile, as ComfyUI's 3-D fallback (tile // 4), at most 8 latent px

@@ -8,6 +8,8 @@
 
 namespace headroom {
 
+struct ModelInfo;
+
 // One model file that ComfyUI will load.
 struct Component {
   std::string model;      // canonical catalog name (models.json "name")
@@ -15,6 +17,9 @@ struct Component {
                           // "fp8_scaled", "gguf-q8_0", ...); empty = the catalog's default
   std::optional<std::uint64_t> weight_bytes;  // exact bytes read from the file header, when known
   std::string file;       // file name it came from ("" when chosen by name only)
+  // The catalog entry of `model`, set once by resolve_models (job_models.hpp) so that the many estimates
+  // of a plan do not look the name up again; null = not resolved (model_of looks it up by name).
+  const ModelInfo* info = nullptr;
 };
 
 // A text encoder run as a language model before the prompt is encoded (ComfyUI's TextGenerate, the

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/estimate/decode_plan.hpp"
+#include "core/estimate/job_models.hpp"
 #include "core/estimate/vae_retry.hpp"
 #include "core/base/error.hpp"
 #include "core/base/units.hpp"
@@ -30,7 +31,7 @@ std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / 
 
 ResolvedComponent resolve_component(const Component& c, Role expected, const std::string& field) {
   ResolvedComponent r;
-  r.model = &resolve_model(c.model, field);
+  r.model = &model_of(c, field);
   if (r.model->role != expected)
     throw InputError(field, r.model->name + " is a " + role_name(r.model->role) + ", not a " + role_name(expected));
   const std::string pfield = field + ".precision";

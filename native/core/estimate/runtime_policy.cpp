@@ -180,6 +180,65 @@ Stage fit_stage(const StageDemand& d, const PolicyContext& c) {
   return s;
 }
 
+namespace {
+
+// What legacy ComfyUI streams when the stage's weights do not all fit: the resident share its own estimate
+// leaves (fewer when the real activations need more room), each model scaled alike, and the slowdown.
+struct LegacySplit {
+  std::uint64_t weights, budget, min_resident, transient, layer;
+};
+
+Stage partial_stage(const StageDemand& d, const PolicyContext& c, const Stage& full, const LegacySplit& f) {
+  const std::uint64_t V = c.vram_bytes, weights = f.weights, budget = f.budget, min_resident = f.min_resident;
+  const std::uint64_t transient = f.transient, layer = f.layer;
+  std::uint64_t resident = std::min(weights, std::max(min_resident, budget));
+  // --reserve-vram only shrinks what ComfyUI loads; nothing is allocated in it, so the activations
+  // of a partially loaded stage run in it (model_management.load_models_gpu, EXTRA_RESERVED_VRAM).
+  // If ComfyUI's estimate leaves too little for the real activations, fewer weights must stay.
+  const std::uint64_t used = c.context_bytes + transient + layer;
+  const std::uint64_t room = V > used ? V - used : 0;
+  bool comfy_overfills = resident > room;
+  if (comfy_overfills) resident = std::max(min_resident, room);
+  Stage s = full;
+  s.mode = StageMode::Partial;
+  s.breakdown.erase("comfyui_reserve");
+  // Scale each model's resident share alike; report what stays on the card.
+  const double keep = weights ? static_cast<double>(resident) / weights : 1.0;
+  for (const auto& w : d.weights) s.breakdown["weights:" + w.first] = static_cast<std::uint64_t>(w.second * keep);
+  s.breakdown["streamed_layer"] = layer;
+  s.peak_bytes = 0;
+  for (const auto& kv : s.breakdown) s.peak_bytes += kv.second;
+  const std::uint64_t streamed = weights - resident;
+  const double transfer = transfer_seconds(streamed, c);
+  s.slowdown = full.slowdown * (1.0 + transfer / std::max(forward_seconds(d, c), 1e-9));
+  if (s.peak_bytes > V) {
+    s.mode = StageMode::DoesNotFit;
+    s.notes.push_back("even with all weights streamed, the activations need " + format_bytes(s.peak_bytes) +
+                      " on a " + format_bytes(V) + " card");
+    return s;
+  }
+  s.notes.push_back("partial loading (lowvram): " + format_bytes(resident) + " of " + format_bytes(weights) +
+                    " weights resident, " + format_bytes(streamed) + " streamed per forward pass, about " +
+                    ratio(s.slowdown) + "x slower");
+  if (comfy_overfills) {
+    // ComfyUI sizes the resident share by its own estimate, which leaves less than the activations
+    // need: as it is, the stage runs out of memory (users of such templates report OOMs in sampling).
+    // What it would hold is the stage's peak; the lower share above is what makes it run.
+    const std::uint64_t comfy_resident = std::min(weights, std::max(min_resident, budget));
+    s.mode = StageMode::DoesNotFit;
+    s.peak_bytes += comfy_resident - resident;
+    s.notes.push_back("ComfyUI's own estimate keeps " + format_bytes(comfy_resident) +
+                      " of weights loaded, which leaves too little for the activations: it runs out of memory "
+                      "here; start ComfyUI with --reserve-vram " +
+                      ratio((static_cast<double>(c.reserve_bytes) + comfy_resident - resident) / GiB + 0.5) +
+                      " (GB)" + (d.name == "sample" ? " or use block swap" : "") + ", and it runs with " +
+                      format_bytes(resident) + " resident");
+  }
+  return s;
+}
+
+}  // namespace
+
 Stage fit_stage_legacy(const StageDemand& d, const PolicyContext& c) {
   Stage full = resident_stage(d, c);
   const std::uint64_t V = c.vram_bytes;
@@ -210,52 +269,7 @@ Stage fit_stage_legacy(const StageDemand& d, const PolicyContext& c) {
   const std::uint64_t budget = V > c.context_bytes + keep_free ? V - c.context_bytes - keep_free : 0;
   if (full.peak_bytes <= V && !(can_stream && weights > budget)) return full;
 
-  if (can_stream) {
-    std::uint64_t resident = std::min(weights, std::max(min_resident, budget));
-    // --reserve-vram only shrinks what ComfyUI loads; nothing is allocated in it, so the activations
-    // of a partially loaded stage run in it (model_management.load_models_gpu, EXTRA_RESERVED_VRAM).
-    // If ComfyUI's estimate leaves too little for the real activations, fewer weights must stay.
-    const std::uint64_t used = c.context_bytes + transient + layer;
-    const std::uint64_t room = V > used ? V - used : 0;
-    bool comfy_overfills = resident > room;
-    if (comfy_overfills) resident = std::max(min_resident, room);
-    Stage s = full;
-    s.mode = StageMode::Partial;
-    s.breakdown.erase("comfyui_reserve");
-    // Scale each model's resident share alike; report what stays on the card.
-    const double keep = weights ? static_cast<double>(resident) / weights : 1.0;
-    for (const auto& w : d.weights) s.breakdown["weights:" + w.first] = static_cast<std::uint64_t>(w.second * keep);
-    s.breakdown["streamed_layer"] = layer;
-    s.peak_bytes = 0;
-    for (const auto& kv : s.breakdown) s.peak_bytes += kv.second;
-    const std::uint64_t streamed = weights - resident;
-    const double transfer = transfer_seconds(streamed, c);
-    s.slowdown = full.slowdown * (1.0 + transfer / std::max(forward_seconds(d, c), 1e-9));
-    if (s.peak_bytes > V) {
-      s.mode = StageMode::DoesNotFit;
-      s.notes.push_back("even with all weights streamed, the activations need " + format_bytes(s.peak_bytes) +
-                        " on a " + format_bytes(V) + " card");
-      return s;
-    }
-    s.notes.push_back("partial loading (lowvram): " + format_bytes(resident) + " of " + format_bytes(weights) +
-                      " weights resident, " + format_bytes(streamed) + " streamed per forward pass, about " +
-                      ratio(s.slowdown) + "x slower");
-    if (comfy_overfills) {
-      // ComfyUI sizes the resident share by its own estimate, which leaves less than the activations
-      // need: as it is, the stage runs out of memory (users of such templates report OOMs in sampling).
-      // What it would hold is the stage's peak; the lower share above is what makes it run.
-      const std::uint64_t comfy_resident = std::min(weights, std::max(min_resident, budget));
-      s.mode = StageMode::DoesNotFit;
-      s.peak_bytes += comfy_resident - resident;
-      s.notes.push_back("ComfyUI's own estimate keeps " + format_bytes(comfy_resident) +
-                        " of weights loaded, which leaves too little for the activations: it runs out of memory "
-                        "here; start ComfyUI with --reserve-vram " +
-                        ratio((static_cast<double>(c.reserve_bytes) + comfy_resident - resident) / GiB + 0.5) +
-                        " (GB)" + (d.name == "sample" ? " or use block swap" : "") + ", and it runs with " +
-                        format_bytes(resident) + " resident");
-    }
-    return s;
-  }
+  if (can_stream) return partial_stage(d, c, full, {weights, budget, min_resident, transient, layer});
 
   if (fallback) return tiled_retry(std::move(*fallback), full, d.name, V);
 

@@ -251,11 +251,11 @@ const GgmlType* ggml_type(std::uint32_t id) {
   return nullptr;
 }
 
-GgufHeader read_gguf_header(ByteSource& source) {
-  const std::string& path = source.name();
-  Cursor in(source);
-  GgufHeader h;
+namespace {
 
+// The magic and the version: a file Headroom cannot read is named with what it is instead.
+std::uint32_t read_version(ByteSource& source, Cursor& in) {
+  const std::string& path = source.name();
   unsigned char magic[4];
   if (source.size() < 4)
     throw FileFormatError(path, "truncated: a GGUF file starts with the 4-byte magic 'GGUF', but the file has " +
@@ -266,15 +266,103 @@ GgufHeader read_gguf_header(ByteSource& source) {
     std::snprintf(hex, sizeof hex, "%02x %02x %02x %02x", magic[0], magic[1], magic[2], magic[3]);
     throw FileFormatError(path, std::string("not a GGUF file: expected the magic 'GGUF' (47 47 55 46), found ") + hex);
   }
-  h.version = in.scalar<std::uint32_t>("version");
-  if (h.version == 0x02000000u || h.version == 0x03000000u)
+  const std::uint32_t version = in.scalar<std::uint32_t>("version");
+  if (version == 0x02000000u || version == 0x03000000u)
     throw FileFormatError(path, "big-endian GGUF files are not supported (version field reads " +
-                                    std::to_string(h.version) + "); convert it to little-endian");
-  if (h.version == 1)
+                                    std::to_string(version) + "); convert it to little-endian");
+  if (version == 1)
     throw FileFormatError(path, "GGUF version 1 is not supported (expected 2 or 3; v1 files predate 64-bit counts, "
                                 "re-convert the model)");
-  if (h.version != 2 && h.version != 3)
-    throw FileFormatError(path, "unsupported GGUF version " + std::to_string(h.version) + " (expected 2 or 3)");
+  if (version != 2 && version != 3)
+    throw FileFormatError(path, "unsupported GGUF version " + std::to_string(version) + " (expected 2 or 3)");
+  return version;
+}
+
+// general.alignment, when the file sets it: a power of two, else the default of 32.
+std::uint64_t alignment_of(const json& metadata, const std::string& path, std::uint64_t fallback) {
+  if (auto a = metadata.find("general.alignment"); a != metadata.end()) {
+    if (!a->is_number_unsigned() || a->get<std::uint64_t>() == 0 ||
+        (a->get<std::uint64_t>() & (a->get<std::uint64_t>() - 1)) != 0 || a->get<std::uint64_t>() > (1u << 30))
+      throw FileFormatError(path, "general.alignment: expected a power of two as an unsigned integer, found " +
+                                      json_preview(*a));
+    return a->get<std::uint64_t>();
+  }
+  return fallback;
+}
+
+// One tensor's info: name, shape, ggml type and offset, each checked against the limits and the alignment.
+GgufTensor read_tensor_info(Cursor& in, std::uint64_t i, std::uint64_t alignment, std::set<std::string>& names) {
+  const std::string& path = in.path();
+  GgufTensor t;
+  t.name = sanitize_utf8(in.string("tensor #" + std::to_string(i) + " name", kMaxGgufNameBytes));
+  const std::string what = "tensor '" + clip(t.name) + "'";
+  if (!names.insert(t.name).second) throw FileFormatError(path, what + ": the name appears twice");
+  const std::uint32_t n_dims = in.scalar<std::uint32_t>(what + " dimension count");
+  if (n_dims > kMaxGgufDims)
+    throw FileFormatError(path, what + ": " + std::to_string(n_dims) + " dimensions, expected at most " +
+                                    std::to_string(kMaxGgufDims));
+  t.elements = 1;
+  for (std::uint32_t d = 0; d < n_dims; ++d) {
+    std::uint64_t n = in.scalar<std::uint64_t>(what + " dimension");
+    if (n > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) ||
+        (n != 0 && t.elements > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) / n))
+      throw FileFormatError(path, what + ": dimensions overflow 63 bits (dimension " + std::to_string(d) + " is " +
+                                      std::to_string(n) + ")");
+    t.ne.push_back(n);
+    t.elements *= n;
+  }
+  const std::uint32_t type_id = in.scalar<std::uint32_t>(what + " type");
+  t.type = ggml_type(type_id);
+  if (!t.type)
+    throw FileFormatError(path, what + ": unknown ggml type " + std::to_string(type_id) +
+                                    " (this build knows F32, F16, BF16, Q4_0..Q8_1, Q2_K..Q8_K, IQ1..IQ4, TQ1_0, "
+                                    "TQ2_0, MXFP4)");
+  const std::uint64_t ne0 = t.ne.empty() ? 1 : t.ne[0];
+  if (ne0 % t.type->block_elements != 0)
+    throw FileFormatError(path, what + ": its first dimension " + std::to_string(ne0) + " is not a multiple of the " +
+                                    t.type->name + " block of " + std::to_string(t.type->block_elements) + " weights");
+  const std::uint64_t blocks = t.elements / t.type->block_elements;
+  if (blocks > std::numeric_limits<std::uint64_t>::max() / t.type->block_bytes)
+    throw FileFormatError(path, what + ": its size in bytes overflows 64 bits");
+  t.bytes = blocks * t.type->block_bytes;
+  t.offset = in.scalar<std::uint64_t>(what + " offset");
+  if (t.offset % alignment != 0)
+    throw FileFormatError(path, what + ": data offset " + std::to_string(t.offset) + " is not a multiple of the " +
+                                    std::to_string(alignment) + "-byte alignment");
+  return t;
+}
+
+// Every tensor's bytes lie inside the data section, and no two overlap.
+void check_data_layout(const GgufHeader& h, const ByteSource& source) {
+  const std::string& path = source.name();
+  const std::uint64_t data_bytes = h.data_offset <= source.size() ? source.size() - h.data_offset : 0;
+  for (const auto& t : h.tensors) {
+    if (t.offset > data_bytes || t.bytes > data_bytes - t.offset)
+      throw FileFormatError(path, "tensor '" + clip(t.name) + "': its " + std::to_string(t.bytes) + " bytes at data offset " +
+                                      std::to_string(t.offset) + " go past the end of the file (data section holds " +
+                                      std::to_string(data_bytes) + " bytes; truncated download?)");
+  }
+  std::vector<const GgufTensor*> by_offset;
+  for (const auto& t : h.tensors)
+    if (t.bytes > 0) by_offset.push_back(&t);
+  std::sort(by_offset.begin(), by_offset.end(), [](const GgufTensor* a, const GgufTensor* b) { return a->offset < b->offset; });
+  for (std::size_t i = 1; i < by_offset.size(); ++i) {
+    const GgufTensor* a = by_offset[i - 1];
+    const GgufTensor* b = by_offset[i];
+    if (b->offset < a->offset + a->bytes)
+      throw FileFormatError(path, "tensors '" + clip(a->name) + "' (data bytes " + std::to_string(a->offset) + "-" +
+                                      std::to_string(a->offset + a->bytes) + ") and '" + clip(b->name) + "' (from " +
+                                      std::to_string(b->offset) + ") overlap");
+  }
+}
+
+}  // namespace
+
+GgufHeader read_gguf_header(ByteSource& source) {
+  const std::string& path = source.name();
+  Cursor in(source);
+  GgufHeader h;
+  h.version = read_version(source, in);
 
   const std::uint64_t tensor_count = in.scalar<std::uint64_t>("tensor count");
   const std::uint64_t kv_count = in.scalar<std::uint64_t>("metadata count");
@@ -296,77 +384,15 @@ GgufHeader read_gguf_header(ByteSource& source) {
     h.metadata[key] = read_value(in, type, what, 0);
   }
 
-  if (auto a = h.metadata.find("general.alignment"); a != h.metadata.end()) {
-    if (!a->is_number_unsigned() || a->get<std::uint64_t>() == 0 ||
-        (a->get<std::uint64_t>() & (a->get<std::uint64_t>() - 1)) != 0 || a->get<std::uint64_t>() > (1u << 30))
-      throw FileFormatError(path, "general.alignment: expected a power of two as an unsigned integer, found " +
-                                      json_preview(*a));
-    h.alignment = a->get<std::uint64_t>();
-  }
+  h.alignment = alignment_of(h.metadata, path, h.alignment);
 
   std::set<std::string> names;
   h.tensors.reserve(static_cast<std::size_t>(tensor_count));
-  for (std::uint64_t i = 0; i < tensor_count; ++i) {
-    GgufTensor t;
-    t.name = sanitize_utf8(in.string("tensor #" + std::to_string(i) + " name", kMaxGgufNameBytes));
-    const std::string what = "tensor '" + clip(t.name) + "'";
-    if (!names.insert(t.name).second) throw FileFormatError(path, what + ": the name appears twice");
-    const std::uint32_t n_dims = in.scalar<std::uint32_t>(what + " dimension count");
-    if (n_dims > kMaxGgufDims)
-      throw FileFormatError(path, what + ": " + std::to_string(n_dims) + " dimensions, expected at most " +
-                                      std::to_string(kMaxGgufDims));
-    t.elements = 1;
-    for (std::uint32_t d = 0; d < n_dims; ++d) {
-      std::uint64_t n = in.scalar<std::uint64_t>(what + " dimension");
-      if (n > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) ||
-          (n != 0 && t.elements > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) / n))
-        throw FileFormatError(path, what + ": dimensions overflow 63 bits (dimension " + std::to_string(d) + " is " +
-                                        std::to_string(n) + ")");
-      t.ne.push_back(n);
-      t.elements *= n;
-    }
-    const std::uint32_t type_id = in.scalar<std::uint32_t>(what + " type");
-    t.type = ggml_type(type_id);
-    if (!t.type)
-      throw FileFormatError(path, what + ": unknown ggml type " + std::to_string(type_id) +
-                                      " (this build knows F32, F16, BF16, Q4_0..Q8_1, Q2_K..Q8_K, IQ1..IQ4, TQ1_0, "
-                                      "TQ2_0, MXFP4)");
-    const std::uint64_t ne0 = t.ne.empty() ? 1 : t.ne[0];
-    if (ne0 % t.type->block_elements != 0)
-      throw FileFormatError(path, what + ": its first dimension " + std::to_string(ne0) + " is not a multiple of the " +
-                                      t.type->name + " block of " + std::to_string(t.type->block_elements) + " weights");
-    const std::uint64_t blocks = t.elements / t.type->block_elements;
-    if (blocks > std::numeric_limits<std::uint64_t>::max() / t.type->block_bytes)
-      throw FileFormatError(path, what + ": its size in bytes overflows 64 bits");
-    t.bytes = blocks * t.type->block_bytes;
-    t.offset = in.scalar<std::uint64_t>(what + " offset");
-    if (t.offset % h.alignment != 0)
-      throw FileFormatError(path, what + ": data offset " + std::to_string(t.offset) + " is not a multiple of the " +
-                                      std::to_string(h.alignment) + "-byte alignment");
-    h.tensors.push_back(std::move(t));
-  }
+  for (std::uint64_t i = 0; i < tensor_count; ++i) h.tensors.push_back(read_tensor_info(in, i, h.alignment, names));
 
   h.header_bytes = in.pos();
   h.data_offset = align_up(in.pos(), h.alignment);
-  const std::uint64_t data_bytes = h.data_offset <= source.size() ? source.size() - h.data_offset : 0;
-  for (const auto& t : h.tensors) {
-    if (t.offset > data_bytes || t.bytes > data_bytes - t.offset)
-      throw FileFormatError(path, "tensor '" + clip(t.name) + "': its " + std::to_string(t.bytes) + " bytes at data offset " +
-                                      std::to_string(t.offset) + " go past the end of the file (data section holds " +
-                                      std::to_string(data_bytes) + " bytes; truncated download?)");
-  }
-  std::vector<const GgufTensor*> by_offset;
-  for (const auto& t : h.tensors)
-    if (t.bytes > 0) by_offset.push_back(&t);
-  std::sort(by_offset.begin(), by_offset.end(), [](const GgufTensor* a, const GgufTensor* b) { return a->offset < b->offset; });
-  for (std::size_t i = 1; i < by_offset.size(); ++i) {
-    const GgufTensor* a = by_offset[i - 1];
-    const GgufTensor* b = by_offset[i];
-    if (b->offset < a->offset + a->bytes)
-      throw FileFormatError(path, "tensors '" + clip(a->name) + "' (data bytes " + std::to_string(a->offset) + "-" +
-                                      std::to_string(a->offset + a->bytes) + ") and '" + clip(b->name) + "' (from " +
-                                      std::to_string(b->offset) + ") overlap");
-  }
+  check_data_layout(h, source);
   return h;
 }
 

@@ -7,6 +7,8 @@
 #include <unordered_map>
 
 #include "core/base/error.hpp"
+#include "core/base/text.hpp"
+#include "core/catalog/file_names.hpp"
 #include "core/inspect/gguf_header.hpp"
 #include "core/inspect/safetensors_header.hpp"
 
@@ -23,9 +25,7 @@ std::string canonical_safetensors_dtype(const std::string& d) {
   if (d == "F8_E4M3") return "fp8_e4m3fn";  // torch.float8_e4m3fn is what safetensors writes as F8_E4M3
   if (d == "F8_E5M2") return "fp8_e5m2";
   if (d == "F8_E8M0") return "fp8_e8m0fnu";
-  std::string out = d;
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
-  return out;
+  return lower_ascii(d);
 }
 
 std::string canonical_ggml_type(const GgmlType& t) {
@@ -231,37 +231,19 @@ AnchorPrefixes prefixes_of(const std::vector<const TensorRecord*>& tensors, cons
   return out;
 }
 
-// models.json file_patterns: every part must occur in the lower-case file stem ('!x': must not,
-// '=x': the stem is x); the score is the characters matched, and the best list wins.
+// The entry's file_patterns as the catalog's matcher takes them. The catalog given here may be a caller's
+// own JSON, unchecked: a malformed pattern (not a list of non-empty strings) matches nothing.
 std::size_t file_name_score(const json& entry, const std::string& stem) {
-  std::size_t best = 0;
   auto patterns = entry.find("file_patterns");
   if (patterns == entry.end() || !patterns->is_array()) return 0;
+  std::vector<FilePattern> typed;
   for (const auto& pattern : *patterns) {
-    if (!pattern.is_array() || pattern.empty()) continue;
-    std::size_t total = 0;
-    bool ok = true;
-    for (const auto& part : pattern) {
-      if (!part.is_string() || part.get<std::string>().empty()) { ok = false; break; }
-      const std::string p = part.get<std::string>();
-      if (p[0] == '!') ok = stem.find(p.substr(1)) == std::string::npos;
-      else if (p[0] == '=') ok = stem == p.substr(1), total += p.size() - 1;
-      else ok = stem.find(p) != std::string::npos, total += p.size();
-      if (!ok) break;
-    }
-    if (ok) best = std::max(best, total);
+    if (!pattern.is_array()) continue;
+    FilePattern parts;
+    for (const auto& part : pattern) parts.push_back(part.is_string() ? part.get<std::string>() : std::string());
+    typed.push_back(std::move(parts));  // an empty part fails the match
   }
-  return best;
-}
-
-std::string file_stem(const std::string& path) {
-  // Both separators: a Windows path "C:\\models\\model.safetensors" must not keep its folders in the stem.
-  const std::size_t slash = path.find_last_of("/\\");
-  std::string s = path.substr(slash == std::string::npos ? 0 : slash + 1);
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  for (const char* ext : {".safetensors", ".gguf", ".sft"})
-    if (ends_with(s, ext) && s.size() > std::strlen(ext)) return s.substr(0, s.size() - std::strlen(ext));
-  return s;
+  return file_patterns_score(typed, stem);
 }
 
 std::vector<Match> recognise(const std::vector<const TensorRecord*>& tensors, const ShapeIndex& index, const json& catalog,
@@ -495,13 +477,13 @@ Inspection summarise(const ModelFile& file, const json& catalog) {
       prefix = groups.begin()->first;
       role = groups.begin()->second.first;
     }
-    out.whole = recognise_component(all, file.format, prefix, role, catalog, file_stem(file.path), formats);
+    out.whole = recognise_component(all, file.format, prefix, role, catalog, model_file_stem(file.path), formats);
     return out;
   }
 
   for (const auto& [prefix, g] : groups) {
     out.components.push_back(
-        recognise_component(g.second, file.format, prefix, g.first ? g.first : "", catalog, file_stem(file.path), formats));
+        recognise_component(g.second, file.format, prefix, g.first ? g.first : "", catalog, model_file_stem(file.path), formats));
     if (prefix.empty()) out.components.back().role = "unknown";
   }
   // The bundle as a whole: measured over every tensor, named after its diffusion model.

@@ -12,19 +12,12 @@
 #include "core/base/file_reader.hpp"
 #include "core/base/data_reader.hpp"
 #include "core/catalog/catalog.hpp"
+#include "core/base/text.hpp"
 
 namespace headroom {
 namespace {
 
 using nlohmann::json;
-
-// Lower case without separators, so "wan2.1_t2v_1.3B", "Wan2_1-T2V-1_3B" and "wan21t2v13b" compare equal.
-std::string squash(const std::string& s) {
-  std::string out;
-  for (unsigned char c : s)
-    if (std::isalnum(c)) out.push_back(static_cast<char>(std::tolower(c)));
-  return out;
-}
 
 bool has(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
 
@@ -130,8 +123,6 @@ const NameRules& name_rules() {
 
 Inspection recognise_tensors(const ModelFile& file) { return summarise(file, data_file("models.json")); }
 
-std::string precision_in_file_name(const std::string& file) { return precision_from_file_name(file).value_or(""); }
-
 static bool named_by_rules(const std::string& role, const std::string& model) {
   auto it = name_rules().file_names.find(role);
   if (it == name_rules().file_names.end()) return false;
@@ -170,7 +161,7 @@ NameRecognition recognise_file_name(const std::string& file, const std::string& 
   } else if (unsized) {
     g.notes.push_back("'" + file + "' is " + unsized->unsized + ", whose architecture Headroom does not know: " + unsized->note);
   }
-  g.precision = precision_in_file_name(file);
+  g.precision = precision_from_file_name(file).value_or("");
   if (!g.precision.empty())
     g.notes.push_back("precision " + g.precision + " of '" + file + "' taken from its file name");
   return g;

@@ -25,16 +25,13 @@ struct NameRecognition {
   std::string precision;  // canonical precision; "" = not in the name (the catalog default applies)
   std::vector<std::string> notes;  // why: every answer from a name is a guess and says so
 };
+// (The precision alone: precision_from_file_name in catalog/file_names.hpp, the one rule set every reader uses.)
 
 // From a file name, for a loader of `loader_role` ("diffusion", "checkpoint", "text_encoder", "vae",
 // "clip_vision"). comfy_nodes.json `file_names` are asked first, because they carry the caveats of
 // near relatives (Flux Fill, Wan VACE); a name they do not know goes to models.json `file_patterns`.
 // A rule naming a model the catalog lacks (a trimmed HEADROOM_DATA_DIR) is ignored.
 NameRecognition recognise_file_name(const std::string& file, const std::string& loader_role);
-
-// Precision written in a file name ("fp8_e4m3fn", "fp8_scaled", "fp16", "Q4_K_M" in a .gguf...); ""
-// when none. The catalog's precision_from_file_name, the one rule set every reader uses.
-std::string precision_in_file_name(const std::string& file);
 
 // A ComfyUI model config as a loaded MODEL carries it (comfy/supported_models.py class name, the
 // unet_config width and input channels).

@@ -8,6 +8,7 @@
 #include "core/llm/llm_data.hpp"
 #include "core/llm/llm_memory.hpp"
 #include "core/base/json_reader.hpp"
+#include "core/base/text.hpp"
 
 namespace headroom::train {
 namespace {
@@ -25,11 +26,6 @@ Method method_of(const std::string& name) {
 }
 
 const json& constants() { return llm::llm_data()["training"]; }
-
-std::string lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 
 void require_shape(const llm::Architecture& a, const char* why) {
   if (a.layers <= 0) throw InputError("layers", std::string(why) + " needs layers (or a catalog model)");
@@ -74,111 +70,154 @@ const request::Fields& request_fields() {
   return f;
 }
 
-json estimate(const json& body) {
-  const request::Request request(body, "train", request_fields());
-  const json& c = constants();
-  llm::Architecture a = llm::architecture_from(request, false);
+namespace {
 
-  const std::string method_name = lower(request.text("method"));
-  const Method method = method_of(method_name);
-  std::string optimizer = lower(request.text_or("optimizer", "adamw"));
+// The request's training settings, each spelling read into its one name.
+struct Settings {
+  std::string method_name, optimizer, precision;
+  Method method;
+  int rank;
+  std::int64_t seq, batch;
+  bool checkpointing;
+};
+
+Settings settings_of(const request::Request& request, const json& c) {
+  Settings s;
+  s.method_name = lower_ascii(request.text("method"));
+  s.method = method_of(s.method_name);
+  std::string optimizer = lower_ascii(request.text_or("optimizer", "adamw"));
   if (optimizer == "adam") optimizer = "adamw";
   if (optimizer == "adamw-8bit" || optimizer == "adamw_8bit" || optimizer == "adam8bit" || optimizer == "paged_adamw_8bit")
     optimizer = "adamw8bit";
   if (!c["optimizer_state_bytes"].contains(optimizer))
     throw InputError("optimizer", "expected adamw, adamw8bit or sgd, got '" + optimizer + "'");
-  std::string precision = lower(request.text_or("precision", "bf16"));
+  s.optimizer = optimizer;
+  std::string precision = lower_ascii(request.text_or("precision", "bf16"));
   if (precision == "fp16" || precision == "mixed" || precision == "bfloat16") precision = "bf16";
   if (precision == "float32") precision = "fp32";
   if (precision != "bf16" && precision != "fp32")
     throw InputError("precision", "expected bf16 (mixed precision) or fp32, got '" + precision + "'");
-  int rank = static_cast<int>(request.integer_or("lora_rank", c["lora_default_rank"].get<int>()));
-  std::int64_t seq = request.integer_or("seq_len", 2048);
-  std::int64_t batch = request.integer_or("batch", 1);
-  bool checkpointing = request.flag_or("gradient_checkpointing", false);
-  const CardBudget budget = card_budget_of(request);
+  s.precision = precision;
+  s.rank = static_cast<int>(request.integer_or("lora_rank", c["lora_default_rank"].get<int>()));
+  s.seq = request.integer_or("seq_len", 2048);
+  s.batch = request.integer_or("batch", 1);
+  s.checkpointing = request.flag_or("gradient_checkpointing", false);
+  return s;
+}
 
-  const json& opt = c["optimizer_state_bytes"][optimizer];
+// Converted while the parts are added; a total too large for a byte count is refused by check_total
+// later, so the clamp here only keeps the conversion defined until then.
+std::uint64_t to_bytes(double x) { return static_cast<std::uint64_t>(std::llround(std::min(std::max(x, 0.0), 4e18))); }
+
+// The memory's parts as they are counted, each with its source.
+struct Parts {
   json components = json::array();
-  // Converted while the parts are added; a total too large for a byte count is refused by check_total
-  // below, so the clamp here only keeps the conversion defined until then.
-  auto to_bytes = [](double x) { return static_cast<std::uint64_t>(std::llround(std::min(std::max(x, 0.0), 4e18))); };
-  auto add = [&](const std::string& name, double bytes, const std::string& source) {
+  json notes = json::array();
+  double add(const std::string& name, double bytes, const std::string& source) {
     components.push_back({{"name", name}, {"bytes", to_bytes(bytes)}, {"source", source}});
     return bytes;
-  };
-  double P = a.params;
-  double states = 0, trainable = P;
-  json notes = json::array();
-  if (method == Method::Full) {
-    const json& f = c["full"][precision == "bf16" ? "mixed" : "fp32"];
-    std::string src = c["full"]["source"];
-    states += add("weights", P * f["weights"].get<double>(), src);
-    states += add("gradients", P * f["gradients"].get<double>(), src);
-    if (f["master_weights"].get<double>() > 0) states += add("master_weights", P * f["master_weights"].get<double>(), src);
-    states += add("optimizer_states", P * opt["bytes"].get<double>(), opt["source"]);
-  } else {
-    require_shape(a, method == Method::Lora ? "LoRA" : "QLoRA");
-    trainable = lora_params(a, rank);
-    if (method == Method::Lora) {
-      states += add("frozen_weights_bf16", P * 2, "frozen base model in 16 bit: 2 bytes per parameter");
-    } else {
-      llm::Precision nf4 = llm::find_weight_precision("nf4", "method");
-      double lin = std::min(P, linear_params(a));
-      states += add("frozen_weights_nf4", lin * nf4.value / 8.0, nf4.source + " (the linear layers)");
-      states += add("frozen_other_bf16", (P - lin) * 2,
-                    "embeddings, output head and norms stay in 16 bit under QLoRA: 2 bytes per parameter");
-    }
-    double w = c["lora_trainable_weight_bytes"].get<double>();
-    states += add("lora_weights_and_gradients", trainable * 2 * w, c["lora_trainable_source"]);
-    states += add("lora_optimizer_states", trainable * opt["bytes"].get<double>(), opt["source"]);
-    notes.push_back("LoRA targets: " + c["lora_targets"].get<std::string>() + ", rank " + std::to_string(rank) + ".");
   }
+};
 
-  json activations = nullptr, logits = nullptr;
+// Weights, gradients and optimizer states for the method; sets `trainable` to the trained parameters.
+double model_states(const llm::Architecture& a, const Settings& s, const json& c, Parts& parts, double& trainable) {
+  const json& opt = c["optimizer_state_bytes"][s.optimizer];
+  const double P = a.params;
+  double states = 0;
+  trainable = P;
+  if (s.method == Method::Full) {
+    const json& f = c["full"][s.precision == "bf16" ? "mixed" : "fp32"];
+    std::string src = c["full"]["source"];
+    states += parts.add("weights", P * f["weights"].get<double>(), src);
+    states += parts.add("gradients", P * f["gradients"].get<double>(), src);
+    if (f["master_weights"].get<double>() > 0)
+      states += parts.add("master_weights", P * f["master_weights"].get<double>(), src);
+    states += parts.add("optimizer_states", P * opt["bytes"].get<double>(), opt["source"]);
+    return states;
+  }
+  require_shape(a, s.method == Method::Lora ? "LoRA" : "QLoRA");
+  trainable = lora_params(a, s.rank);
+  if (s.method == Method::Lora) {
+    states += parts.add("frozen_weights_bf16", P * 2, "frozen base model in 16 bit: 2 bytes per parameter");
+  } else {
+    llm::Precision nf4 = llm::find_weight_precision("nf4", "method");
+    double lin = std::min(P, linear_params(a));
+    states += parts.add("frozen_weights_nf4", lin * nf4.value / 8.0, nf4.source + " (the linear layers)");
+    states += parts.add("frozen_other_bf16", (P - lin) * 2,
+                        "embeddings, output head and norms stay in 16 bit under QLoRA: 2 bytes per parameter");
+  }
+  double w = c["lora_trainable_weight_bytes"].get<double>();
+  states += parts.add("lora_weights_and_gradients", trainable * 2 * w, c["lora_trainable_source"]);
+  states += parts.add("lora_optimizer_states", trainable * opt["bytes"].get<double>(), opt["source"]);
+  parts.notes.push_back("LoRA targets: " + c["lora_targets"].get<std::string>() + ", rank " + std::to_string(s.rank) + ".");
+  return states;
+}
+
+// Activations (stored or checkpointed) and the fp32 logits; null in `out` where the shape is not known.
+double activation_bytes(const llm::Architecture& a, const Settings& s, const json& c, Parts& parts, json& out) {
+  out["activations_bytes"] = nullptr;
+  out["logits_bytes"] = nullptr;
   double act = 0;
   if (a.layers > 0 && a.hidden > 0) {
-    double sbh = static_cast<double>(seq) * static_cast<double>(batch) * a.hidden;
-    if (checkpointing) {
+    double sbh = static_cast<double>(s.seq) * static_cast<double>(s.batch) * a.hidden;
+    if (s.checkpointing) {
       act = sbh * (c["checkpointed_bytes_per_token_per_layer_per_hidden"].get<double>() * a.layers +
                    c["activation_bytes_per_token_per_layer_per_hidden"].get<double>());
-      add("activations", act, c["checkpointed_source"]);
+      parts.add("activations", act, c["checkpointed_source"]);
     } else {
       act = sbh * c["activation_bytes_per_token_per_layer_per_hidden"].get<double>() * a.layers;
-      add("activations", act, c["activation_source"]);
+      parts.add("activations", act, c["activation_source"]);
     }
-    activations = to_bytes(act);
+    out["activations_bytes"] = to_bytes(act);
   } else {
-    notes.push_back("Activations are not counted: give model, or layers and hidden, to include them.");
+    parts.notes.push_back("Activations are not counted: give model, or layers and hidden, to include them.");
   }
   if (a.vocab > 0) {
-    double lg = static_cast<double>(seq) * static_cast<double>(batch) * a.vocab * c["logits_bytes_per_element"].get<double>();
-    add("logits_fp32", lg, c["logits_source"]);
+    double lg = static_cast<double>(s.seq) * static_cast<double>(s.batch) * a.vocab *
+                c["logits_bytes_per_element"].get<double>();
+    parts.add("logits_fp32", lg, c["logits_source"]);
     act += lg;
-    logits = to_bytes(lg);
+    out["logits_bytes"] = to_bytes(lg);
   }
+  return act;
+}
+
+}  // namespace
+
+json estimate(const json& body) {
+  const request::Request request(body, "train", request_fields());
+  const json& c = constants();
+  llm::Architecture a = llm::architecture_from(request, false);
+  const Settings s = settings_of(request, c);
+  const CardBudget budget = card_budget_of(request);
+
+  Parts parts;
+  double trainable = 0;
+  const double states = model_states(a, s, c, parts, trainable);
+  json sizes;
+  const double act = activation_bytes(a, s, c, parts, sizes);
   double total = states + act;
   llm::check_total(total, states >= act ? "params" : "seq_len",
                    "model states " + llm::rough_bytes(states) + ", activations and logits " + llm::rough_bytes(act));
 
   json out;
   out["model"] = {{"name", a.name}, {"params", a.params}, {"source", a.source}};
-  out["method"] = method_name;
-  out["optimizer"] = optimizer;
-  out["precision"] = precision;
+  out["method"] = s.method_name;
+  out["optimizer"] = s.optimizer;
+  out["precision"] = s.precision;
   out["params"] = a.params;
   out["trainable_params"] = trainable;
-  out["lora_rank"] = method == Method::Full ? json(nullptr) : json(rank);
-  out["seq_len"] = seq;
-  out["batch"] = batch;
-  out["gradient_checkpointing"] = checkpointing;
-  out["components"] = components;
+  out["lora_rank"] = s.method == Method::Full ? json(nullptr) : json(s.rank);
+  out["seq_len"] = s.seq;
+  out["batch"] = s.batch;
+  out["gradient_checkpointing"] = s.checkpointing;
+  out["components"] = parts.components;
   out["model_states_bytes"] = static_cast<std::uint64_t>(std::llround(states));
-  out["activations_bytes"] = activations;
-  out["logits_bytes"] = logits;
+  out["activations_bytes"] = sizes["activations_bytes"];
+  out["logits_bytes"] = sizes["logits_bytes"];
   out["total_bytes"] = static_cast<std::uint64_t>(std::llround(total));
-  notes.push_back("Excludes the CUDA context (~0.35 GiB) and allocator fragmentation.");
-  out["notes"] = notes;
+  parts.notes.push_back("Excludes the CUDA context (~0.35 GiB) and allocator fragmentation.");
+  out["notes"] = parts.notes;
   llm::add_verdict(out, budget, total);
   return out;
 }

@@ -139,13 +139,9 @@ Context take_context(std::string& text) {
   return c;
 }
 
-}  // namespace
-
-Report parse(const std::string& input) {
+// The first recogniser that knows the text, the system's kill and an unfinished run first.
+Report recognise(const std::string& text, const std::string& n, const Context& context) {
   Report r;
-  std::string text = input;
-  const Context context = take_context(text);
-  const std::string n = normalise(text);
   using Recogniser = bool (*)(const std::string&, Report&);
   // Most specific first: a vLLM or ComfyUI log may also contain a generic "OutOfMemoryError", and a
   // llama.cpp log a bare "CUDA error".
@@ -183,7 +179,11 @@ Report parse(const std::string& input) {
       r.recognised = true;
     }
   }
-  if (!r.recognised) return r;
+  return r;
+}
+
+// What the context and the text's own words add: the stage, host RAM, the backend and the app.
+void add_context(const std::string& n, const Context& context, Report& r) {
   if (!context.stage.empty() && context.run == "unfinished") r.extra["comfy_stage"] = context.stage;
   if (context.ram_total && !r.extra.contains("host_ram_total_bytes")) {
     r.extra["host_ram_total_bytes"] = *context.ram_total;
@@ -198,11 +198,10 @@ Report parse(const std::string& input) {
     if (contains(n, "vllm") || contains(n, "vLLM") || contains(n, "VllmWorker")) r.app = "vllm";
     else if (contains(n, "llama runner process") || contains(n, "ollama")) r.app = "ollama";
   }
-  comfyui_context(n, r);
-  // What the text itself shows wins over what the caller says (a vLLM log pasted into ComfyUI's node).
-  if (r.app.empty()) r.app = context.app;
-  if (context.dynamic_loader && !r.extra.contains("comfy_dynamic_vram") && r.app == "comfyui")
-    r.extra["comfy_dynamic_vram"] = *context.dynamic_loader;
+}
+
+// Distributed ranks, the OS, then the figures that do not agree with each other.
+void add_host_signs(const std::string& text, const Context& context, Report& r) {
   // Several training ranks on one machine: their CUDA contexts are a common "other process".
   if (contains(text, "DistributedDataParallel") || contains(text, "torch.distributed") || contains(text, "[rank") ||
       contains(text, "local_rank"))
@@ -224,6 +223,23 @@ Report parse(const std::string& input) {
     r.notes.push_back("The free figure is larger than the total: the driver's free count underflowed (seen on "
                       "ROCm APUs with shared memory), so it carries no information.");
   }
+}
+
+}  // namespace
+
+Report parse(const std::string& input) {
+  std::string text = input;
+  const Context context = take_context(text);
+  const std::string n = normalise(text);
+  Report r = recognise(text, n, context);
+  if (!r.recognised) return r;
+  add_context(n, context, r);
+  comfyui_context(n, r);
+  // What the text itself shows wins over what the caller says (a vLLM log pasted into ComfyUI's node).
+  if (r.app.empty()) r.app = context.app;
+  if (context.dynamic_loader && !r.extra.contains("comfy_dynamic_vram") && r.app == "comfyui")
+    r.extra["comfy_dynamic_vram"] = *context.dynamic_loader;
+  add_host_signs(text, context, r);
   return r;
 }
 

@@ -2,6 +2,7 @@
 // MIOpen), the bare CUDA/HIP runtime error and transformers' quantised-dispatch refusal.
 #include <cctype>
 #include <cstring>
+#include <optional>
 #include <utility>
 
 #include "core/oom/oom_recognisers.hpp"
@@ -111,107 +112,122 @@ bool vllm(const std::string& n, Report& r) {
   return true;
 }
 
-bool llama_cpp(const std::string& n, Report& r) {
-  bool found = false;
-  // "failed to allocate CUDA0 buffer of size 292926534144": the exact byte count. Metal has one device
-  // and no index: "failed to allocate Metal buffer of size 17376872352" (ollama/ollama#11750, 2025-08-06).
-  if (std::size_t p = rfind_str(n, "failed to allocate "); p != std::string::npos) {
-    std::size_t b = p + 19;
-    std::size_t e = b;
-    while (e < n.size() && std::isalpha(static_cast<unsigned char>(n[e]))) ++e;
-    std::string dev = n.substr(b, e - b);
-    std::size_t idx_end = e;
-    std::uint64_t index = 0;
-    bool indexed = false;
-    if (e < n.size() && std::isdigit(static_cast<unsigned char>(n[e]))) {
-      if (auto v = read_uint(n, e, &idx_end)) {
-        index = *v;
-        indexed = idx_end == e + std::to_string(index).size();
-      }
-    }
-    bool metal = idx_end == e && (dev == "Metal" || dev == "MTL");
-    if ((indexed || metal) && n.compare(idx_end, 16, " buffer of size ") == 0) {
-      found = true;
-      if (auto size = read_size(n, idx_end + 16, false); size && size->bytes) r.requested_bytes = size->bytes;
-      if (indexed && index <= 1024) r.gpu_index = static_cast<int>(index);
-      if (dev == "CUDA") r.backend = Backend::Cuda;
-      else if (dev == "ROCm") r.backend = Backend::Rocm;
-      else if (dev == "Vulkan") r.backend = Backend::Vulkan;
-      else if (dev == "Metal" || dev == "MTL") r.backend = Backend::Metal;
-      else if (dev == "SYCL") r.backend = Backend::Xpu;
-    }
-  }
-  // "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 279356.51 MiB on device 0: cudaMalloc
-  // failed: out of memory"
-  if (std::size_t p = rfind_str(n, "cudaMalloc failed: out of memory"); p != std::string::npos) {
-    found = true;
-    std::size_t a = rfind_str(n, "allocating ", p);
-    if (a != std::string::npos && p - a < 80) {
-      auto size = read_size(n, a + 11);
-      if (size) {
-        r.extra["requested_display"] = size->display;
-        if (!r.requested_bytes && size->bytes) r.requested_bytes = size->bytes;
-        if (n.compare(size->end, 11, " on device ") == 0) {
-          if (auto d = read_uint(n, size->end + 11); d && *d <= 1024 && !r.gpu_index) r.gpu_index = static_cast<int>(*d);
-        }
-      }
-    }
-    if (r.backend == Backend::None) r.backend = Backend::Cuda;
-  }
-  // ggml's CUDA_CHECK: "CUDA error 2 at .../ggml-cuda.cu:7949: out of memory current device: 0"
-  // (error 2 is cudaErrorMemoryAllocation), newer: "CUDA error: out of memory current device: 0, in
-  // function ggml_..."
-  bool ggml = contains(n, "ggml") || contains(n, "current device: ");
-  if (!found && ggml) {
-    std::size_t p = rfind_str(n, "CUDA error");
-    std::size_t m = p == std::string::npos ? p : n.find("out of memory", p);
-    if (m != std::string::npos && m - p < 400) {
-      found = true;
-      r.format = "llama_cpp_cuda_error";
-      r.backend = contains(n, "ROCm") || contains(n, "hip") ? Backend::Rocm : Backend::Cuda;
-      if (std::size_t d = n.find("current device: ", m); d != std::string::npos && d - m < 200) {
-        if (auto idx = read_uint(n, d + 16); idx && *idx <= 1024) r.gpu_index = static_cast<int>(*idx);
-      }
-    } else if (contains(n, "ErrorOutOfDeviceMemory")) {
-      found = true;
-      r.format = "llama_cpp_vulkan";
-      r.backend = Backend::Vulkan;
+namespace {
+
+// The backend a llama.cpp device word names ("CUDA0", "Metal", "MTL" ...); none for another word.
+std::optional<Backend> llama_device_backend(const std::string& dev) {
+  static const std::pair<const char*, Backend> kDevices[] = {{"CUDA", Backend::Cuda},   {"ROCm", Backend::Rocm},
+                                                             {"Vulkan", Backend::Vulkan}, {"Metal", Backend::Metal},
+                                                             {"MTL", Backend::Metal},   {"SYCL", Backend::Xpu}};
+  for (const auto& [word, backend] : kDevices)
+    if (dev == word) return backend;
+  return std::nullopt;
+}
+
+// The letters of a device word from `b` on ("CUDA" of "CUDA0"); `e` is set past them.
+std::string device_word(const std::string& n, std::size_t b, std::size_t& e) {
+  e = b;
+  while (e < n.size() && std::isalpha(static_cast<unsigned char>(n[e]))) ++e;
+  return n.substr(b, e - b);
+}
+
+// "failed to allocate CUDA0 buffer of size 292926534144": the exact byte count. Metal has one device
+// and no index: "failed to allocate Metal buffer of size 17376872352" (ollama/ollama#11750, 2025-08-06).
+bool llama_device_buffer(const std::string& n, Report& r) {
+  std::size_t p = rfind_str(n, "failed to allocate ");
+  if (p == std::string::npos) return false;
+  std::size_t e = 0;
+  const std::string dev = device_word(n, p + 19, e);
+  std::size_t idx_end = e;
+  std::uint64_t index = 0;
+  bool indexed = false;
+  if (e < n.size() && std::isdigit(static_cast<unsigned char>(n[e]))) {
+    if (auto v = read_uint(n, e, &idx_end)) {
+      index = *v;
+      indexed = idx_end == e + std::to_string(index).size();
     }
   }
-  if (!found) {
-    // "error loading model: unable to allocate CUDA0 buffer" (llama.cpp, also inside Ollama's
-    // "llama runner process has terminated: ...").
-    if (std::size_t p = rfind_str(n, "unable to allocate "); p != std::string::npos) {
-      std::size_t b = p + 19, e = b;
-      while (e < n.size() && std::isalpha(static_cast<unsigned char>(n[e]))) ++e;
-      std::string dev = n.substr(b, e - b);
-      std::size_t idx_end = 0;
-      auto idx = read_uint(n, e, &idx_end);
-      bool known = dev == "CUDA" || dev == "ROCm" || dev == "Vulkan" || dev == "Metal" || dev == "SYCL";
-      if (known && idx && idx_end > e && n.compare(idx_end, 7, " buffer") == 0) {
-        found = true;
-        r.format = "llama_cpp_alloc";
-        if (*idx <= 1024) r.gpu_index = static_cast<int>(*idx);
-        r.backend = dev == "CUDA" ? Backend::Cuda : dev == "ROCm" ? Backend::Rocm : dev == "Vulkan" ? Backend::Vulkan : dev == "Metal" ? Backend::Metal : Backend::Xpu;
-      }
-    }
-  }
-  // ggml-alloc's own line before the buffer one: "failed to allocate buffer, size = 16571.89 MiB"
-  // (ollama/ollama#11750).
-  if (std::size_t p = rfind_str(n, "failed to allocate buffer, size = "); p != std::string::npos) {
-    if (auto size = read_size(n, p + 34)) {
-      found = true;
+  bool metal = idx_end == e && (dev == "Metal" || dev == "MTL");
+  if (!(indexed || metal) || n.compare(idx_end, 16, " buffer of size ") != 0) return false;
+  if (auto size = read_size(n, idx_end + 16, false); size && size->bytes) r.requested_bytes = size->bytes;
+  if (indexed && index <= 1024) r.gpu_index = static_cast<int>(index);
+  if (auto backend = llama_device_backend(dev)) r.backend = *backend;
+  return true;
+}
+
+// "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 279356.51 MiB on device 0: cudaMalloc
+// failed: out of memory"
+bool llama_cuda_malloc(const std::string& n, Report& r) {
+  std::size_t p = rfind_str(n, "cudaMalloc failed: out of memory");
+  if (p == std::string::npos) return false;
+  std::size_t a = rfind_str(n, "allocating ", p);
+  if (a != std::string::npos && p - a < 80) {
+    auto size = read_size(n, a + 11);
+    if (size) {
       r.extra["requested_display"] = size->display;
       if (!r.requested_bytes && size->bytes) r.requested_bytes = size->bytes;
+      if (n.compare(size->end, 11, " on device ") == 0) {
+        if (auto d = read_uint(n, size->end + 11); d && *d <= 1024 && !r.gpu_index) r.gpu_index = static_cast<int>(*d);
+      }
     }
   }
-  if (!found) return false;
-  if (r.format.empty()) r.format = "llama_cpp_alloc";
-  if (r.backend == Backend::None) r.backend = gpu_backend_word(n);
-  r.origin = "llama.cpp";
-  r.app = contains(n, "llama runner process") || contains(n, "ollama") ? "ollama" : "llama.cpp";
-  // Context creation allocates the KV cache and the compute buffer, both sized by the context
-  // length; model loading allocates the weights.
+  if (r.backend == Backend::None) r.backend = Backend::Cuda;
+  return true;
+}
+
+// ggml's CUDA_CHECK: "CUDA error 2 at .../ggml-cuda.cu:7949: out of memory current device: 0"
+// (error 2 is cudaErrorMemoryAllocation), newer: "CUDA error: out of memory current device: 0, in
+// function ggml_..."; and Vulkan's ErrorOutOfDeviceMemory.
+bool ggml_runtime_error(const std::string& n, Report& r) {
+  if (!contains(n, "ggml") && !contains(n, "current device: ")) return false;
+  std::size_t p = rfind_str(n, "CUDA error");
+  std::size_t m = p == std::string::npos ? p : n.find("out of memory", p);
+  if (m != std::string::npos && m - p < 400) {
+    r.format = "llama_cpp_cuda_error";
+    r.backend = contains(n, "ROCm") || contains(n, "hip") ? Backend::Rocm : Backend::Cuda;
+    if (std::size_t d = n.find("current device: ", m); d != std::string::npos && d - m < 200) {
+      if (auto idx = read_uint(n, d + 16); idx && *idx <= 1024) r.gpu_index = static_cast<int>(*idx);
+    }
+    return true;
+  }
+  if (!contains(n, "ErrorOutOfDeviceMemory")) return false;
+  r.format = "llama_cpp_vulkan";
+  r.backend = Backend::Vulkan;
+  return true;
+}
+
+// "error loading model: unable to allocate CUDA0 buffer" (llama.cpp, also inside Ollama's
+// "llama runner process has terminated: ...").
+bool llama_unable_to_allocate(const std::string& n, Report& r) {
+  std::size_t p = rfind_str(n, "unable to allocate ");
+  if (p == std::string::npos) return false;
+  std::size_t e = 0;
+  const std::string dev = device_word(n, p + 19, e);
+  std::size_t idx_end = 0;
+  auto idx = read_uint(n, e, &idx_end);
+  const std::optional<Backend> backend = dev == "MTL" ? std::nullopt : llama_device_backend(dev);
+  if (!backend || !idx || idx_end <= e || n.compare(idx_end, 7, " buffer") != 0) return false;
+  r.format = "llama_cpp_alloc";
+  if (*idx <= 1024) r.gpu_index = static_cast<int>(*idx);
+  r.backend = *backend;
+  return true;
+}
+
+// ggml-alloc's own line before the buffer one: "failed to allocate buffer, size = 16571.89 MiB"
+// (ollama/ollama#11750).
+bool ggml_alloc_buffer(const std::string& n, Report& r) {
+  std::size_t p = rfind_str(n, "failed to allocate buffer, size = ");
+  if (p == std::string::npos) return false;
+  auto size = read_size(n, p + 34);
+  if (!size) return false;
+  r.extra["requested_display"] = size->display;
+  if (!r.requested_bytes && size->bytes) r.requested_bytes = size->bytes;
+  return true;
+}
+
+// Context creation allocates the KV cache and the compute buffer, both sized by the context
+// length; model loading allocates the weights.
+void llama_phase(const std::string& n, Report& r) {
   static const char* kContext[] = {"llama_new_context_with_model", "llama_init_from_model", "llama_context",
                                    "llama_kv_cache", "KV buffer", "compute buffer", "ggml_gallocr"};
   static const char* kWeights[] = {"llama_model_load", "load_tensors", "model buffer", "llm_load_tensors"};
@@ -221,6 +237,22 @@ bool llama_cpp(const std::string& n, Report& r) {
   for (const char* k : kContext)
     if (contains(n, k)) phase = "create_context";
   if (!phase.empty()) r.extra["llama_cpp_phase"] = phase;
+}
+
+}  // namespace
+
+bool llama_cpp(const std::string& n, Report& r) {
+  bool found = llama_device_buffer(n, r);
+  found = llama_cuda_malloc(n, r) || found;
+  if (!found) found = ggml_runtime_error(n, r);
+  if (!found) found = llama_unable_to_allocate(n, r);
+  found = ggml_alloc_buffer(n, r) || found;
+  if (!found) return false;
+  if (r.format.empty()) r.format = "llama_cpp_alloc";
+  if (r.backend == Backend::None) r.backend = gpu_backend_word(n);
+  r.origin = "llama.cpp";
+  r.app = contains(n, "llama runner process") || contains(n, "ollama") ? "ollama" : "llama.cpp";
+  llama_phase(n, r);
   if (std::size_t c = rfind_str(n, "pipeline parallelism enabled (n_copies="); c != std::string::npos) {
     if (auto copies = read_uint(n, c + 39)) r.extra["llama_cpp_pipeline_copies"] = *copies;
   }

@@ -19,16 +19,6 @@ std::optional<Estimate> try_estimate(const Job& job, const Runtime& rt) {
 bool fits(const Estimate& e) { return e.verdict == Verdict::Fits; }
 bool runs(const Estimate& e) { return e.verdict != Verdict::DoesNotFit; }
 
-const ModelInfo* model_named(const std::string& name) {
-  static const std::unordered_map<std::string, const ModelInfo*> index = [] {
-    std::unordered_map<std::string, const ModelInfo*> i;
-    for (const auto& m : catalog_data().models) i[m.name] = &m;
-    return i;
-  }();
-  auto it = index.find(name);
-  return it != index.end() ? it->second : find_model(name);
-}
-
 const PrecisionInfo* precision_named(const std::string& name) {
   static const std::unordered_map<std::string, const PrecisionInfo*> index = [] {
     std::unordered_map<std::string, const PrecisionInfo*> i;
@@ -42,7 +32,7 @@ const PrecisionInfo* precision_named(const std::string& name) {
 double bits_of(const Component& c) {
   std::string p = c.precision;
   if (p.empty())
-    if (const ModelInfo* m = model_named(c.model)) p = m->default_precision;
+    if (const ModelInfo* m = find_model_of(c)) p = m->default_precision;
   const PrecisionInfo* info = precision_named(p);
   return info ? info->bits_per_weight() : 16.0;
 }

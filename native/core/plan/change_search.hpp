@@ -7,6 +7,7 @@
 
 #include "core/catalog/catalog.hpp"
 #include "core/estimate/estimator.hpp"
+#include "core/estimate/job_models.hpp"
 
 namespace headroom::plan_search {
 
@@ -29,9 +30,9 @@ std::optional<Priced> largest_fitting(int lo, int hi, int step, const Runtime& r
 // Smallest number of swapped blocks (up to `blocks`) that fits.
 std::optional<Priced> fewest_blocks(const Job& job, int blocks, const Runtime& rt);
 
-// Exact canonical-name lookups (the planner only sees canonical names; find_model's alias search
-// would normalise strings on every call); fall back to find_model / find_precision.
-const ModelInfo* model_named(const std::string& name);
+// Exact canonical-name lookup (the planner only sees canonical names; find_precision's alias search
+// would normalise strings on every call); falls back to find_precision. Models: find_model_of
+// (estimate/job_models.hpp), resolved once per job.
 const PrecisionInfo* precision_named(const std::string& name);
 // Bits per weight of a component as it will load ("" = the catalog's default precision).
 double bits_of(const Component& c);

@@ -37,7 +37,7 @@ std::optional<ChangeOutcome> text_encoder_fp8(const ChangeContext& c) {
   Job j = c.job;
   const ModelInfo* first = nullptr;
   for (auto& te : j.text_encoders) {
-    const ModelInfo* m = model_named(te.model);
+    const ModelInfo* m = find_model_of(te);
     if (m && !m->fp8_file.empty() && bits_of(te) >= 16) {
       te.precision = c.spec.precision;
       te.weight_bytes.reset();
@@ -102,7 +102,7 @@ std::optional<ChangeOutcome> block_swap(const ChangeContext& c) {
   // Dynamic VRAM already streams the weights that do not fit, layer by layer: a block swap node on
   // top of it only moves the same weights by a slower path.
   if (!c.job.diffusion || c.runtime.loader == Runtime::Loader::Dynamic) return std::nullopt;
-  const ModelInfo* m = model_named(c.job.diffusion->model);
+  const ModelInfo* m = find_model_of(*c.job.diffusion);
   const int blocks = m && m->diffusion ? m->diffusion->blocks : 0;
   if (blocks <= c.job.blocks_swapped) return std::nullopt;
   auto r = fewest_blocks(c.job, blocks, c.runtime);

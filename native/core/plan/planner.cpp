@@ -11,6 +11,7 @@
 
 #include "core/catalog/catalog.hpp"
 #include "core/catalog/verdict.hpp"
+#include "core/estimate/job_models.hpp"
 #include "core/estimate/runtime_policy.hpp"
 #include "core/base/error.hpp"
 #include "core/catalog/presets.hpp"
@@ -117,6 +118,7 @@ Plan make_plan(const Job& job_in, const Runtime& rt, const PlanOptions& options)
   // go back on the jobs of the changes returned.
   Job job = job_in;
   job.notes.clear();
+  resolve_models(job);  // once: every candidate below is a copy of this job
   plan.verdict = plan.estimate.verdict;
   const NeedBasis basis = need_basis(plan.estimate);
   const PresetData& data = planner_preset_data();

@@ -116,19 +116,16 @@ std::set<std::string> widget_kinds(const WorkflowInfo& info) {
   return k;
 }
 
-Job preset_job(const PresetSpec& preset_spec, const WorkflowInfo& info, const Runtime& rt,
-               const Estimate& before, std::vector<std::string>* kinds, std::vector<std::string>* notes,
-               const Plan* reuse = nullptr) {
-  const PresetSpec* preset = &preset_spec;
-  // 1. Fixed settings.
-  Job job = info.job;
-  const json& set = preset->set;
+// 1. The preset's fixed settings (weight dtype, decode, text encoder device), where the workflow has the widget.
+void apply_fixed_settings(const PresetSpec& preset, const WorkflowInfo& info, const Runtime& rt,
+                          const Estimate& before, Job& job, std::vector<std::string>* kinds) {
+  const json& set = preset.set;
   std::string dtype = set.value("weight_dtype", "");
   std::string decode = set.value("decode", "");
   std::string device = set.value("text_encoder_device", "");
   if (!dtype.empty() && job.diffusion && !info.weight_dtype.empty()) {
     std::string forced = workflow::precision_from_weight_dtype(dtype);
-    std::string file_precision = workflow::precision_from_name(job.diffusion->file);
+    std::string file_precision = precision_from_file_name(job.diffusion->file).value_or("");
     const std::string to = forced.empty() ? file_precision : forced;
     // weight_dtype only ever lowers what a file holds: an fp8mixed, fp8_scaled, GGUF or fp4 file is left
     // as it is (its weight_dtype fp8 would change nothing but the widget).
@@ -148,66 +145,76 @@ Job preset_job(const PresetSpec& preset_spec, const WorkflowInfo& info, const Ru
     kinds->push_back("text_encoder_cpu");
   }
   if (device == "default") job.text_encoder_on_cpu = false;
+}
 
-  // 2. Planner changes in the preset's order until it fits.
-  if (!preset->until_fits.empty() && rt.has_card()) {
-    PlanOptions po;
-    std::set<std::string> ok = widget_kinds(info);
-    std::set<std::string> allowed;
-    for (const auto& k : preset->until_fits)
-      if (ok.count(k)) allowed.insert(k);
-    po.allowed = allowed;
-    po.order = preset->until_fits;
-    po.smallest_gpu = false;
-    // The caller's plan priced the same job on the same card unless fixed settings changed it.
-    if (kinds->empty() && preset->set.empty()) po.reuse = reuse;
-    Plan plan = make_plan(job, rt, po);
-    auto take = [&](const PlanChange& step) {
-      job = step.job;
-      kinds->push_back(step.kind);
-    };
-    if (plan.cumulative_fits) {
-      for (const auto& step : plan.cumulative) take(step);
-    } else if (plan.verdict != Verdict::Fits) {
-      // Smaller batches, clips or images that still do not fit would cost the user content for
-      // nothing, unless the run would otherwise fail: then the cuts go as far as is needed to make it
-      // run at all (verdict "tight": with weights streamed), as `headroom plan` shows them.
-      std::optional<Verdict> verdict = plan.verdict;
-      bool cut = false;
-      // The job and kinds before the first content cut: what is kept when the cuts do not make it run.
-      Job uncut = job;
-      std::size_t uncut_kinds = kinds->size();
-      for (const auto& step : plan.cumulative) {
-        const bool content = step.kind == "batch" || step.kind == "frames" || step.kind == "resolution";
-        if (content && verdict != Verdict::DoesNotFit) break;
-        take(step);
-        verdict = step.verdict;
-        cut = cut || content;
-        if (!cut) {
-          uncut = job;
-          uncut_kinds = kinds->size();
-        }
-      }
-      if (verdict == Verdict::DoesNotFit && cut) {
-        job = uncut;
-        kinds->resize(uncut_kinds);
-      }
-      if (verdict == Verdict::DoesNotFit)
-        notes->push_back("even the widget changes this preset may make do not fit " + std::to_string(usable_bytes(rt)) +
-                         " bytes, so batch, length and size were left as they are; see `headroom plan` for GGUF "
-                         "files and block swap");
-      else if (cut)
-        notes->push_back("the run does not fit " + std::to_string(usable_bytes(rt)) +
-                         " bytes as it is, so batch, length or size were reduced until it runs; ComfyUI will "
-                         "stream weights (slower); see `headroom plan` for GGUF files and block swap");
-      else
-        notes->push_back("the widget changes this preset may make are not enough to fit " +
-                         std::to_string(usable_bytes(rt)) + " bytes, so batch, length and size were left as they "
-                         "are; ComfyUI will stream weights (slower); see `headroom plan` for GGUF files and "
-                         "block swap");
+// The plan did not fit with every change: smaller batches, clips or images that still do not fit would
+// cost the user content for nothing, unless the run would otherwise fail: then the cuts go as far as is
+// needed to make it run at all (verdict "tight": with weights streamed), as `headroom plan` shows them.
+void take_until_it_runs(const Plan& plan, const Runtime& rt, Job& job, std::vector<std::string>* kinds,
+                        std::vector<std::string>* notes) {
+  std::optional<Verdict> verdict = plan.verdict;
+  bool cut = false;
+  // The job and kinds before the first content cut: what is kept when the cuts do not make it run.
+  Job uncut = job;
+  std::size_t uncut_kinds = kinds->size();
+  for (const auto& step : plan.cumulative) {
+    const bool content = step.kind == "batch" || step.kind == "frames" || step.kind == "resolution";
+    if (content && verdict != Verdict::DoesNotFit) break;
+    job = step.job;
+    kinds->push_back(step.kind);
+    verdict = step.verdict;
+    cut = cut || content;
+    if (!cut) {
+      uncut = job;
+      uncut_kinds = kinds->size();
     }
   }
+  if (verdict == Verdict::DoesNotFit && cut) {
+    job = uncut;
+    kinds->resize(uncut_kinds);
+  }
+  if (verdict == Verdict::DoesNotFit)
+    notes->push_back("even the widget changes this preset may make do not fit " + std::to_string(usable_bytes(rt)) +
+                     " bytes, so batch, length and size were left as they are; see `headroom plan` for GGUF "
+                     "files and block swap");
+  else if (cut)
+    notes->push_back("the run does not fit " + std::to_string(usable_bytes(rt)) +
+                     " bytes as it is, so batch, length or size were reduced until it runs; ComfyUI will "
+                     "stream weights (slower); see `headroom plan` for GGUF files and block swap");
+  else
+    notes->push_back("the widget changes this preset may make are not enough to fit " +
+                     std::to_string(usable_bytes(rt)) + " bytes, so batch, length and size were left as they "
+                     "are; ComfyUI will stream weights (slower); see `headroom plan` for GGUF files and "
+                     "block swap");
+}
 
+Job preset_job(const PresetSpec& preset, const WorkflowInfo& info, const Runtime& rt, const Estimate& before,
+               std::vector<std::string>* kinds, std::vector<std::string>* notes, const Plan* reuse = nullptr) {
+  Job job = info.job;
+  resolve_models(job);
+  apply_fixed_settings(preset, info, rt, before, job, kinds);
+  if (preset.until_fits.empty() || !rt.has_card()) return job;
+
+  // 2. Planner changes in the preset's order until it fits.
+  PlanOptions po;
+  std::set<std::string> ok = widget_kinds(info);
+  std::set<std::string> allowed;
+  for (const auto& k : preset.until_fits)
+    if (ok.count(k)) allowed.insert(k);
+  po.allowed = allowed;
+  po.order = preset.until_fits;
+  po.smallest_gpu = false;
+  // The caller's plan priced the same job on the same card unless fixed settings changed it.
+  if (kinds->empty() && preset.set.empty()) po.reuse = reuse;
+  Plan plan = make_plan(job, rt, po);
+  if (plan.cumulative_fits) {
+    for (const auto& step : plan.cumulative) {
+      job = step.job;
+      kinds->push_back(step.kind);
+    }
+  } else if (plan.verdict != Verdict::Fits) {
+    take_until_it_runs(plan, rt, job, kinds, notes);
+  }
   return job;
 }
 

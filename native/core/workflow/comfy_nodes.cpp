@@ -70,20 +70,9 @@ ResolutionRule read_resolution(const json& j, const Reader& r) {
   return rule;
 }
 
-ComfyNode read_node(const std::string& type, const json& j, const Reader& r, const ComfyNodes& so_far) {
-  if (!j.is_object()) r.fail("(entry)", "expected an object");
-  r.known(j, {"source", "widgets", "loads", "latent", "note", "latent_from_image", "reference_image", "cfg",
-              "cfg_at_least", "decode", "tile_widget", "mode_widget", "output", "neutral", "virtual",
-              "value_outputs", "size_from_image", "switch", "run_note", "generates", "stage", "image_input",
-              "image_through", "image_size", "image_size_unknown", "latent_scale", "image_total_pixels",
-              "audio_latent", "resolution"});
-  ComfyNode n;
-  n.type = type;
-  n.source = r.text(j, "source");
-  if (j.contains("widgets")) n.widgets = r.words(j["widgets"], "widgets", true);
-  n.loads = r.text(j, "loads");
-  if (!n.loads.empty() && !so_far.loader_roles.count(n.loads))
-    r.fail("loads", "names '" + n.loads + "', which is not a loader_roles entry");
+// latent / audio_latent / note: the widgets that carry the latent's size, the note shown with it, and
+// a node that computes a latent's sides (resolution).
+void read_latent_rules(const json& j, const Reader& r, ComfyNode& n) {
   if (auto it = j.find("latent"); it != j.end()) {
     if (!it->is_object()) r.fail("latent", "expected {width, height, batch[, length]}");
     Reader lr{r.file, r.where + ".latent"};
@@ -100,37 +89,29 @@ ComfyNode read_node(const std::string& type, const json& j, const Reader& r, con
   }
   n.latent_note = r.text(j, "note");
   if (!n.latent_note.empty() && !n.latent && !n.audio_latent) r.fail("note", "is only read for latent nodes");
-  n.latent_from_image = r.text(j, "latent_from_image");
-  n.image_input = r.text(j, "image_input");
-  if (!n.image_input.empty() && n.latent_from_image.empty()) r.fail("image_input", "is only read for latent_from_image nodes");
-  n.image_through = r.text(j, "image_through");
-  n.image_size_unknown = r.text(j, "image_size_unknown");
-  if (auto it = j.find("image_size"); it != j.end()) n.image_size = read_image_size(*it, Reader{r.file, r.where + ".image_size"});
-  if (auto it = j.find("image_total_pixels"); it != j.end()) {
-    const Reader tr{r.file, r.where + ".image_total_pixels"};
-    if (!it->is_object()) tr.fail("(entry)", "expected {megapixels or side, steps, input}: widget names and the image input");
-    tr.known(*it, {"megapixels", "side", "steps", "input"});
-    TotalPixelsRule rule;
-    rule.megapixels = tr.text(*it, "megapixels");
-    rule.side = tr.text(*it, "side");
-    if (rule.megapixels.empty() == rule.side.empty()) tr.fail("megapixels", "and side: expected exactly one of them");
-    if (auto s = it->find("steps"); s != it->end() && s->is_number_integer()) {
-      rule.fixed_steps = s->get<int>();
-      if (rule.fixed_steps < 1 || rule.fixed_steps > 16384) tr.fail("steps", "expected 1 to 16384 pixels or a widget name");
-    } else {
-      rule.steps = tr.text(*it, "steps");
-    }
-    rule.input = tr.text(*it, "input", true);
-    n.image_total_pixels = rule;
-    if (n.image_size) r.fail("image_total_pixels", "and image_size both set the size: keep one");
-  }
   if (auto it = j.find("resolution"); it != j.end()) n.resolution = read_resolution(*it, Reader{r.file, r.where + ".resolution"});
-  n.reference_image = r.flag(j, "reference_image");
-  n.cfg_widget = r.text(j, "cfg");
-  if (auto it = j.find("cfg_at_least"); it != j.end()) {
-    if (!it->is_number()) r.fail("cfg_at_least", "expected a number");
-    n.cfg_at_least = it->get<double>();
+}
+
+// image_total_pixels: the size a node scales its image input to, from a megapixels or side widget.
+TotalPixelsRule read_total_pixels(const json& t, const Reader& r) {
+  const Reader tr{r.file, r.where + ".image_total_pixels"};
+  if (!t.is_object()) tr.fail("(entry)", "expected {megapixels or side, steps, input}: widget names and the image input");
+  tr.known(t, {"megapixels", "side", "steps", "input"});
+  TotalPixelsRule rule;
+  rule.megapixels = tr.text(t, "megapixels");
+  rule.side = tr.text(t, "side");
+  if (rule.megapixels.empty() == rule.side.empty()) tr.fail("megapixels", "and side: expected exactly one of them");
+  if (auto s = t.find("steps"); s != t.end() && s->is_number_integer()) {
+    rule.fixed_steps = s->get<int>();
+    if (rule.fixed_steps < 1 || rule.fixed_steps > 16384) tr.fail("steps", "expected 1 to 16384 pixels or a widget name");
+  } else {
+    rule.steps = tr.text(t, "steps");
   }
+  rule.input = tr.text(t, "input", true);
+  return rule;
+}
+
+void read_decode(const json& j, const Reader& r, ComfyNode& n) {
   static const std::pair<const char*, DecodeKind> kDecodes[] = {
       {"full", DecodeKind::Full}, {"tiled", DecodeKind::Tiled}, {"headroom", DecodeKind::Headroom}};
   const std::string decode = r.text(j, "decode");
@@ -138,13 +119,10 @@ ComfyNode read_node(const std::string& type, const json& j, const Reader& r, con
     if (decode == name) n.decode = kind;
   if (!decode.empty() && n.decode == DecodeKind::None)
     r.fail("decode", "expected full, tiled or headroom, got '" + decode + "'");
-  n.tile_widget = r.text(j, "tile_widget");
-  n.mode_widget = r.text(j, "mode_widget");
-  n.output = r.flag(j, "output");
-  n.neutral = r.flag(j, "neutral");
-  n.is_virtual = r.flag(j, "virtual");
-  if (j.contains("value_outputs")) n.value_outputs = r.words(j["value_outputs"], "value_outputs", true);
-  n.size_from_image = r.flag(j, "size_from_image");
+}
+
+// switch and generates: the sub-objects that name widgets and inputs of their own.
+void read_switch_and_generator(const json& j, const Reader& r, ComfyNode& n) {
   if (auto it = j.find("switch"); it != j.end()) {
     if (!it->is_object()) r.fail("switch", "expected {widget, on_true, on_false}");
     Reader sr{r.file, r.where + ".switch"};
@@ -153,12 +131,6 @@ ComfyNode read_node(const std::string& type, const json& j, const Reader& r, con
     n.on_true = sr.text(*it, "on_true", true);
     n.on_false = sr.text(*it, "on_false", true);
   }
-  n.run_note = r.text(j, "run_note");
-  if (auto it = j.find("latent_scale"); it != j.end()) {
-    if (!it->is_number() || it->get<double>() <= 1.0 || it->get<double>() > 8.0)
-      r.fail("latent_scale", "expected a factor above 1 and at most 8 by which the node enlarges the latent, got " + it->dump());
-    n.latent_scale = it->get<double>();
-  }
   if (auto it = j.find("generates"); it != j.end()) {
     if (!it->is_object()) r.fail("generates", "expected {input, max_tokens}");
     Reader gr{r.file, r.where + ".generates"};
@@ -166,6 +138,9 @@ ComfyNode read_node(const std::string& type, const json& j, const Reader& r, con
     n.generator_input = gr.text(*it, "input", true);
     n.new_tokens_widget = gr.text(*it, "max_tokens", true);
   }
+}
+
+void read_stage(const json& j, const Reader& r, ComfyNode& n) {
   n.stage = r.text(j, "stage");
   // The stage names the estimator reports (memory_model.cpp); a typo would file every such node nowhere.
   static const char* const kStages[] = {"text_generate", "text_encode", "clip_vision_encode", "vae_encode", "sample",
@@ -173,6 +148,56 @@ ComfyNode read_node(const std::string& type, const json& j, const Reader& r, con
   if (!n.stage.empty() && std::find(std::begin(kStages), std::end(kStages), n.stage) == std::end(kStages))
     r.fail("stage", "expected text_generate, text_encode, clip_vision_encode, vae_encode, sample or vae_decode, got '" + n.stage + "'");
   if (n.decode != DecodeKind::None && n.stage.empty()) n.stage = "vae_decode";
+}
+
+ComfyNode read_node(const std::string& type, const json& j, const Reader& r, const ComfyNodes& so_far) {
+  if (!j.is_object()) r.fail("(entry)", "expected an object");
+  r.known(j, {"source", "widgets", "loads", "latent", "note", "latent_from_image", "reference_image", "cfg",
+              "cfg_at_least", "decode", "tile_widget", "mode_widget", "output", "neutral", "virtual",
+              "value_outputs", "size_from_image", "switch", "run_note", "generates", "stage", "image_input",
+              "image_through", "image_size", "image_size_unknown", "latent_scale", "image_total_pixels",
+              "audio_latent", "image_file", "resolution"});
+  ComfyNode n;
+  n.type = type;
+  n.source = r.text(j, "source");
+  if (j.contains("widgets")) n.widgets = r.words(j["widgets"], "widgets", true);
+  n.loads = r.text(j, "loads");
+  if (!n.loads.empty() && !so_far.loader_roles.count(n.loads))
+    r.fail("loads", "names '" + n.loads + "', which is not a loader_roles entry");
+  read_latent_rules(j, r, n);
+  n.latent_from_image = r.text(j, "latent_from_image");
+  n.image_input = r.text(j, "image_input");
+  if (!n.image_input.empty() && n.latent_from_image.empty()) r.fail("image_input", "is only read for latent_from_image nodes");
+  n.image_through = r.text(j, "image_through");
+  n.image_size_unknown = r.text(j, "image_size_unknown");
+  n.image_file = r.text(j, "image_file");
+  if (auto it = j.find("image_size"); it != j.end()) n.image_size = read_image_size(*it, Reader{r.file, r.where + ".image_size"});
+  if (auto it = j.find("image_total_pixels"); it != j.end()) {
+    n.image_total_pixels = read_total_pixels(*it, r);
+    if (n.image_size) r.fail("image_total_pixels", "and image_size both set the size: keep one");
+  }
+  n.reference_image = r.flag(j, "reference_image");
+  n.cfg_widget = r.text(j, "cfg");
+  if (auto it = j.find("cfg_at_least"); it != j.end()) {
+    if (!it->is_number()) r.fail("cfg_at_least", "expected a number");
+    n.cfg_at_least = it->get<double>();
+  }
+  read_decode(j, r, n);
+  n.tile_widget = r.text(j, "tile_widget");
+  n.mode_widget = r.text(j, "mode_widget");
+  n.output = r.flag(j, "output");
+  n.neutral = r.flag(j, "neutral");
+  n.is_virtual = r.flag(j, "virtual");
+  if (j.contains("value_outputs")) n.value_outputs = r.words(j["value_outputs"], "value_outputs", true);
+  n.size_from_image = r.flag(j, "size_from_image");
+  n.run_note = r.text(j, "run_note");
+  if (auto it = j.find("latent_scale"); it != j.end()) {
+    if (!it->is_number() || it->get<double>() <= 1.0 || it->get<double>() > 8.0)
+      r.fail("latent_scale", "expected a factor above 1 and at most 8 by which the node enlarges the latent, got " + it->dump());
+    n.latent_scale = it->get<double>();
+  }
+  read_switch_and_generator(j, r, n);
+  read_stage(j, r, n);
   return n;
 }
 

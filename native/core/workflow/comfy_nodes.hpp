@@ -66,6 +66,7 @@ struct ComfyNode {
   // node that sets an image's size (image_size), one that keeps its input's (image_through, the input),
   // or why a node's output size is not known (image_size_unknown: a loaded image).
   std::string image_input, image_through, image_size_unknown;
+  std::string image_file;  // a node loading an image file of ComfyUI's input folder: the widget naming it
   std::optional<ImageSizeRule> image_size;
   std::optional<TotalPixelsRule> image_total_pixels;
   // Outputs 0 and 1 are a width and a height computed from an aspect choice and a pixel count (ResolutionSelector).

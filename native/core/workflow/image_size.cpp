@@ -19,6 +19,12 @@ std::optional<int> side(const Node& n, const ImageSide& s, const IntegerOf& inte
   return static_cast<int>(*v);
 }
 
+struct Readers {
+  const IntegerOf& integer_of;
+  const NumberOf& number_of;
+  const LoadedImageSize& loaded;
+};
+
 ImageSize unknown(const Node& n, std::string why) { return {std::nullopt, std::nullopt, n.id, n.type, std::move(why), ""}; }
 
 ImageSize set_by(const Node& n, const ImageSizeRule& rule, const IntegerOf& integer_of) {
@@ -31,8 +37,7 @@ ImageSize set_by(const Node& n, const ImageSizeRule& rule, const IntegerOf& inte
 // Chains of image nodes are short; the bound only stops a cycle in a hostile workflow.
 constexpr int kMaxHops = 64;
 
-ImageSize walk(const Graph& g, const Node* n, std::string input, const IntegerOf& integer_of,
-               const NumberOf& number_of, int hops);
+ImageSize walk(const Graph& g, const Node* n, std::string input, const Readers& rd, int hops);
 
 // ComfyUI's ImageScaleToTotalPixels: scale = sqrt(megapixels x 1024^2 / (w x h)), each side
 // round(side x scale / steps) x steps (Python's round: half to even, as std::nearbyint). Where the input's
@@ -41,13 +46,13 @@ ImageSize walk(const Graph& g, const Node* n, std::string input, const IntegerOf
 // TextEncodeQwenImage21: a resolution of 0 keeps the input image's own size, each side rounded to the
 // multiple; with no image linked the latent is a resolution square.
 ImageSize side_rule_without_scale(const Graph& g, const Node& n, const TotalPixelsRule& rule, long long side,
-                                  long long steps, const IntegerOf& integer_of, const NumberOf& number_of, int hops) {
+                                  long long steps, const Readers& rd, int hops) {
   const Input* linked = n.input(rule.input);
   if (!linked || !linked->from_node) {
     if (side == 0) return unknown(n, "its " + rule.side + " is 0 and no image is linked to " + rule.input);
     return {static_cast<int>(side), static_cast<int>(side), n.id, n.type, "", ""};
   }
-  const ImageSize in = walk(g, &n, rule.input, integer_of, number_of, hops + 1);
+  const ImageSize in = walk(g, &n, rule.input, rd, hops + 1);
   if (!in.known()) return in;
   const auto snap = [steps](int v) {
     return static_cast<int>(std::max<long long>(steps, static_cast<long long>(std::nearbyint(double(v) / steps)) * steps));
@@ -55,24 +60,23 @@ ImageSize side_rule_without_scale(const Graph& g, const Node& n, const TotalPixe
   return {snap(*in.width), snap(*in.height), n.id, n.type, "", ""};
 }
 
-ImageSize scaled_to_total(const Graph& g, const Node& n, const TotalPixelsRule& rule, const IntegerOf& integer_of,
-                          const NumberOf& number_of, int hops) {
+ImageSize scaled_to_total(const Graph& g, const Node& n, const TotalPixelsRule& rule, const Readers& rd, int hops) {
   long long steps = rule.fixed_steps > 0 ? rule.fixed_steps : 1;
   if (!rule.steps.empty()) {
-    if (auto s = integer_of(n, rule.steps)) steps = *s;
+    if (auto s = rd.integer_of(n, rule.steps)) steps = *s;
     if (steps < 1 || steps > kMaxSide) return unknown(n, "its " + rule.steps + " is not a whole number from 1 to 16384");
   }
   double total = 0;
   if (!rule.side.empty()) {
-    const auto side = integer_of(n, rule.side);
+    const auto side = rd.integer_of(n, rule.side);
     if (!side || *side < 0 || *side > kMaxSide)
       return unknown(n, "its " + rule.side + " is not a whole number of pixels from 0 to 16384 that the workflow gives");
     const Input* linked = n.input(rule.input);
     if (*side == 0 || !linked || !linked->from_node)
-      return side_rule_without_scale(g, n, rule, *side, steps, integer_of, number_of, hops);
+      return side_rule_without_scale(g, n, rule, *side, steps, rd, hops);
     total = static_cast<double>(*side) * static_cast<double>(*side);
   } else {
-    const auto mp = number_of(n, rule.megapixels);
+    const auto mp = rd.number_of(n, rule.megapixels);
     if (!mp || !(*mp > 0) || *mp > 16)
       return unknown(n, "its " + rule.megapixels + " is not a number of megapixels above 0 and at most 16 (ComfyUI's range) that the workflow gives");
     total = *mp * 1024.0 * 1024.0;
@@ -80,7 +84,7 @@ ImageSize scaled_to_total(const Graph& g, const Node& n, const TotalPixelsRule& 
   const auto snap = [steps](double side) {
     return std::max<long long>(steps, static_cast<long long>(std::nearbyint(side / steps)) * steps);
   };
-  const ImageSize in = walk(g, &n, rule.input, integer_of, number_of, hops + 1);
+  const ImageSize in = walk(g, &n, rule.input, rd, hops + 1);
   long long w = 0, h = 0;
   std::string note;
   if (in.known()) {
@@ -97,8 +101,7 @@ ImageSize scaled_to_total(const Graph& g, const Node& n, const TotalPixelsRule& 
   return {static_cast<int>(w), static_cast<int>(h), n.id, n.type, "", note};
 }
 
-ImageSize walk(const Graph& g, const Node* n, std::string input, const IntegerOf& integer_of,
-               const NumberOf& number_of, int hops) {
+ImageSize walk(const Graph& g, const Node* n, std::string input, const Readers& rd, int hops) {
   for (; hops < kMaxHops; ++hops) {
     const Input* in = n->input(input);
     const Node* from = in && in->from_node ? g.node(*in->from_node) : nullptr;
@@ -108,13 +111,15 @@ ImageSize walk(const Graph& g, const Node* n, std::string input, const IntegerOf
     if (!info) return unknown(*n, "a node Headroom does not know");
     // A bypassed node passes its image on unchanged (ComfyUI links its output to the matching input).
     const bool bypassed = n->mode == kModeBypass;
-    if (info->image_size && !bypassed) return set_by(*n, *info->image_size, integer_of);
+    if (info->image_size && !bypassed) return set_by(*n, *info->image_size, rd.integer_of);
     if (info->image_total_pixels && !bypassed)
-      return scaled_to_total(g, *n, *info->image_total_pixels, integer_of, number_of, hops);
+      return scaled_to_total(g, *n, *info->image_total_pixels, rd, hops);
     if (bypassed && info->image_total_pixels) {
       input = info->image_total_pixels->input;
       continue;
     }
+    // A loaded image: its file's header in ComfyUI's input folder, where the request gave that folder.
+    if (!info->image_file.empty() && !bypassed && rd.loaded) return rd.loaded(*n, info->image_file);
     if (info->image_through.empty())
       return unknown(*n, info->image_size_unknown.empty() ? "a node whose output size Headroom does not derive"
                                                           : info->image_size_unknown);
@@ -126,14 +131,15 @@ ImageSize walk(const Graph& g, const Node* n, std::string input, const IntegerOf
 }  // namespace
 
 ImageSize image_size_of(const Graph& g, const Node& latent_node, const IntegerOf& integer_of,
-                        const NumberOf& number_of) {
+                        const NumberOf& number_of, const LoadedImageSize& loaded) {
+  const Readers rd{integer_of, number_of, loaded};
   const ComfyNode* info = comfy_nodes().find(latent_node.type);
   if (info && info->image_size) return set_by(latent_node, *info->image_size, integer_of);
   // A node that scales its own input image before making the latent (TextEncodeQwenImage21).
-  if (info && info->image_total_pixels) return scaled_to_total(g, latent_node, *info->image_total_pixels, integer_of, number_of, 0);
+  if (info && info->image_total_pixels) return scaled_to_total(g, latent_node, *info->image_total_pixels, rd, 0);
   if (!info || info->image_input.empty())
     return unknown(latent_node, "its latent has the size of an input image that Headroom does not trace");
-  return walk(g, &latent_node, info->image_input, integer_of, number_of, 0);
+  return walk(g, &latent_node, info->image_input, rd, 0);
 }
 
 }  // namespace headroom::workflow

@@ -2,7 +2,8 @@
 // The size of the image a latent follows (an inpaint or InstructPix2Pix conditioning encodes its input
 // image): read from the node that sets it (ImageScale, EmptyImage, the Kontext rescale, as
 // comfy_nodes.json's image_size says), through nodes that keep an image's size (image_through). A
-// loaded image or a node Headroom does not know ends the walk: the size is then unknown, never 1024x1024.
+// loaded image (unless its file is read, loaded_image.hpp) or a node Headroom does not know ends the
+// walk: the size is then unknown, never 1024x1024.
 #include <functional>
 #include <optional>
 #include <string>
@@ -24,8 +25,12 @@ using IntegerOf = std::function<std::optional<long long>(const Node&, const std:
 // ...and any number (ImageScaleToTotalPixels' megapixels).
 using NumberOf = std::function<std::optional<double>(const Node&, const std::string&)>;
 
-// Starts at `latent_node` (a comfy_nodes.json latent_from_image node) and walks its image_input.
+// ...and the size of the image a loading node (comfy_nodes.json image_file) loads, from its file.
+using LoadedImageSize = std::function<ImageSize(const Node&, const std::string& widget)>;
+
+// Starts at `latent_node` (a comfy_nodes.json latent_from_image node) and walks its image_input. Without
+// `loaded` (no input folder given) a loaded image ends the walk unknown.
 ImageSize image_size_of(const Graph& g, const Node& latent_node, const IntegerOf& integer_of,
-                        const NumberOf& number_of);
+                        const NumberOf& number_of, const LoadedImageSize& loaded = {});
 
 }  // namespace headroom::workflow

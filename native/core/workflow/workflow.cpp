@@ -19,6 +19,7 @@
 #include "core/workflow/comfy_nodes.hpp"
 #include "core/workflow/image_size.hpp"
 #include "core/workflow/workflow_models_dir.hpp"
+#include "core/workflow/loaded_image.hpp"
 #include "core/workflow/workflow_names.hpp"
 
 namespace headroom::workflow {
@@ -165,6 +166,24 @@ std::set<std::string> executed_nodes(const Graph& g) {
   return run;
 }
 
+// Inputs linked to a node that is not in the graph: a subgraph output wired to nothing inside (the
+// video_ltx2_i2v_lora template's VIDEO). ComfyUI refuses such a prompt, so what should feed it never
+// runs; saying where the chain breaks beats a bare "no diffusion model loader runs".
+std::vector<std::string> unfed_input_notes(const Graph& g, const std::set<std::string>& run) {
+  std::vector<std::string> out;
+  for (const auto& id : run) {
+    const Node* n = g.node(id);
+    if (!n) continue;
+    for (const auto& in : n->inputs)
+      if (in.from_node && !g.node(*in.from_node))
+        out.push_back(n->type + " #" + n->id + ": input '" + in.name + "' is linked to output " +
+                      std::to_string(in.from_slot) + " of #" + *in.from_node +
+                      ", which nothing feeds (a subgraph output left unconnected); ComfyUI refuses the prompt, "
+                      "so nothing behind it runs");
+  }
+  return out;
+}
+
 // The loader roles of comfy_nodes.json ("loads") that are read differently, parsed once per loader;
 // a role added to the data without code reads as Other (its files are recognised, nothing more).
 enum class LoaderKind { Diffusion, Checkpoint, TextEncoder, Vae, ClipVision, Lora, StyleModel, Other };
@@ -187,6 +206,7 @@ class Analyser {
     info_.api_format = g_.api_format;
     auto run = executed_nodes(g_);
     run_ = run;
+    for (auto& note : unfed_input_notes(g_, run)) notes().push_back(std::move(note));
     // Deterministic order: node ids as numbers where they are numbers.
     std::vector<const Node*> nodes;
     for (const auto& id : run) nodes.push_back(g_.node(id));
@@ -606,6 +626,9 @@ class Analyser {
           const auto v = resolved_value(g_, m, w);
           if (!v || !v->is_number()) return std::nullopt;
           return v->get<double>();
+        },
+        opt_.input_dir.empty() ? LoadedImageSize{} : [this](const Node& m, const std::string& w) {
+          return loaded_image_size(g_, m, w, opt_.input_dir);
         });
     if (!s.known()) {
       if (!image_unknown_) image_unknown_ = UnknownNode{s.node_id, s.node_type, s.why};

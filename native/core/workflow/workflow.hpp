@@ -83,6 +83,7 @@ struct ParseOptions {
   // its directories. Then models_dir. Either one makes the files' headers count (api::inspect).
   std::map<std::string, std::vector<std::string>> model_folders;
   std::string models_dir;  // look the named files up here and read their headers (api::inspect)
+  std::string input_dir;   // ComfyUI's input folder: the size of the images LoadImage loads, from their headers
   bool reads_files() const { return !model_folders.empty() || !models_dir.empty(); }
 };
 

@@ -58,6 +58,112 @@ struct Binding {
   std::vector<Pointer> where;
 };
 
+// A scope's links by id; `links_seen` counts them over the whole workflow, each instance again.
+std::map<std::string, Link> read_links(const json& scope, const Pointer& at, const std::string& source,
+                                      std::size_t& links_seen) {
+  std::map<std::string, Link> links;
+  if (!scope.contains("links")) return links;
+  const json& ls = scope["links"];
+  if (!ls.is_array()) throw FileFormatError(source, (at / "links").to_string() + ": expected an array");
+  links_seen += ls.size();
+  if (links_seen > kMaxWorkflowLinks)
+    throw FileFormatError(source, (at / "links").to_string() + ": the workflow has more than " +
+                                       std::to_string(kMaxWorkflowLinks) +
+                                       " links once subgraphs are expanded (each instance counted); real workflows have a few hundred");
+  for (std::size_t i = 0; i < ls.size(); ++i) {
+    const json& l = ls[i];
+    auto here_ptr = [&] { return at / "links" / i; };
+    auto here = [&] { return here_ptr().to_string(); };
+    Link k;
+    std::string id;
+    if (l.is_array()) {  // top level: [id, origin_id, origin_slot, target_id, target_slot, type]
+      if (l.size() < 5 || !l[2].is_number_integer() || !l[4].is_number_integer())
+        throw FileFormatError(source, here() + ": expected [id, origin_id, origin_slot, target_id, target_slot, type]");
+      id = id_text(l[0], source, here_ptr());
+      k = {id_text(l[1], source, here_ptr()), l[2].get<int>(), id_text(l[3], source, here_ptr()), l[4].get<int>()};
+    } else if (l.is_object()) {  // inside subgraphs: {id, origin_id, origin_slot, target_id, target_slot}
+      for (const char* f : {"id", "origin_id", "origin_slot", "target_id", "target_slot"})
+        if (!l.contains(f)) throw FileFormatError(source, here() + ": link object without '" + f + "'");
+      if (!l["origin_slot"].is_number_integer() || !l["target_slot"].is_number_integer())
+        throw FileFormatError(source, here() + ": link slots must be integers");
+      id = id_text(l["id"], source, here_ptr());
+      k = {id_text(l["origin_id"], source, here_ptr()), l["origin_slot"].get<int>(),
+           id_text(l["target_id"], source, here_ptr()), l["target_slot"].get<int>()};
+    } else {
+      throw FileFormatError(source, here() + ": expected a link array or object");
+    }
+    links[id] = k;
+  }
+  return links;
+}
+
+// The node's widget values by name (comfy_nodes.json widget order), each with where it sits.
+void read_widgets(const json& jn, const Pointer& np, Node& n) {
+  if (!jn.contains("widgets_values")) return;
+  const json& wv = jn["widgets_values"];
+  auto set = [&](const std::string& name, const json& v, const Pointer& p) {
+    for (auto& in : n.inputs) {
+      if (in.name != name) continue;
+      if (!in.value) in.value = v;  // a bound subgraph input value wins over the inner copy
+      in.where.push_back(p);
+      return;
+    }
+    Input in;
+    in.name = name;
+    in.value = v;
+    in.where.push_back(p);
+    n.inputs.push_back(std::move(in));
+  };
+  if (wv.is_object()) {  // some custom nodes store widgets by name
+    for (auto it = wv.begin(); it != wv.end(); ++it) set(it.key(), it.value(), np / "widgets_values" / it.key());
+    return;
+  }
+  if (!wv.is_array()) return;
+  const auto* names = widget_names(n.type);
+  if (!names) return;
+  for (std::size_t k = 0; k < wv.size() && k < names->size(); ++k)
+    if (!(*names)[k].empty()) set((*names)[k], wv[k], np / "widgets_values" / k);
+}
+
+// Without proxyWidgets the frontend writes the instance's widget values in the order of the subgraph's
+// widget-typed inputs (INT, FLOAT, STRING, BOOLEAN, COMBO): the Qwen-Image 2.1 edit templates keep their
+// resolution 0 there while the inner node still shows 1024. Read only when the counts agree, since any
+// other layout would bind values to the wrong inputs.
+void promote_by_position(const json& jn, const Pointer& np, const json& sg,
+                         std::map<std::string, std::pair<json, Pointer>>& promoted) {
+  if (!jn.contains("widgets_values") || !jn["widgets_values"].is_array() || !sg.contains("inputs") ||
+      !sg["inputs"].is_array())
+    return;
+  static const std::set<std::string> widget_types = {"INT", "FLOAT", "STRING", "BOOLEAN", "COMBO"};
+  std::vector<std::string> names;
+  for (const auto& si : sg["inputs"]) {
+    if (!si.is_object() || !si.contains("name") || !si["name"].is_string() || !si.contains("type") ||
+        !si["type"].is_string())
+      return;
+    if (widget_types.count(si["type"].get<std::string>())) names.push_back(si["name"].get<std::string>());
+  }
+  const json& wv = jn["widgets_values"];
+  if (names.empty() || names.size() != wv.size()) return;
+  for (std::size_t k = 0; k < names.size(); ++k) promoted[names[k]] = {wv[k], np / "widgets_values" / k};
+}
+
+// Values of promoted widgets ["-1", name] sit on the instance in proxyWidgets order.
+std::map<std::string, std::pair<json, Pointer>> promoted_widgets(const json& jn, const Pointer& np, const json& sg) {
+  std::map<std::string, std::pair<json, Pointer>> promoted;
+  if (jn.contains("properties") && jn["properties"].is_object() && jn["properties"].contains("proxyWidgets") &&
+      jn["properties"]["proxyWidgets"].is_array() && jn.contains("widgets_values") &&
+      jn["widgets_values"].is_array()) {
+    const json& pw = jn["properties"]["proxyWidgets"];
+    const json& wv = jn["widgets_values"];
+    for (std::size_t k = 0; k < pw.size() && k < wv.size(); ++k)
+      if (pw[k].is_array() && pw[k].size() == 2 && pw[k][0] == "-1" && pw[k][1].is_string())
+        promoted[pw[k][1].get<std::string>()] = {wv[k], np / "widgets_values" / k};
+  } else {
+    promote_by_position(jn, np, sg, promoted);
+  }
+  return promoted;
+}
+
 class Flattener {
  public:
   Flattener(const json& root, const std::string& source) : root_(root), source_(source) {
@@ -86,43 +192,6 @@ class Flattener {
   std::size_t nodes_seen_ = 0;  // every node entry flattened, instances included
   std::size_t links_seen_ = 0;
 
-  std::map<std::string, Link> read_links(const json& scope, const Pointer& at) {
-    std::map<std::string, Link> links;
-    if (!scope.contains("links")) return links;
-    const json& ls = scope["links"];
-    if (!ls.is_array()) throw FileFormatError(source_, (at / "links").to_string() + ": expected an array");
-    links_seen_ += ls.size();
-    if (links_seen_ > kMaxWorkflowLinks)
-      throw FileFormatError(source_, (at / "links").to_string() + ": the workflow has more than " +
-                                         std::to_string(kMaxWorkflowLinks) +
-                                         " links once subgraphs are expanded (each instance counted); real workflows have a few hundred");
-    for (std::size_t i = 0; i < ls.size(); ++i) {
-      const json& l = ls[i];
-      auto here_ptr = [&] { return at / "links" / i; };
-      auto here = [&] { return here_ptr().to_string(); };
-      Link k;
-      std::string id;
-      if (l.is_array()) {  // top level: [id, origin_id, origin_slot, target_id, target_slot, type]
-        if (l.size() < 5 || !l[2].is_number_integer() || !l[4].is_number_integer())
-          throw FileFormatError(source_, here() + ": expected [id, origin_id, origin_slot, target_id, target_slot, type]");
-        id = id_text(l[0], source_, here_ptr());
-        k = {id_text(l[1], source_, here_ptr()), l[2].get<int>(), id_text(l[3], source_, here_ptr()), l[4].get<int>()};
-      } else if (l.is_object()) {  // inside subgraphs: {id, origin_id, origin_slot, target_id, target_slot}
-        for (const char* f : {"id", "origin_id", "origin_slot", "target_id", "target_slot"})
-          if (!l.contains(f)) throw FileFormatError(source_, here() + ": link object without '" + f + "'");
-        if (!l["origin_slot"].is_number_integer() || !l["target_slot"].is_number_integer())
-          throw FileFormatError(source_, here() + ": link slots must be integers");
-        id = id_text(l["id"], source_, here_ptr());
-        k = {id_text(l["origin_id"], source_, here_ptr()), l["origin_slot"].get<int>(),
-             id_text(l["target_id"], source_, here_ptr()), l["target_slot"].get<int>()};
-      } else {
-        throw FileFormatError(source_, here() + ": expected a link array or object");
-      }
-      links[id] = k;
-    }
-    return links;
-  }
-
   // The flat source of a link inside a scope: another node, or a subgraph input binding.
   Binding origin_of(const Link& l, const std::string& prefix, const std::vector<Binding>& bindings) {
     if (l.origin == std::to_string(kSubgraphInput)) {
@@ -140,7 +209,7 @@ class Flattener {
                int inherited_mode, int depth) {
     if (!scope.contains("nodes") || !scope["nodes"].is_array())
       throw FileFormatError(source_, (at / "nodes").to_string() + ": expected an array of nodes");
-    auto links = read_links(scope, at);
+    auto links = read_links(scope, at, source_, links_seen_);
     const json& nodes = scope["nodes"];
     for (std::size_t i = 0; i < nodes.size(); ++i) {
       const json& jn = nodes[i];
@@ -202,72 +271,11 @@ class Flattener {
     (void)bindings;
   }
 
-  void read_widgets(const json& jn, const Pointer& np, Node& n) {
-    if (!jn.contains("widgets_values")) return;
-    const json& wv = jn["widgets_values"];
-    auto set = [&](const std::string& name, const json& v, const Pointer& p) {
-      for (auto& in : n.inputs) {
-        if (in.name != name) continue;
-        if (!in.value) in.value = v;  // a bound subgraph input value wins over the inner copy
-        in.where.push_back(p);
-        return;
-      }
-      Input in;
-      in.name = name;
-      in.value = v;
-      in.where.push_back(p);
-      n.inputs.push_back(std::move(in));
-    };
-    if (wv.is_object()) {  // some custom nodes store widgets by name
-      for (auto it = wv.begin(); it != wv.end(); ++it) set(it.key(), it.value(), np / "widgets_values" / it.key());
-      return;
-    }
-    if (!wv.is_array()) return;
-    const auto* names = widget_names(n.type);
-    if (!names) return;
-    for (std::size_t k = 0; k < wv.size() && k < names->size(); ++k)
-      if (!(*names)[k].empty()) set((*names)[k], wv[k], np / "widgets_values" / k);
-  }
-
-  // Without proxyWidgets the frontend writes the instance's widget values in the order of the subgraph's
-  // widget-typed inputs (INT, FLOAT, STRING, BOOLEAN, COMBO): the Qwen-Image 2.1 edit templates keep their
-  // resolution 0 there while the inner node still shows 1024. Read only when the counts agree, since any
-  // other layout would bind values to the wrong inputs.
-  static void promote_by_position(const json& jn, const Pointer& np, const json& sg,
-                                  std::map<std::string, std::pair<json, Pointer>>& promoted) {
-    if (!jn.contains("widgets_values") || !jn["widgets_values"].is_array() || !sg.contains("inputs") ||
-        !sg["inputs"].is_array())
-      return;
-    static const std::set<std::string> widget_types = {"INT", "FLOAT", "STRING", "BOOLEAN", "COMBO"};
-    std::vector<std::string> names;
-    for (const auto& si : sg["inputs"]) {
-      if (!si.is_object() || !si.contains("name") || !si["name"].is_string() || !si.contains("type") ||
-          !si["type"].is_string())
-        return;
-      if (widget_types.count(si["type"].get<std::string>())) names.push_back(si["name"].get<std::string>());
-    }
-    const json& wv = jn["widgets_values"];
-    if (names.empty() || names.size() != wv.size()) return;
-    for (std::size_t k = 0; k < names.size(); ++k) promoted[names[k]] = {wv[k], np / "widgets_values" / k};
-  }
-
   void expand_instance(const json& jn, const Pointer& np, const std::string& flat, int mode,
                        const std::vector<Input>& outer_inputs, std::size_t sg_index, int depth) {
     const json& sg = root_["definitions"]["subgraphs"][sg_index];
     Pointer sp = Pointer("/definitions/subgraphs") / sg_index;
-    // Values of promoted widgets ["-1", name] sit on the instance in proxyWidgets order.
-    std::map<std::string, std::pair<json, Pointer>> promoted;
-    if (jn.contains("properties") && jn["properties"].is_object() && jn["properties"].contains("proxyWidgets") &&
-        jn["properties"]["proxyWidgets"].is_array() && jn.contains("widgets_values") &&
-        jn["widgets_values"].is_array()) {
-      const json& pw = jn["properties"]["proxyWidgets"];
-      const json& wv = jn["widgets_values"];
-      for (std::size_t k = 0; k < pw.size() && k < wv.size(); ++k)
-        if (pw[k].is_array() && pw[k].size() == 2 && pw[k][0] == "-1" && pw[k][1].is_string())
-          promoted[pw[k][1].get<std::string>()] = {wv[k], np / "widgets_values" / k};
-    } else {
-      promote_by_position(jn, np, sg, promoted);
-    }
+    const std::map<std::string, std::pair<json, Pointer>> promoted = promoted_widgets(jn, np, sg);
     std::vector<Binding> bindings;
     if (sg.contains("inputs") && sg["inputs"].is_array()) {
       for (const auto& si : sg["inputs"]) {
@@ -294,7 +302,7 @@ class Flattener {
     std::string prefix = flat + ":";
     flatten(sg, sp, prefix, bindings, mode == 0 ? 0 : mode, depth + 1);
     // What feeds each output of the instance.
-    for (const auto& [id, l] : read_links(sg, sp)) {
+    for (const auto& [id, l] : read_links(sg, sp, source_, links_seen_)) {
       (void)id;
       if (l.target != std::to_string(kSubgraphOutput)) continue;
       outputs_[{flat, l.target_slot}] = origin_of(l, prefix, bindings);

@@ -1,17 +1,11 @@
 // File name -> model and precision, through the one recogniser.
 #include "core/workflow/workflow_names.hpp"
 
-#include "core/inspect/recognise.hpp"
 #include "core/workflow/comfy_nodes.hpp"
 
 namespace headroom::workflow {
 
-NameGuess resolve_file(const std::string& file, const std::string& role) {
-  NameRecognition r = recognise_file_name(file, role);
-  return {std::move(r.model), std::move(r.precision), std::move(r.notes)};
-}
-
-std::string precision_from_name(const std::string& file) { return precision_in_file_name(file); }
+NameGuess resolve_file(const std::string& file, const std::string& role) { return recognise_file_name(file, role); }
 
 std::string precision_from_weight_dtype(const std::string& weight_dtype) {
   const auto& table = comfy_nodes().weight_dtypes;

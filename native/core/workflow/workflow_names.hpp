@@ -3,22 +3,16 @@
 // carries without --models, so everything decided here is a guess and says so in `notes`. The
 // answer is the one recogniser's (core/inspect/recognise.hpp); this file only adapts it.
 #include <string>
-#include <vector>
+
+#include "core/inspect/recognise.hpp"
 
 namespace headroom::workflow {
 
-struct NameGuess {
-  std::string model;      // canonical catalog name; "" when not recognised
-  std::string precision;  // canonical precision; "" = not in the name (catalog default)
-  std::vector<std::string> notes;
-};
+using NameGuess = NameRecognition;
 
 // `role` is what the loader loads: "diffusion", "checkpoint", "text_encoder", "vae", "clip_vision".
 // comfy_nodes.json file_names first, then models.json file_patterns (see recognise_file_name).
 NameGuess resolve_file(const std::string& file, const std::string& role);
-
-// Precision written in a file name ("fp8_e4m3fn", "fp8_scaled", "fp16", "Q4_K_M" in a .gguf...); "" if none.
-std::string precision_from_name(const std::string& file);
 
 // UNETLoader's weight_dtype widget -> canonical precision ("" for "default"/"auto": keep the file's),
 // from comfy_nodes.json weight_dtypes.

@@ -76,6 +76,8 @@ TEST_CASE("every canonical name of issue #2 is in the catalog with its role", "[
       // Issue 26 part B: the LTX-2 / LTX-2.3 audio-video models, their Gemma 3 encoder and video VAE.
       {"ltx2-19b", Role::DiffusionModel},        {"ltx2.3-22b", Role::DiffusionModel},
       {"gemma3-12b", Role::TextEncoder},         {"ltx2-vae", Role::Vae},
+      {"ltx2.5-22b", Role::DiffusionModel},      {"gemma4-12b-ltx2.5", Role::TextEncoder},
+      {"gemma4-e2b", Role::TextEncoder},         {"ltx-video-2b", Role::DiffusionModel},
       {"clip-g", Role::TextEncoder},             {"sd15", Role::DiffusionModel},
       {"sdxl-base", Role::DiffusionModel},       {"sdxl-turbo", Role::DiffusionModel},
       {"sdxl-refiner", Role::DiffusionModel},    {"sd3-vae", Role::Vae},
@@ -102,6 +104,15 @@ TEST_CASE("every canonical name of issue #2 is in the catalog with its role", "[
       // Mage-Flow (text-to-image and edit, one 12-block MMDiT) and its Mage-VAE.
       {"mage-flow", Role::DiffusionModel},       {"mage-flow-edit", Role::DiffusionModel},
       {"mage-flow-vae", Role::Vae},
+      // Issue 26 image families part 2: LongCat-Image (text-to-image and edit, one Flux-style 10 + 20 block DiT).
+      {"longcat-image", Role::DiffusionModel},   {"longcat-image-edit", Role::DiffusionModel},
+      // NetaYume Lumina v3.5 (a Lumina-Image-2.0 NextDiT, 2304 wide) and its Gemma-2-2B encoder.
+      {"netayume-lumina-v3.5", Role::DiffusionModel}, {"gemma2-2b", Role::TextEncoder},
+      // Ovis-Image 7B (a 6 + 27 block SwiGLU Flux DiT) and the Qwen3-1.7B language model of Ovis 2.5.
+      {"ovis-image-7b", Role::DiffusionModel},   {"ovis2.5-2b", Role::TextEncoder},
+      // JoyAI-Image-Edit (a 40-block dual-stream DiT of 4096 on Qwen3-VL-8B, the Wan 2.1 VAE); FireRed-Image-Edit
+      // 1.1 (re-trained from Qwen-Image-Edit-2509: Qwen-Image's DiT).
+      {"joyai-image-edit", Role::DiffusionModel}, {"firered-image-edit-1.1", Role::DiffusionModel},
       // Issue 26: the audio families (ACE-Step 1.0 and 1.5, Stable Audio Open 1.0), their encoders and audio VAEs.
       {"ace-step-1.5-turbo", Role::DiffusionModel}, {"ace-step-1.5-xl-base", Role::DiffusionModel},
       {"ace-step-1.5-xl-sft", Role::DiffusionModel}, {"ace-step-1.5-xl-turbo", Role::DiffusionModel},
