@@ -47,7 +47,9 @@ def test_e1_samples_twice_the_image_tokens_of_i1_at_one_size():
 
 
 def test_hidream_o1_and_hunyuan_llava_are_not_taken_for_hidream_or_llama():
+    # HiDream-O1 is its own pixel-space entry (test_ernie_ideogram4_hidream_o1_families.py), never I1 or E1.
     o1 = plan("image_hidream_o1")
-    assert all(l["model"] is None or not l["model"].startswith("hidream") for l in o1["workflow"]["loaders"])
+    assert all(l["model"] not in ("hidream-i1", "hidream-e1") for l in o1["workflow"]["loaders"])
+    assert o1["job"]["diffusion"]["model"] == "hidream-o1-image"
     hunyuan = plan("hunyuan_video_text_to_video")
     assert all(l["model"] != "llama-3.1-8b" for l in hunyuan["workflow"]["loaders"])

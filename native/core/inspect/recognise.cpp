@@ -27,11 +27,14 @@ using Reader = DataReader;
 
 NameRule read_name_rule(const json& j, const Reader& r) {
   if (!j.is_object()) r.fail("rule", "expected an object");
-  r.known(j, {"model", "equals", "all", "any", "none", "note"});
+  r.known(j, {"model", "equals", "all", "any", "none", "note", "unsized"});
   NameRule rule;
-  rule.model = r.text(j, "model", true);
+  rule.unsized = r.text(j, "unsized", false);
+  rule.model = r.text(j, "model", rule.unsized.empty());
+  if (!rule.model.empty() && !rule.unsized.empty())
+    r.fail("unsized", "and model both set: a rule names a catalog model or a family Headroom cannot size, not both");
   rule.equals = r.text(j, "equals", false);
-  rule.note = r.text(j, "note", false);
+  rule.note = r.text(j, "note", !rule.unsized.empty());  // an unsized family says which source its widths lack
   if (j.contains("all")) rule.all = r.words(j["all"], "all");
   if (j.contains("none")) rule.none = r.words(j["none"], "none");
   if (j.contains("any")) {
@@ -139,6 +142,7 @@ NameRecognition recognise_file_name(const std::string& file, const std::string& 
         hit = &rule;
         break;
       }
+  const NameRule* unsized = hit && !hit->unsized.empty() ? hit : nullptr;
   if (hit && !in_catalog(hit->model)) hit = nullptr;
   // The catalog's own file patterns, asked once: they decide when no rule matches, and also when they
   // name a catalog model the rules never name (a family added since, such as a FLUX.2 file that a
@@ -154,6 +158,8 @@ NameRecognition recognise_file_name(const std::string& file, const std::string& 
   } else if (by_pattern) {
     g.model = by_pattern->name;
     g.notes.push_back("'" + file + "' taken for " + g.model + " from its file name (catalog file patterns)");
+  } else if (unsized) {
+    g.notes.push_back("'" + file + "' is " + unsized->unsized + ", whose architecture Headroom does not know: " + unsized->note);
   }
   g.precision = precision_from_file_name(file).value_or("");
   if (!g.precision.empty())

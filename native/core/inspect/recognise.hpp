@@ -67,6 +67,9 @@ struct NameRule {
   std::vector<std::vector<std::string>> any;   // each list: at least one word occurs
   std::vector<std::string> none;               // no word occurs
   std::string note;                            // caveat to report ("" = none)
+  // A family Headroom knows by name but cannot size (no public source gives its widths): its files are
+  // named as that family and stay unknown, never taken for a near one. Set instead of `model`.
+  std::string unsized;
 };
 struct ConfigRule {
   std::string config_class;

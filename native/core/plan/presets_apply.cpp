@@ -108,7 +108,11 @@ std::set<std::string> widget_kinds(const WorkflowInfo& info) {
   if (!info.weight_dtype.empty()) k.insert("weights_fp8");
   if (!info.batch.empty()) k.insert("batch");
   if (!info.length.empty()) k.insert("frames");
-  if (!info.width.empty() && !info.height.empty() && info.size_known) k.insert("resolution");
+  // A side computed by a node (ResolutionSelector's output) has no widget to write: not a knob here.
+  auto writable = [](const std::vector<workflow::WidgetRef>& refs) {
+    return !refs.empty() && std::all_of(refs.begin(), refs.end(), [](const auto& r) { return !r.where.empty(); });
+  };
+  if (writable(info.width) && writable(info.height) && info.size_known) k.insert("resolution");
   return k;
 }
 

@@ -35,11 +35,24 @@ std::uint64_t component_bytes(const Component& c) {
 // one whose loader comes first. Known sampled models win over unknown ones, and an unknown one over a
 // known one-pass model: a segmenter beside an unknown video model must not make the workflow read as
 // estimated with the segmenter's small figures.
+// Text tokens a diffusion component adds to its attention sequence: of two models with the same
+// weights (Ideogram 4's conditional and unconditional files), the one that runs the text beside the
+// image has the longer sequence and so the larger activations.
+std::uint64_t sequence_text_tokens(const Component& c) {
+  const ModelInfo* m = c.model.empty() ? nullptr : find_model(c.model);
+  if (!m || !m->diffusion || !m->diffusion->text_in_sequence) return 0;
+  return static_cast<std::uint64_t>(m->diffusion->text_tokens);
+}
+
+// ...then the most bytes, then the longer text sequence.
 std::size_t largest_diffusion(const std::vector<Component>& diffusion) {
   std::size_t pick = 0;
   for (std::size_t i = 1; i < diffusion.size(); ++i) {
     const int rank = standing(diffusion[i]), pick_rank = standing(diffusion[pick]);
-    if (rank > pick_rank || (rank == pick_rank && component_bytes(diffusion[i]) > component_bytes(diffusion[pick])))
+    const std::uint64_t bytes = component_bytes(diffusion[i]), pick_bytes = component_bytes(diffusion[pick]);
+    if (rank != pick_rank ? rank > pick_rank
+                          : bytes != pick_bytes ? bytes > pick_bytes
+                                                : sequence_text_tokens(diffusion[i]) > sequence_text_tokens(diffusion[pick]))
       pick = i;
   }
   return pick;

@@ -51,7 +51,27 @@ ImageSizeRule read_image_size(const json& j, const Reader& r) {
   return {side("width"), side("height")};
 }
 
-// latent / audio_latent / note: the widgets that carry the latent's size, and the note shown with it.
+// {aspect_ratio, megapixels, multiple, minimum: widget names; ratios: {choice: [w, h]}} (ResolutionSelector).
+ResolutionRule read_resolution(const json& j, const Reader& r) {
+  if (!j.is_object()) r.fail("(entry)", "expected {aspect_ratio, megapixels, multiple, minimum, ratios}");
+  r.known(j, {"aspect_ratio", "megapixels", "multiple", "minimum", "ratios"});
+  ResolutionRule rule{r.text(j, "aspect_ratio", true), r.text(j, "megapixels", true), r.text(j, "multiple"),
+                      r.text(j, "minimum"), {}};
+  const auto it = j.find("ratios");
+  if (it == j.end() || !it->is_object() || it->empty())
+    r.fail("ratios", "expected {\"1:1 (Square)\": [1, 1], ...}: each aspect choice with its width and height ratio");
+  for (const auto& [choice, pair] : it->items()) {
+    if (!pair.is_array() || pair.size() != 2 || !pair[0].is_number_integer() || !pair[1].is_number_integer() ||
+        pair[0].get<long long>() < 1 || pair[1].get<long long>() < 1 || pair[0].get<long long>() > 64 ||
+        pair[1].get<long long>() > 64)
+      r.fail("ratios." + choice, "expected [width, height], two whole numbers from 1 to 64");
+    rule.ratios[choice] = {pair[0].get<int>(), pair[1].get<int>()};
+  }
+  return rule;
+}
+
+// latent / audio_latent / note: the widgets that carry the latent's size, the note shown with it, and
+// a node that computes a latent's sides (resolution).
 void read_latent_rules(const json& j, const Reader& r, ComfyNode& n) {
   if (auto it = j.find("latent"); it != j.end()) {
     if (!it->is_object()) r.fail("latent", "expected {width, height, batch[, length]}");
@@ -69,6 +89,7 @@ void read_latent_rules(const json& j, const Reader& r, ComfyNode& n) {
   }
   n.latent_note = r.text(j, "note");
   if (!n.latent_note.empty() && !n.latent && !n.audio_latent) r.fail("note", "is only read for latent nodes");
+  if (auto it = j.find("resolution"); it != j.end()) n.resolution = read_resolution(*it, Reader{r.file, r.where + ".resolution"});
 }
 
 // image_total_pixels: the size a node scales its image input to, from a megapixels or side widget.
@@ -135,7 +156,7 @@ ComfyNode read_node(const std::string& type, const json& j, const Reader& r, con
               "cfg_at_least", "decode", "tile_widget", "mode_widget", "output", "neutral", "virtual",
               "value_outputs", "size_from_image", "switch", "run_note", "generates", "stage", "image_input",
               "image_through", "image_size", "image_size_unknown", "latent_scale", "image_total_pixels",
-              "audio_latent", "image_file"});
+              "audio_latent", "image_file", "resolution"});
   ComfyNode n;
   n.type = type;
   n.source = r.text(j, "source");

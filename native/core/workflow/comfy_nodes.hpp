@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/workflow/resolution_rule.hpp"
+
 namespace headroom::workflow {
 
 struct LoaderRole {
@@ -67,6 +69,8 @@ struct ComfyNode {
   std::string image_file;  // a node loading an image file of ComfyUI's input folder: the widget naming it
   std::optional<ImageSizeRule> image_size;
   std::optional<TotalPixelsRule> image_total_pixels;
+  // Outputs 0 and 1 are a width and a height computed from an aspect choice and a pixel count (ResolutionSelector).
+  std::optional<ResolutionRule> resolution;
   bool reference_image = false;                     // adds one reference image (Kontext ReferenceLatent)
   std::string cfg_widget;                           // a sampler or guider
   std::optional<double> cfg_at_least;               // a guider that batches this many conditionings

@@ -4,6 +4,8 @@
 #include <cctype>
 #include <cmath>
 
+#include "core/workflow/resolution_rule.hpp"
+
 namespace headroom::workflow {
 
 std::string text(const std::optional<json>& v) { return v && v->is_string() ? v->get<std::string>() : ""; }
@@ -25,12 +27,40 @@ std::optional<long long> integer(const std::optional<json>& v) {
 // read, not the stale copy the receiving node keeps. `where` lists the source first, then that copy, so a
 // rewrite changes both and the workflow stays consistent in the editor. A number sent as text ("960", as
 // a custom Int node stores it) counts as the number.
+namespace {
+
+// The width (slot 0) or height (slot 1) a ResolutionSelector computes from its own widgets, each possibly
+// linked to a value node; nothing when a widget is missing or its aspect choice is not in the rule.
+std::optional<json> resolution_output(const Graph& g, const Node& src, const ResolutionRule& rule, int slot, int depth) {
+  if (slot != 0 && slot != 1) return std::nullopt;
+  auto number = [&](const std::string& widget) -> std::optional<double> {
+    if (widget.empty()) return std::nullopt;
+    const auto v = resolved_value(g, src, widget, nullptr, depth + 1);
+    return v && v->is_number() ? std::optional<double>(v->get<double>()) : std::nullopt;
+  };
+  const auto aspect = resolved_value(g, src, rule.aspect_ratio, nullptr, depth + 1);
+  const auto megapixels = number(rule.megapixels);
+  if (!aspect || !aspect->is_string() || !megapixels) return std::nullopt;
+  const auto ratio = rule.ratios.find(aspect->get<std::string>());
+  if (ratio == rule.ratios.end()) return std::nullopt;
+  const auto multiple = number(rule.multiple), minimum = number(rule.minimum);
+  const auto sides = resolution_sides(ratio->second, *megapixels, static_cast<long long>(multiple.value_or(8)),
+                                      static_cast<long long>(minimum.value_or(0)));
+  if (!sides) return std::nullopt;
+  return json(slot == 0 ? sides->first : sides->second);
+}
+
+}  // namespace
+
 std::optional<json> resolved_value(const Graph& g, const Node& n, const std::string& name, std::vector<Pointer>* where,
                                    int depth) {
   const Input* in = n.input(name);
   if (in && in->from_node && depth < 16) {
     const Node* src = g.node(*in->from_node);
     const ComfyNode* info = src ? node_info(src->type) : nullptr;
+    // A computed size is the computation's, not the receiver's stale copy; no widget holds it to rewrite.
+    if (info && info->resolution)
+      if (auto v = resolution_output(g, *src, *info->resolution, in->from_slot, depth)) return v;
     if (info && in->from_slot >= 0 && static_cast<std::size_t>(in->from_slot) < info->value_outputs.size() &&
         !info->value_outputs[in->from_slot].empty()) {
       if (auto v = resolved_value(g, *src, info->value_outputs[in->from_slot], where, depth + 1)) {

@@ -120,7 +120,12 @@ TEST_CASE("every canonical name of issue #2 is in the catalog with its role", "[
       {"qwen3-4b-ace15-lm", Role::TextEncoder},   {"ace-step-1.5-vae", Role::Vae},
       {"stable-audio-oobleck-vae", Role::Vae},    {"umt5-base", Role::TextEncoder},
       {"t5-base", Role::TextEncoder},             {"ace-step-v1-dcae", Role::Vae},
-      {"ace-step-v1-3.5b", Role::DiffusionModel}, {"stable-audio-open-1.0", Role::DiffusionModel}};
+      {"ace-step-v1-3.5b", Role::DiffusionModel}, {"stable-audio-open-1.0", Role::DiffusionModel},
+      // Issue 26, image families part 1: ERNIE-Image and its Ministral3-3B encoders, Ideogram 4, HiDream-O1-Image.
+      {"ernie-image", Role::DiffusionModel},     {"ernie-image-turbo", Role::DiffusionModel},
+      {"ministral-3-3b", Role::TextEncoder},     {"ernie-image-prompt-enhancer", Role::TextEncoder},
+      {"ideogram4", Role::DiffusionModel},       {"ideogram4-unconditional", Role::DiffusionModel},
+      {"hidream-o1-image", Role::DiffusionModel}, {"hidream-o1-image-dev", Role::DiffusionModel}};
   for (const auto& [name, role] : names) {
     const ModelInfo& m = resolve_model(name);
     CHECK(m.name == name);

@@ -287,4 +287,14 @@ TEST_CASE("recognise: broken name rules fail at load naming file, rule and key",
   json bad_any = good;
   bad_any["file_names"]["vae"][0]["any"] = {"a", "b"};  // words, not lists of words
   CHECK_THAT(error_of(bad_any), Catch::Contains("'any'"));
+  // An unsized family names no model and says which source its widths lack.
+  json unsized = good;
+  unsized["file_names"]["vae"][0] = {{"unsized", "Acme VAE"}, {"all", {"acme"}}, {"note", "no public widths"}};
+  CHECK(error_of(unsized).empty());
+  json both = unsized;
+  both["file_names"]["vae"][0]["model"] = "flux-vae";
+  CHECK_THAT(error_of(both), Catch::Contains("file_names.vae[0]") && Catch::Contains("'unsized'"));
+  json silent = unsized;
+  silent["file_names"]["vae"][0].erase("note");
+  CHECK_THAT(error_of(silent), Catch::Contains("file_names.vae[0]") && Catch::Contains("'note'"));
 }

@@ -141,9 +141,10 @@ TEST_CASE("HiDream: I1, E1 and Llama 3.1 8B are named by their files and tensors
       {"hidream_i1_full_fp16.safetensors", "diffusion", "hidream-i1", "fp16"},
       {"hidream_e1_1_bf16.safetensors", "diffusion", "hidream-e1", "bf16"},
       {"llama_3.1_8b_instruct_fp8_scaled.safetensors", "text_encoder", "llama-3.1-8b", "fp8_scaled"},
-      // HiDream-O1 is a pixel-space model of another architecture; HunyuanVideo's encoder is LLaVA-Llama-3, a
+      // HiDream-O1 is a pixel-space model of another architecture, a catalog model of its own
+      // (test_recognise_ernie_ideogram4_hidream_o1.cpp), never I1; HunyuanVideo's encoder is LLaVA-Llama-3, a
       // catalog model of its own (test_recognise_hunyuan_video_kandinsky5.cpp), never Llama 3.1.
-      {"hidream_o1_image_bf16.safetensors", "diffusion", "", "bf16"},
+      {"hidream_o1_image_bf16.safetensors", "diffusion", "hidream-o1-image", "bf16"},
       {"llava_llama3_fp8_scaled.safetensors", "text_encoder", "llava-llama3-8b", "fp8_scaled"},
   };
   check_names(official);

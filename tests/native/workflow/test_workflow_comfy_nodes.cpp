@@ -98,3 +98,23 @@ TEST_CASE("comfy_nodes: a node's stage is one the estimator reports; a decoder i
   CHECK(comfy_nodes().find("CLIPTextEncode")->stage == "text_encode");
   CHECK(comfy_nodes().find("VAELoader")->stage.empty());
 }
+
+TEST_CASE("comfy_nodes: a broken resolution rule fails naming the node and the key", "[workflow][comfy_nodes][resolution]") {
+  json good = minimal();
+  good["nodes"]["ResolutionSelector"] = {{"widgets", {"aspect_ratio", "megapixels", "multiple"}},
+                                         {"neutral", true},
+                                         {"resolution", {{"aspect_ratio", "aspect_ratio"}, {"megapixels", "megapixels"},
+                                                         {"multiple", "multiple"}, {"ratios", {{"1:1 (Square)", {1, 1}}}}}}};
+  CHECK(error_of(good).empty());
+  CHECK(load_comfy_nodes(good, "nodes-test.json").find("ResolutionSelector")->resolution->ratios.at("1:1 (Square)") ==
+        std::make_pair(1, 1));
+  json no_ratios = good;
+  no_ratios["nodes"]["ResolutionSelector"]["resolution"].erase("ratios");
+  CHECK_THAT(error_of(no_ratios), Catch::Contains("nodes.ResolutionSelector.resolution") && Catch::Contains("'ratios'"));
+  json bad_ratio = good;
+  bad_ratio["nodes"]["ResolutionSelector"]["resolution"]["ratios"]["16:9"] = {16};
+  CHECK_THAT(error_of(bad_ratio), Catch::Contains("ratios.16:9") && Catch::Contains("two whole numbers"));
+  json no_megapixels = good;
+  no_megapixels["nodes"]["ResolutionSelector"]["resolution"].erase("megapixels");
+  CHECK_THAT(error_of(no_megapixels), Catch::Contains("'megapixels'"));
+}
