@@ -80,7 +80,7 @@ json ranked_entry(const PresetSpec& spec, const json& answer) {
 // Why a preset that was tried is not in the ranking.
 std::string unranked_reason(const PresetOutcome& o, const json& answer) {
   if (!o.changes) return "changes nothing in this workflow";
-  const json& reason = answer["after"]["verdict_reason"];
+  const json reason = answer["after"].value("verdict_reason", json());
   return "no verdict after it: " + (reason.is_string() ? reason.get<std::string>() : std::string("not sized"));
 }
 
@@ -105,7 +105,6 @@ json apply_preset(const json& body) {
   PresetResult r = headroom::apply_preset(wf, request.text("preset"), runtime_of(request),
                                           request.text_or("source", "workflow"), options_of(request));
   json out = preset_answer(r, request.text("preset"));
-  out["preset"] = request.raw("preset");
   // The plan of the rewritten workflow on the same card, as POST /headroom/estimate would answer it, so
   // whoever applies the preset has the new verdict, peak and speed without asking again.
   json again = body;
