@@ -91,7 +91,7 @@ class CapiCore:
         return self._call("explain", json.dumps({"text": text}))
 
     def __getattr__(self, function):
-        # estimate, plan, apply_preset, recognise, llm, train: a JSON request text each
+        # estimate, plan, apply_preset, suggest_preset, recognise, llm, train: a JSON request text each
         if function.startswith("_"):
             raise AttributeError(function)
         return lambda request_json: self._call(function, request_json)

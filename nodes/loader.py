@@ -62,10 +62,14 @@ def choose_dtype(path, width, height, frames, batch, budget="auto"):
         return "default", (f"auto: 16-bit weights fit: peak {report_format.gib(wide.get('peak_bytes'))} within "
                            f"{budget_mod.describe(fields)} at {width}x{height}x{frames}, batch {batch}")
     narrow = native_loader.call_json("estimate", {**job, "precision": FP8})
-    verdict = "fits" if not report_format.is_over_budget(narrow, fields) else "is still over; see the Preflight plan"
+    # The core's words for both (its verdicts), as the Preflight report and the panel say them.
+    verdict = report_format.verdict_text(narrow, fields)
+    if report_format.is_over_budget(narrow, fields):
+        verdict += "; see the Preflight plan"
     return FP8, (f"auto: 16-bit weights would peak at {report_format.gib(wide.get('peak_bytes'))} "
-                 f"({wide.get('peak_stage', '?')}) over {budget_mod.describe(fields)} at {width}x{height}x{frames}, "
-                 f"batch {batch}; fp8 weights peak at {report_format.gib(narrow.get('peak_bytes'))} and {verdict}")
+                 f"({wide.get('peak_stage', '?')}): {report_format.verdict_text(wide, fields)} on "
+                 f"{budget_mod.describe(fields)} at {width}x{height}x{frames}, batch {batch}; fp8 weights peak at "
+                 f"{report_format.gib(narrow.get('peak_bytes'))}: {verdict}")
 
 
 def fp8_supported() -> bool:

@@ -292,7 +292,7 @@ def _judge(json_data: dict, prompt: dict, action: str, node_fix: bool, current: 
             payload["fix_unavailable"] = "no fix Headroom can apply itself; the plan lists what to change by hand"
         if action == "block":
             why = (f"{payload['verdict']}: {payload['verdict_reason']}" if payload.get("verdict_reason")
-                   else "over budget")
+                   else str(payload.get("verdict") or verdicts.text_of(sized=True, runs=False)))
             out = dict(json_data)
             at = gate_node_id(prompt, payload["changes"], [k for k, n in prompt.items()
                                                              if isinstance(n, dict) and n.get("class_type") == PREFLIGHT_CLASS])

@@ -91,15 +91,27 @@ def loader_text(result: dict):
 
 
 def verdict_text(result: dict, fields: dict) -> str:
-    """The verdict line's words: OVER BUDGET (with the core's reason), RUNS (<verdict>: <reason>) for a run
-    that completes streaming weights or with little margin, FITS."""
+    """The verdict line's words: the core's verdict and its reason ("does not fit (runs out of VRAM in
+    sample)", "streams (sample streams weights, about 2.4x slower)", "fits"), as the panel, the toasts and
+    `headroom plan` say them. An answer without a verdict gets the catalog's words for its peak against
+    the budget."""
     verdict = result.get("verdict")
+    if not verdict:
+        over = is_over_budget(result, fields)
+        verdict = verdicts.text_of(sized=True, runs=False) if over else verdicts.text_of(fits=True)
     reason = result.get("verdict_reason")
-    if is_over_budget(result, fields):
-        return f"OVER BUDGET ({reason})" if reason else "OVER BUDGET"
-    if verdicts.is_tight(result):
-        return f"RUNS ({verdict}: {reason})" if reason else f"RUNS ({verdict})"
-    return "FITS"
+    return f"{verdict} ({reason})" if reason else str(verdict or "?")
+
+
+# What the report says where the core gave no verdict: `headroom plan`'s words for a run without a card.
+NO_CARD_TEXT = "no card given"
+
+
+def unsized_text(result: dict) -> str:
+    """The core's word for a run it could not size ("unknown"): the answer's own, unless its catalog row
+    says it was sized (then no peak came with it, and the catalog's word for an unsized run is said)."""
+    verdict = result.get("verdict") if verdicts.is_unsized(result) or verdicts.row(result) is None else None
+    return str(verdict or verdicts.text_of(sized=False) or "?")
 
 
 def first_change(result: dict):
@@ -125,7 +137,7 @@ def stage_table(result: dict) -> str:
 def preflight_report(result: dict, fields: dict, budget_label: str) -> str:
     if not is_estimated(result):
         lines = [f"Headroom could not estimate this workflow: {not_estimated_reason(result)}.",
-                 "Verdict: NOT ESTIMATED (no peak, so no verdict: this is not a fit)"]
+                 f"Verdict: {unsized_text(result)} (no peak, so no verdict: this is not a fit)"]
         unknown = result.get("unknown_nodes") or []
         if unknown:
             lines.append("not estimated (unknown nodes): " + ", ".join(_node_name(n) for n in unknown[:8]))
@@ -136,7 +148,7 @@ def preflight_report(result: dict, fields: dict, budget_label: str) -> str:
     peak_line = f"Peak {gib(result.get('peak_bytes'))} in {result.get('peak_stage', '?')}"
     if limit is None:
         lines.append(f"{peak_line}; budget: {budget_label}")
-        verdict = "NO BUDGET"
+        verdict = NO_CARD_TEXT
     else:
         lines.append(f"{peak_line}; budget {gib(limit)} ({budget_label})")
         verdict = verdict_text(result, fields)

@@ -221,10 +221,16 @@ async def get_vram(request):
 @_guard
 async def post_estimate(request):
     body = await _body(request)
-    req = comfy_adapters.plan_request(_workflow(body), _budget_fields(body), body.get("runtime"))
+    return web.json_response(await _core("plan", _plan_request(body, _budget_fields(body))))
+
+
+def _plan_request(body, fields) -> dict:
+    """The core request for the body's workflow on `fields`' card, with the live loader and ComfyUI's model
+    folders: what the plan reads the files from, so a preset's figures rest on the same files."""
+    req = comfy_adapters.plan_request(_workflow(body), fields, body.get("runtime"))
     if "models_dir" in body:
         req["models_dir"] = checked_model_path(body["models_dir"])
-    return web.json_response(await _core("plan", req))
+    return req
 
 
 @_guard
@@ -251,16 +257,23 @@ async def post_apply_preset(request):
     preset = body.get("preset")
     if not isinstance(preset, str) or not preset:
         raise BadRequest("preset: expected a preset name from GET /headroom/presets")
-    workflow = _workflow(body)
     fields = _budget_fields(body)
     if not fields and _preset_needs_card(preset):
         raise BadRequest(NO_CARD)
-    runtime = body.get("runtime")  # checked by comfy_adapters.with_runtime (a ValueError: 400)
     # One core call: the answer's before/after carry the verdict and speed on the user's card, and its
-    # `plan` is the rewritten workflow's plan (what the panel shows once the preset is applied).
-    result = await _core("apply_preset", comfy_adapters.with_runtime(
-        {"workflow": workflow, "preset": preset, **fields}, runtime))
+    # `plan` is the rewritten workflow's plan (what the panel shows once the preset is applied). The model
+    # folders ride along as for the estimate: a broken file withholds the preset's verdict too.
+    result = await _core("apply_preset", {**_plan_request(body, fields), "preset": preset})
     return web.json_response(result)
+
+
+@_guard
+async def post_suggest_preset(request):
+    """The preset the OOM toast offers (api::suggest_preset): every preset applied and ranked by the core
+    on the card of the failure (vram_bytes from the message, else the budget). Without a card the preset
+    that needs one is left out by the core, saying so."""
+    body = await _body(request)
+    return web.json_response(await _core("suggest_preset", _plan_request(body, _budget_fields(body))))
 
 
 NO_CARD = ("budget: there is no GPU here to fit (no CUDA device) and the budget is auto; set Headroom's budget "
@@ -348,6 +361,7 @@ ROUTES = [
     ("GET", "/headroom/presets", get_presets),
     ("POST", "/headroom/explain", post_explain),
     ("POST", "/headroom/apply-preset", post_apply_preset),
+    ("POST", "/headroom/suggest-preset", post_suggest_preset),
     ("POST", "/headroom/inspect", post_inspect),
     ("POST", "/headroom/settings", post_settings),
     ("POST", "/headroom/panel", post_panel),

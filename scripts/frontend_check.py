@@ -31,7 +31,11 @@ import urllib.request
 from pathlib import Path
 
 PACK_DIR = Path(__file__).resolve().parent.parent
-DEFAULT_FRONTEND = "1.58.1"
+# The frontends the check is run with, pinned: the newest on PyPI, and the one the ComfyUI this check runs
+# asks for (0.3.64's requirements.txt: comfyui-frontend-package==1.27.10), the frontend a user of that
+# ComfyUI actually gets. --frontend takes a name here or any version.
+FRONTENDS = {"newest": "1.58.1", "comfyui-0.3.64": "1.27.10"}
+DEFAULT_FRONTEND = "newest"
 TORCH_PIN = "torch==2.13.0"
 # ComfyUI requirements that cannot be installed beside the pinned CPU torch, or are not needed here.
 SKIP_REQUIREMENTS = {"torch", "torchvision", "torchaudio", "kornia", "spandrel",
@@ -362,7 +366,8 @@ def browse(url, scratch: Path, workflow: Path, screenshot: Path | None, chromium
         else:
             how = "command Workspace.ToggleSidebarTab.headroom"
             page.evaluate("() => app.extensionManager.command.execute('Workspace.ToggleSidebarTab.headroom')")
-        page.wait_for_selector(".headroom-panel", timeout=20_000)
+        # The first load after the setup, on a loaded machine, took more than 20 s with frontend 1.27.10.
+        page.wait_for_selector(".headroom-panel", timeout=60_000)
         try:
             page.wait_for_selector(".headroom-panel .headroom-stages tr", timeout=60_000)
             page.wait_for_function("document.querySelectorAll('.headroom-preset').length > 0 && "
@@ -422,7 +427,9 @@ def browse(url, scratch: Path, workflow: Path, screenshot: Path | None, chromium
         n_events = len(page.evaluate("() => window.__hr.events"))
         queued = page.evaluate("""async () => { try { const r = await app.queuePrompt(0, 1); return {ok: true, result: r ?? null}; }
                                    catch (e) { return {ok: false, error: String(e)}; } }""")
-        toasts = wait_toast(page, "not fit|Tight fit|Headroom", 30)
+        # The extension's summaries: "This run: <verdict>" (will not complete), "Runs: <verdict>" (streams
+        # or tight), "Headroom ..." (applied, blocked, could not check).
+        toasts = wait_toast(page, "This run|Runs:|not fit|Headroom", 30)
         page.wait_for_timeout(1000)
         page.screenshot(path=str(out / "queue-warning.png"))
         events = page.evaluate("() => window.__hr.events")[n_events:]
@@ -495,7 +502,8 @@ def main():
     ap.add_argument("--comfyui", default=os.environ.get("COMFYUI_PATH"), help="ComfyUI checkout (or $COMFYUI_PATH)")
     ap.add_argument("--scratch", default=os.environ.get("HEADROOM_CHECK_DIR"), help="scratch folder (or $HEADROOM_CHECK_DIR)")
     ap.add_argument("--python", default="python3", help="interpreter for ComfyUI's venv")
-    ap.add_argument("--frontend", default=DEFAULT_FRONTEND, help="comfyui-frontend-package version")
+    ap.add_argument("--frontend", default=DEFAULT_FRONTEND,
+                    help=f"comfyui-frontend-package version, or one of {', '.join(f'{k} ({v})' for k, v in FRONTENDS.items())}")
     ap.add_argument("--port", type=int, default=8188)
     ap.add_argument("--chromium", default="/usr/bin/chromium")
     ap.add_argument("--workflow", default=str(PACK_DIR / "workflows" / "wan2.2_ti2v_5b.json"))
@@ -532,7 +540,7 @@ def main():
         else:
             comfy = Path(args.comfyui).resolve()
             if not args.skip_setup:
-                setup(comfy, scratch, args.python, args.frontend)
+                setup(comfy, scratch, args.python, FRONTENDS.get(args.frontend, args.frontend))
             proc, url = start_server(comfy, scratch, args.port,
                                      Path(args.front_end_root).resolve() if args.front_end_root else None)
             time.sleep(2)

@@ -1,3 +1,8 @@
+// A budget as request fields: the settings' text ("auto", "12", a GPU name) or fields such as { vram_bytes }.
+function budgetFields(budget) {
+  return budget && typeof budget === "object" ? budget : { budget };
+}
+
 // The pack's HTTP routes through ComfyUI's api.fetchApi (which adds /api and the user headers).
 export function createClient(api) {
   async function call(path, body) {
@@ -25,9 +30,9 @@ export function createClient(api) {
     vram: () => call("/headroom/vram"),
     presets: () => call("/headroom/presets"),
     estimate: (workflow, budget) => call("/headroom/estimate", { workflow, budget }),
-    // budget: the settings' text ("auto", "12", a GPU name) or fields such as { vram_bytes } (a card's size).
-    applyPreset: (workflow, preset, budget) => call("/headroom/apply-preset", {
-      workflow, preset, ...(budget && typeof budget === "object" ? budget : { budget }) }),
+    applyPreset: (workflow, preset, budget) => call("/headroom/apply-preset", { workflow, preset, ...budgetFields(budget) }),
+    // The preset the OOM toast offers, ranked by the core ({chosen, ranked, not_ranked}).
+    suggestPreset: (workflow, budget) => call("/headroom/suggest-preset", { workflow, ...budgetFields(budget) }),
     explain: (text) => call("/headroom/explain", { text }),
     // The run recorder's history (GET /headroom/runs): {v, runs: [newest first], skipped_lines}.
     runs: (limit = 20) => call(`/headroom/runs?limit=${encodeURIComponent(limit)}`),

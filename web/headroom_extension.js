@@ -146,7 +146,8 @@ export function createHeadroomExtension(app, api) {
       }
       return;
     }
-    const where = `peak ${gib(detail.peak_bytes)} in ${detail.peak_stage} over ${gib(detail.budget_bytes)}` +
+    // The core's verdict words first, as the panel, the Preflight report and `headroom plan` say them.
+    const where = `${detail.verdict ? `${detail.verdict}: ` : ""}peak ${gib(detail.peak_bytes)} in ${detail.peak_stage} over ${gib(detail.budget_bytes)}` +
       `${detail.verdict_reason ? ` (${detail.verdict_reason})` : ""}${loaderFor(detail)}`;
     if (detail.applied) {
       const onScreen = detail.preset ? " The graph on screen has the same change; Undo is in the Headroom panel." : "";
@@ -156,7 +157,7 @@ export function createHeadroomExtension(app, api) {
     } else if (detail.blocked) {
       toast(app, { severity: "error", summary: "Headroom blocked the run", detail: `${where}. First change: ${first ?? "see the plan"}`, life: 10000 });
     } else {
-      toast(app, { severity: "warn", summary: "This run will not fit", detail: `${where}. First change: ${first ?? "see the Headroom panel"}`, life: 10000 });
+      toast(app, { severity: "warn", summary: detail.verdict ? `This run: ${detail.verdict}` : "This run will not fit", detail: `${where}. First change: ${first ?? "see the Headroom panel"}`, life: 10000 });
     }
   }
 

@@ -61,49 +61,28 @@ export function budgetOf(result, getBudget) {
   return Number.isSafeInteger(total) && total > 0 ? { vram_bytes: total } : getBudget();
 }
 
-// Whether a core answer's verdict lets the run complete: the catalog's `runs` flag of its verdict_id.
-function runs(verdicts, answer) {
-  const id = answer?.verdict_id;
-  return Boolean(id && (verdicts ?? []).find((v) => v?.id === id)?.runs);
-}
-
 // The fix the button applies: a preset the diagnosis names, else (only when the job needs more memory
-// than the card has) the first preset (the catalog lists them cheapest first) that makes this workflow
-// fit on the card of the message, computed by the server on the current graph; else the preset with the
-// lowest peak. No button for other diagnoses.
+// than the card has) the preset the core ranks first for this graph on the card of the message
+// (api::suggest_preset: the card's own fit if it runs, else the first preset that runs, else the lowest
+// peak), in one request. No button for other diagnoses, nor when the core suggests nothing.
 export async function suggestedFix({ app, client, result, getBudget }) {
   for (const fix of result?.fixes ?? []) if (fix && typeof fix === "object" && fix.preset) return fix;
   const id = diagnosisId(result);
   if (id !== null && id !== undefined && !SHRINK_DIAGNOSES.has(id)) return null;
-  let presets, verdicts;
+  let chosen;
   try {
-    const listed = await client.presets();
-    presets = listed.presets ?? [];
-    verdicts = listed.verdicts ?? [];
+    chosen = (await client.suggestPreset(serializeWorkflow(app), budgetOf(result, getBudget)))?.chosen;
   } catch {
     return null;
   }
-  const workflow = serializeWorkflow(app);
-  const budget = budgetOf(result, getBudget);
-  const previews = await Promise.all(presets.map((p) =>
-    client.applyPreset(workflow, p.name ?? p.id, budget).catch(() => null)));
-  // The catalog's preset for "the card of this request" is the planner's own cheapest fit.
-  const own = presets.findIndex((p) => p.target === "request");
-  if (own >= 0 && previews[own]?.changes?.length && runs(verdicts, previews[own].after)) {
-    const p = presets[own];
-    return { preset: p.name ?? p.id, title: p.title ?? p.name ?? p.id, text: p.title ?? p.name ?? p.id };
-  }
-  let best = null;
-  presets.forEach((p, i) => {
-    const after = previews[i]?.after;
-    if (!after || !previews[i].changes?.length) return;
-    const fits = runs(verdicts, after);
-    const key = [fits ? 0 : 1, fits ? i : after.peak_bytes ?? Infinity];
-    if (!best || key[0] < best.key[0] || (key[0] === best.key[0] && key[1] < best.key[1])) {
-      best = { key, fix: { preset: p.name ?? p.id, title: p.title ?? p.name ?? p.id, text: p.title ?? p.name ?? p.id } };
-    }
-  });
-  return best?.fix ?? null;
+  if (!chosen?.preset) return null;
+  return { preset: chosen.preset, title: chosen.preset, text: suggestionText(chosen) };
+}
+
+// "does not fit (27.3 GiB) → fits (11.0 GiB)": what the preset does, in the core's verdict words and peaks.
+function suggestionText(chosen) {
+  const side = (s) => `${s?.verdict ?? "?"}${Number.isFinite(s?.peak_bytes) ? ` (${gib(s.peak_bytes)})` : ""}`;
+  return `${side(chosen.before)} → ${side(chosen.after)}`;
 }
 
 function fixText(fix) {
@@ -185,8 +164,8 @@ export function showOomToast({ app, client, result, fix, measured = null, getBud
   function showApplied(record) {
     const changes = record.changes ?? [];
     diagnosis.textContent = changes.length
-      ? `Applied ${fixText(fix)}: ${changes.map((c) => changeText(c, (id) => nodeName(app, id))).join("; ")}. Queue the workflow again.`
-      : `${fixText(fix)} changes nothing in this workflow.`;
+      ? `Applied ${fix.title ?? fixText(fix)}: ${changes.map((c) => changeText(c, (id) => nodeName(app, id))).join("; ")}. Queue the workflow again.`
+      : `${fix.title ?? fixText(fix)} changes nothing in this workflow.`;
     fixes.replaceChildren();
     detail.remove();
     const undo = doc.createElement("button");

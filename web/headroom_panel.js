@@ -347,6 +347,13 @@ export function createPanel({ app, client, getBudget = () => "auto", setBudget =
             effect.join(" · ")));
         }
         if (changes.length && costs.length) text.appendChild(el("span", "headroom-preset-costs", `costs: ${costs.join("; ")}`));
+        // The core withholds the verdict after the preset as before it (a broken model file, an assumed
+        // size): the row says why, so its figures never read as a fit.
+        const withheld = preview.after && verdictRow(state.verdicts, preview.after)?.sized === false;
+        if (withheld) {
+          text.appendChild(el("span", "headroom-preset-note headroom-preset-withheld",
+            `no verdict: ${preview.after.verdict_reason ?? "the core could not size it"}`));
+        }
       }
       row.append(text, button);
       presetSlot.appendChild(row);

@@ -25,6 +25,7 @@ const std::map<std::string, Handler>& handlers() {
       {"estimate", [](const json& r) { return headroom::api::estimate(r); }},
       {"plan", [](const json& r) { return headroom::api::plan(r); }},
       {"apply_preset", [](const json& r) { return headroom::api::apply_preset(r); }},
+      {"suggest_preset", [](const json& r) { return headroom::api::suggest_preset(r); }},
       {"inspect", [](const json& r) { return headroom::api::inspect_request(r); }},
       {"explain", [](const json& r) { return headroom::api::explain_request(r); }},
       {"recognise", [](const json& r) { return headroom::api::recognise(r); }},

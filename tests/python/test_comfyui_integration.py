@@ -131,7 +131,7 @@ def test_cpu_prompt_with_preflight_executes(comfy):
     assert entry["status"]["status_str"] == "success", entry["status"]
     report = entry["outputs"]["2"]["text"][0]
     # No diffusion loader in this prompt: the report must say it could not estimate, never a verdict.
-    assert "Verdict: NOT ESTIMATED" in report and "no diffusion model loader runs in this workflow" in report
+    assert "Verdict: unknown" in report and "no diffusion model loader runs in this workflow" in report
 
 
 def test_queue_gate_makes_comfyui_refuse_the_prompt_with_the_reason(comfy):
@@ -153,6 +153,6 @@ def test_queue_time_block_through_comfyuis_prompt_route(comfy):
     try:
         status, body = post(url + "/prompt", {"prompt": FLUX_API_PROMPT, "client_id": "headroom-test"})
         errors = json.dumps(body.get("node_errors", {}))
-        assert status == 400 and "Headroom blocked this run" in errors and "OVER BUDGET" in errors
+        assert status == 400 and "Headroom blocked this run" in errors and "Verdict: does not fit" in errors
     finally:
         post(url + "/headroom/settings", {"queue_action": "warn", "budget": "auto"})

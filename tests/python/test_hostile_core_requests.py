@@ -54,8 +54,8 @@ def _request_error(function, body):
     return str(e.value)
 
 
-JSON_ENTRIES = ["estimate", "plan", "apply_preset", "recognise", "llm", "train"]
-CARD_ENTRIES = ["estimate", "plan", "apply_preset", "llm", "train"]
+JSON_ENTRIES = ["estimate", "plan", "apply_preset", "suggest_preset", "recognise", "llm", "train"]
+CARD_ENTRIES = ["estimate", "plan", "apply_preset", "suggest_preset", "llm", "train"]
 
 
 @pytest.mark.parametrize("function", JSON_ENTRIES)

@@ -37,14 +37,14 @@ def test_preflight_passes_latent_and_reports_fit(fake_core):
     assert out["result"][0] is latent
     report = out["result"][1]
     assert out["ui"]["text"] == [report]
-    assert "Verdict: FITS" in report and "sample" in report and "20.00 GiB" in report
+    assert "Verdict: fits" in report and "sample" in report and "20.00 GiB" in report
     kind, request = fake_core.calls[-1]
     assert kind == "plan" and request["workflow"] == API_PROMPT and request["vram_bytes"] == 24 * GIB
 
 
 def test_preflight_over_budget_warns_with_fix(fake_core):
     out = node("HeadroomPreflight").run(fakes.latent_image(), budget="12GB", action="warn", prompt=API_PROMPT)
-    assert "OVER BUDGET" in out["result"][1] and "weight_dtype fp8_e4m3fn" in out["result"][1]
+    assert "Verdict: does not fit" in out["result"][1] and "weight_dtype fp8_e4m3fn" in out["result"][1]
 
 
 def test_preflight_stop_raises_before_sampling(fake_core):
@@ -60,7 +60,7 @@ def test_preflight_gpu_name_budget_goes_to_core(fake_core):
 def test_preflight_auto_budget_on_cpu_has_no_verdict(fake_core, monkeypatch):
     monkeypatch.delenv("HEADROOM_BUDGET", raising=False)
     out = node("HeadroomPreflight").run(fakes.latent_image(), budget="auto", prompt=API_PROMPT)
-    assert "NO BUDGET" in out["result"][1]
+    assert "Verdict: no card given" in out["result"][1]
     assert "vram_bytes" not in fake_core.calls[-1][1]
 
 

@@ -1,6 +1,6 @@
 """Issue 23 "one plan everywhere": on the official 2026 templates at 12 and 24 GB, the queue check's
-message (warn toast and block message) and the Preflight node's report give the verdict, the reason and
-the first change `headroom plan` gives (tests/web/test_presets_core.py holds the panel to the same)."""
+message (warn toast and block message) and the Preflight node's report give the verdict (in the core's
+words), the reason and the first change `headroom plan` gives (tests/web/test_presets_core.py holds the panel to the same)."""
 import json
 import subprocess
 
@@ -54,6 +54,9 @@ def test_queue_message_and_preflight_report_say_what_headroom_plan_says(gib, mon
             node_text = preflight.HeadroomPreflight().run(fakes.latent_image(), budget=str(gib),
                                                           prompt=workflow)["result"][1]
             for text in (warn["report"], node_text):
+                # The core's verdict words and its reason, as `headroom plan` prints them: no words of their own.
+                verdict = f"Verdict: {plan['verdict']}" + (f" ({plan['verdict_reason']})" if plan.get("verdict_reason") else "")
+                assert verdict in text, (file.name, verdict, text)
                 assert not first or f"First change: {first}" in text, (file.name, text)
                 assert not plan.get("verdict_reason") or plan["verdict_reason"] in text, (file.name, text)
             firsts += bool(first)

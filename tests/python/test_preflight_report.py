@@ -28,8 +28,8 @@ def unknown_core():
 
 def test_report_says_not_estimated_with_the_reason():
     text = report_format.preflight_report(UNKNOWN, {"vram_bytes": 12 * 2**30}, "12.00 GiB")
-    assert "FITS" not in text and "n/a" not in text and " in ?" not in text
-    assert "could not estimate" in text and "no diffusion model loader" in text and "NOT ESTIMATED" in text
+    assert "Verdict: fits" not in text and "n/a" not in text and " in ?" not in text
+    assert "could not estimate" in text and "no diffusion model loader" in text and "Verdict: unknown" in text
     assert "MyNode (node 3)" in text and "{" not in text
     assert not report_format.is_estimated(UNKNOWN) and not report_format.is_over_budget(UNKNOWN, {})
 
@@ -39,14 +39,14 @@ def test_estimated_reports_keep_their_verdict():
             "budget_bytes": 12 * 2**30,
             "stages": [{"name": "sample", "peak_bytes": 8 * 2**30}]}
     assert report_format.is_estimated(fits)
-    assert "Verdict: FITS" in report_format.preflight_report(fits, {"vram_bytes": 12 * 2**30}, "12.00 GiB")
+    assert "Verdict: fits" in report_format.preflight_report(fits, {"vram_bytes": 12 * 2**30}, "12.00 GiB")
 
 
 def test_preflight_node_neither_fits_nor_stops_when_not_estimated(unknown_core):
     latent = fakes.latent_image()
     out = HeadroomPreflight().run(latent, budget="12", action="stop", prompt=NO_LOADER)
     text = out["result"][1]
-    assert out["result"][0] is latent and "NOT ESTIMATED" in text and "FITS" not in text
+    assert out["result"][0] is latent and "Verdict: unknown" in text and "Verdict: fits" not in text
 
 
 def test_queue_time_payload_says_not_estimated(unknown_core, monkeypatch):
@@ -57,7 +57,7 @@ def test_queue_time_payload_says_not_estimated(unknown_core, monkeypatch):
     assert prompt_handler.wait_idle()  # warn's toast comes from the worker thread
     payload = sent[-1]
     assert payload["estimated"] is False and "no diffusion model loader" in payload["not_estimated"]
-    assert payload["over_budget"] is False and "NOT ESTIMATED" in payload["report"]
+    assert payload["over_budget"] is False and "Verdict: unknown" in payload["report"]
 
 
 @pytest.mark.skipif(not core_built(), reason="the core library is not built")
@@ -68,4 +68,4 @@ def test_real_core_says_it_could_not_estimate():
     finally:
         native_loader.reset()
     text = out["result"][1]
-    assert "could not estimate" in text and "FITS" not in text and "loader" in text
+    assert "could not estimate" in text and "Verdict: fits" not in text and "loader" in text

@@ -2,6 +2,8 @@
 what the preset does to the verdict and to the speed, and "fit this card" on a machine without a GPU
 gets a message about the budget, not the core's API wording."""
 
+import json
+
 import pytest
 
 import fakes
@@ -61,3 +63,40 @@ def test_preset_answer_has_verdict_and_speed_before_and_after(no_gpu):
     assert before["slowdown"] >= 1.0 and after["slowdown"] >= 1.0
     assert after["slowdown"] < before["slowdown"]
     assert any(c["widget"] == "weight_dtype" for c in body["changes"])
+
+
+def test_preset_requests_read_the_files_from_comfyuis_folders_as_the_estimate_does(no_gpu, monkeypatch, tmp_path):
+    """A broken file withholds the plan's verdict only if the preset rows read the same files: apply-preset
+    and suggest-preset pass ComfyUI's model folders as /headroom/estimate does."""
+    from headroom_pack.nodes import comfy_adapters
+    folders = {"diffusion_models": [str(tmp_path)]}
+    monkeypatch.setattr(comfy_adapters, "comfy_models_dir", lambda: str(tmp_path))
+    monkeypatch.setattr(comfy_adapters, "comfy_model_folders", lambda: folders)
+    core = fakes.FakeCore()
+    core.suggest_preset = lambda text: (core.calls.append(("suggest_preset", json.loads(text))),
+                                        json.dumps({"chosen": None, "ranked": [], "not_ranked": []}))[1]
+    with natives_installed(core):
+        for path, body in (("/headroom/estimate", {}), ("/headroom/apply-preset", {"preset": "fit 8 GB"}),
+                           ("/headroom/suggest-preset", {})):
+            status, _ = post(path, {"workflow": FLUX, "budget": "8", **body})
+            assert status == 200, path
+    sent = {name: req for name, req in core.calls}
+    for name in ("plan", "apply_preset", "suggest_preset"):
+        assert sent[name]["models_dir"] == str(tmp_path) and sent[name]["model_folders"] == folders, name
+        assert sent[name]["vram_bytes"] == 8 * 2**30, name
+    assert sent["apply_preset"]["preset"] == "fit 8 GB" and "preset" not in sent["suggest_preset"]
+
+
+@pytest.mark.skipif(not core_built(), reason="the core library is not built")
+def test_suggest_preset_is_the_cores_ranking_in_one_request(no_gpu):
+    """POST /headroom/suggest-preset answers with the core's own choice; without a card, the preset that
+    needs one is left out with the reason, not refused as apply-preset refuses it."""
+    native_loader.reset()
+    status, body = post("/headroom/suggest-preset", {"workflow": FLUX, "budget": "8"})
+    assert status == 200, body
+    direct = native_loader.call_json("suggest_preset", {"workflow": FLUX, "vram_bytes": 8 * 2**30})
+    assert body["chosen"]["preset"] == direct["chosen"]["preset"]
+    assert [r["preset"] for r in body["ranked"]] == [r["preset"] for r in direct["ranked"]]
+    status, body = post("/headroom/suggest-preset", {"workflow": FLUX, "budget": "auto"})
+    assert status == 200, body
+    assert any(n["preset"] == "fit this card" and "needs the card" in n["reason"] for n in body["not_ranked"])

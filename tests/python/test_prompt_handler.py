@@ -81,7 +81,7 @@ def test_block_replaces_prompt_with_failing_gate(env):
     # ComfyUI keys node_errors by this id and the issues panel locates it: the node the fix edits.
     assert gate_id == "1" and gate_id in PROMPT
     verdict = HeadroomQueueGate.VALIDATE_INPUTS(**gate["inputs"])
-    assert verdict is not True and "OVER BUDGET" in verdict and "fp8" in verdict
+    assert verdict is not True and "Verdict: does not fit" in verdict and "fp8" in verdict
     assert sent[-1][1]["blocked"] is True
 
 
@@ -178,7 +178,7 @@ def test_real_core_blocks_and_auto_fixes_a_real_workflow(monkeypatch):
     settings.update({"queue_action": "block"})
     blocked = prompt_handler.on_prompt({"prompt": workflow, "client_id": "c"})
     gate_id, gate = gate_of(blocked["prompt"])
-    assert gate_id in {str(n["id"]) for n in workflow["nodes"]} and "OVER BUDGET" in gate["inputs"]["reason"]
+    assert gate_id in {str(n["id"]) for n in workflow["nodes"]} and "Verdict: does not fit" in gate["inputs"]["reason"]
     settings.reset()
 
 

@@ -78,7 +78,7 @@ def test_a_run_that_completes_is_reported_never_blocked_or_fixed(queue, case, ac
     assert payload["verdict_reason"] == CASES[case][1] and payload["runtime"] == "dynamic"
     assert payload["slowdown"] == CASES[case][2]
     assert CASES[case][1] in payload["report"] and "dynamic VRAM" in payload["report"]
-    assert "OVER BUDGET" not in payload["report"]
+    assert "does not fit" not in payload["report"]
 
 
 @pytest.mark.parametrize("case", ["vram", "host_ram"])
@@ -130,12 +130,12 @@ def test_the_preflight_report_names_the_loader_the_reason_and_the_advice():
                   "verdict_reason": "sample streams weights, about 2.4x slower", "runtime": "dynamic",
                   "advice": "use fp8 weights", "budget_bytes": 16 * GIB}
         text = report_format.preflight_report(result, {"vram_bytes": 16 * GIB}, "16.00 GiB")
-        assert "RUNS (streams: sample streams weights, about 2.4x slower) [dynamic VRAM]" in text
+        assert "Verdict: streams (sample streams weights, about 2.4x slower) [dynamic VRAM]" in text
         assert "Advice: use fp8 weights" in text
         legacy = report_format.preflight_report({**result, "verdict": "does not fit", "verdict_id": "does_not_fit", "runtime": "legacy",
                                                  "verdict_reason": "runs out of VRAM in sample"},
                                                 {"vram_bytes": 16 * GIB}, "16.00 GiB")
-        assert "Verdict: OVER BUDGET (runs out of VRAM in sample) [legacy loader]" in legacy
+        assert "Verdict: does not fit (runs out of VRAM in sample) [legacy loader]" in legacy
 
 
 REAL_PROMPT = {

@@ -105,6 +105,8 @@ def test_oom_toast_appears_for_a_recorded_error_and_its_button_applies_the_fix(o
     page.wait_for_timeout(ABSENCE_MS)
     assert page.query_selector(".headroom-toast") is None
     explains_before = len(server.routed("/headroom/explain"))
+    suggests_before = len(server.routed("/headroom/suggest-preset"))
+    applies_before = len(server.routed("/headroom/apply-preset"))
 
     page.evaluate("([t, m]) => window.__comfy.api.emit('execution_error', { exception_type: t, exception_message: m })",
                   [exception_type, ": ".join(rest)])
@@ -113,8 +115,12 @@ def test_oom_toast_appears_for_a_recorded_error_and_its_button_applies_the_fix(o
     assert len(explains) == explains_before + 1
     assert explains[-1]["body"]["text"] == oom["text"]
     assert re.search(r"100\.0 MiB more was requested", page.text_content(".headroom-diagnosis"))
-    # No preset named by the diagnosis: the first preset that makes this graph fit (fp8 weights, 21.0 GiB).
-    assert page.text_content(".headroom-apply-fix") == "Apply fp8 weights"
+    # No preset named by the diagnosis: the one the core suggests for this graph (fp8 weights, 21.0 GiB),
+    # asked once; nothing is applied before the button is pressed.
+    assert page.text_content(".headroom-apply-fix") == "Apply fp8-weights"
+    assert "does not fit (27.3 GiB) → fits (21.0 GiB)" in page.text_content(".headroom-fix-detail")
+    assert len(server.routed("/headroom/suggest-preset")) == suggests_before + 1
+    assert len(server.routed("/headroom/apply-preset")) == applies_before
     unet = next(n for n in read_json(REPO / "workflows" / "wan2.2_ti2v_5b.json")["nodes"] if n["type"] == "UNETLoader")
     page.click(".headroom-apply-fix")
     # The toast then says what changed and offers Undo (issue 13, item 14).
@@ -125,20 +131,6 @@ def test_oom_toast_appears_for_a_recorded_error_and_its_button_applies_the_fix(o
     page.wait_for_function("() => !document.querySelector('.headroom-toast')")
     assert widget(page, unet["id"], "weight_dtype") == "default"
     assert errors == []
-
-
-def test_the_oom_fix_prefers_the_catalogs_fit_this_card_preset_when_it_fits(open_panel):
-    page, _ = open_panel("/templates/flux_schnell.json")
-    chosen = page.evaluate("""async (rows) => {
-      const { suggestedFix } = await import("/extensions/headroom/headroom_oom.js");
-      const after = { "fit 24 GB": { peak_bytes: 5, verdict: "fits", verdict_id: "fits" }, "fit this card": { peak_bytes: 9, verdict: "tight", verdict_id: "tight" } };
-      const client = {
-        presets: async () => ({ presets: [{ name: "fit 24 GB" }, { name: "fit this card", target: "request" }], verdicts: rows }),
-        applyPreset: async (wf, name) => ({ after: after[name], changes: [{ node_id: 1, widget: "w", to: 1 }] }),
-      };
-      return suggestedFix({ app: window.__comfy.app, client, result: { fixes: [] }, getBudget: () => "auto" });
-    }""", VERDICT_ROWS + [{"id": "tight", "text": "tight", "runs": True, "fits": False, "sized": True}])
-    assert chosen == {"preset": "fit this card", "title": "fit this card", "text": "fit this card"}
 
 
 def test_queue_time_warning_becomes_a_toast_settings_are_declared_and_mirrored(open_panel, server):
@@ -154,8 +146,11 @@ def test_queue_time_warning_becomes_a_toast_settings_are_declared_and_mirrored(o
     # The plan's first change in the core's words (issue 23) is what the toast says when the server sends it.
     page.evaluate("""() => window.__comfy.api.emit("headroom.preflight", {
       over_budget: true, peak_bytes: 14 * 1024 ** 3, peak_stage: "sample", budget_bytes: 11 * 1024 ** 3,
-      fix: "weight_dtype fp8_e4m3fn (peak 9.00 GiB)", first_change: "load flux1-dev as fp8" })""")
-    assert page.evaluate("() => window.__comfy.toasts.at(-1).detail").endswith("First change: load flux1-dev as fp8")
+      fix: "weight_dtype fp8_e4m3fn (peak 9.00 GiB)", first_change: "load flux1-dev as fp8", verdict: "does not fit" })""")
+    last = page.evaluate("() => window.__comfy.toasts.at(-1)")
+    assert last["detail"].endswith("First change: load flux1-dev as fp8")
+    # The core's verdict words, as the panel and the Preflight report say them (issue 23, one set of words).
+    assert last["summary"] == "This run: does not fit" and last["detail"].startswith("does not fit: peak 14.0 GiB")
     page.evaluate("() => window.__comfy.toasts.pop()")
     page.evaluate("() => window.__comfy.api.emit('headroom.preflight', { action: 'warn', verdict: 'fits', over_budget: false })")
     assert len(page.evaluate("() => window.__comfy.toasts")) == 1  # a fit says nothing
@@ -387,11 +382,12 @@ def test_oom_toast_offers_no_unrelated_preset_and_fits_the_card_of_the_message(o
     result = page.evaluate("""async (rows) => {
       const { suggestedFix, showOomToast } = await import("/extensions/headroom/headroom_oom.js");
       const calls = [];
+      let chosen = { preset: "fit this card", why: "own_fit", before: { verdict: "does not fit", peak_bytes: 14 * 2 ** 30 },
+                     after: { verdict: "fits", peak_bytes: 9 * 2 ** 30 } };
       const client = {
-        presets: async () => ({ presets: [{ name: "fit 8 GB" }, { name: "fit this card", target: "request" }], verdicts: rows }),
-        applyPreset: async (wf, name, budget) => {
-          calls.push([name, budget]);
-          return { after: { peak_bytes: 5, verdict: "fits", verdict_id: "fits" }, changes: [{ node_id: 1, widget: "w", to: 1 }] };
+        suggestPreset: async (wf, budget) => {
+          calls.push(["suggest", budget]);
+          return { chosen, ranked: chosen ? [chosen] : [], not_ranked: [] };
         },
       };
       const app = window.__comfy.app;
@@ -401,6 +397,8 @@ def test_oom_toast_offers_no_unrelated_preset_and_fits_the_card_of_the_message(o
       const callsAfterFragmentation = calls.length;
       const tooBig = { diagnosis: { id: "out_of_memory", text: "needs more" }, total_bytes: 12 * 2 ** 30, fixes: [] };
       const forOom = await suggestedFix({ app, client, result: tooBig, getBudget: () => "24" });
+      chosen = null;  // the core suggests nothing (no preset changes anything, or none has a verdict)
+      const forNothing = await suggestedFix({ app, client, result: tooBig, getBudget: () => "24" });
       // A long unbroken name must wrap inside the toast.
       const long = { diagnosis: { id: "fragmentation", text: "x" },
         fixes: [{ id: "a", text: "PYTORCH_CUDA_ALLOC_CONF=" + "expandable_segments:True,".repeat(12) + "garbage_collection_threshold:0.6" }] };
@@ -408,11 +406,14 @@ def test_oom_toast_offers_no_unrelated_preset_and_fits_the_card_of_the_message(o
       const overflow = toast.scrollWidth - toast.clientWidth;
       const buttons = toast.querySelectorAll(".headroom-apply-fix").length;
       toast.remove();
-      return { forFragmentation, callsAfterFragmentation, forOom, calls, overflow, buttons };
+      return { forFragmentation, callsAfterFragmentation, forOom, forNothing, calls, overflow, buttons };
     }""", VERDICT_ROWS)
     assert result["forFragmentation"] is None and result["callsAfterFragmentation"] == 0
-    assert result["forOom"] == {"preset": "fit this card", "title": "fit this card", "text": "fit this card"}
-    assert all(budget == {"vram_bytes": 12 * 2 ** 30} for _, budget in result["calls"])
+    # The core's choice, with its before/after in the core's words; one request each, on the message's card.
+    assert result["forOom"] == {"preset": "fit this card", "title": "fit this card",
+                                "text": "does not fit (14.0 GiB) → fits (9.0 GiB)"}
+    assert result["forNothing"] is None
+    assert result["calls"] == [["suggest", {"vram_bytes": 12 * 2 ** 30}]] * 2
     assert result["overflow"] <= 0 and result["buttons"] == 0
     assert errors == []
 

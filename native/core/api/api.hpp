@@ -17,7 +17,7 @@ using nlohmann::json;
 // unknown field, a field of the wrong kind or out of its range is an InputError naming the field (and, for
 // an unknown one, the closest accepted field and all of them). The card fields (gpu | vram_bytes | vram,
 // free_bytes) follow one rule set wherever they are taken (core/catalog/card_budget.hpp).
-// The table of an entry point by name ("estimate", "plan", "apply_preset", "inspect", "recognise",
+// The table of an entry point by name ("estimate", "plan", "apply_preset", "suggest_preset", "inspect", "recognise",
 // "explain", "llm", "train"); null for another name.
 const request::Fields* fields_of(std::string_view entry);
 // The names fields_of answers, in the order docs/api.md lists them.
@@ -25,6 +25,7 @@ const std::vector<std::string_view>& entry_names();
 const request::Fields& estimate_fields();
 const request::Fields& plan_fields();
 const request::Fields& apply_preset_fields();
+const request::Fields& suggest_preset_fields();
 const request::Fields& inspect_fields();
 const request::Fields& recognise_fields();
 const request::Fields& explain_fields();
@@ -57,6 +58,14 @@ json plan(const json& request);
 // after:{peak_bytes}, changes}. free_bytes sizes "fit this card" to the free memory (as in estimate);
 // "fit N GB" presets size for a whole, empty N GB card and ignore it.
 json apply_preset(const json& request);
+
+// The preset to offer when a run of this workflow failed for want of memory (the OOM toast's button):
+// plan's fields (the workflow and the card it failed on). Every catalog preset is applied as by
+// apply_preset and ranked by plan/preset_rank.hpp. Returns {chosen: {preset, description, why
+// ("own_fit" | "first_that_runs" | "lowest_peak"), before, after ({verdict, verdict_id, verdict_reason,
+// peak_bytes}), changes, kinds, costs, judged_bytes} | null, ranked: [the same, best first, chosen
+// first], not_ranked: [{preset, reason}] (changes nothing, no verdict after it, needs a card)}.
+json suggest_preset(const json& request);
 
 // Corrections from the user's own runs (docs/calibration.md). Request {runs: [run objects of the history,
 // newest first], card?: device, since?: unix seconds}. Returns {v: 1, rule: {min_runs, max_runs, factor_min, factor_max},

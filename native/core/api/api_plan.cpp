@@ -1,8 +1,10 @@
-// api::plan and api::apply_preset: JSON in, JSON out, for the CLI, the Python module and the routes.
+// api::plan: JSON in, JSON out, for the CLI, the Python module and the routes; and what the requests
+// that take a workflow share (workflow_request.hpp).
 #include <algorithm>
 #include <unordered_set>
 
 #include "core/api/api.hpp"
+#include "core/api/workflow_request.hpp"
 #include "core/api/runtime_fields.hpp"
 #include "core/base/request_fields.hpp"
 #include "core/catalog/card_budget.hpp"
@@ -24,8 +26,6 @@ namespace {
 
 // The preset that sizes a workflow for the request's own card (presets.json).
 constexpr const char* kCardPreset = "fit this card";
-
-Runtime runtime_of(const request::Request& request) { return api::runtime_of(request, card_budget_of(request)); }
 
 // The memory verdicts are against: the free memory when given, else the card.
 json budget_json(const Runtime& rt) {
@@ -50,6 +50,10 @@ std::map<std::string, std::vector<std::string>> model_folders_of(const json& fol
   }
   return out;
 }
+
+}  // namespace
+
+Runtime runtime_of(const request::Request& request) { return api::runtime_of(request, card_budget_of(request)); }
 
 workflow::ParseOptions options_of(const request::Request& request) {
   workflow::ParseOptions o;
@@ -80,6 +84,30 @@ request::Fields workflow_fields() {
       {"source", Kind::String, "where the workflow came from, for notes (default \"workflow\")"},
   }));
 }
+
+std::optional<Withheld> withheld_verdict(const workflow::WorkflowInfo& info) {
+  if (const auto& from = info.size_from_unknown) {
+    // No verdict, change or card may rest on a size Headroom assumed: the stages stay as "what the
+    // assumed size would need", and the answer says which node decides the real one.
+    const std::string why = "the sampled latent's size comes from " + from->type + " #" + from->id + ", " + from->why +
+                            "; the stages are for an assumed " +
+                            std::to_string(info.job.width) + "x" + std::to_string(info.job.height) + ", " +
+                            std::to_string(info.job.frames) + " frame(s), batch " + std::to_string(info.job.batch);
+    return Withheld{why, {{"kind", "size"}, {"node_id", from->id}, {"node_type", from->type}, {"why", from->why},
+                          {"assumed", {{"width", info.job.width}, {"height", info.job.height},
+                                       {"frames", info.job.frames}, {"batch", info.job.batch}}}}};
+  }
+  const auto broken = std::find_if(info.loaders.begin(), info.loaders.end(),
+                                   [](const workflow::Loader& l) { return l.broken(); });
+  if (broken == info.loaders.end()) return std::nullopt;
+  // A 0-byte or truncated file is not what the figures count (they follow its name): ComfyUI would
+  // fail to load it, so no verdict, change or card rests on it, as for a size Headroom assumed.
+  return Withheld{broken->file_problem_text,
+                  {{"kind", "file"}, {"node_id", broken->node_id}, {"node_type", broken->type}, {"file", broken->file},
+                   {"file_problem", broken->file_problem}, {"why", broken->file_problem_text}}};
+}
+
+namespace {
 
 // What a valid workflow holds that the estimator does not cover, for scripts (the CLI's exit status 3):
 // the loader node and file of a diffusion model the catalog lacks, with the file's size where it was
@@ -132,23 +160,13 @@ json sized_stages(const workflow::WorkflowInfo& info, const Runtime& rt) {
   }
 }
 
-// What each change a preset made costs in quality or speed (presets.json "effect"), in its order: the
-// speed a preview shows is the weights' streaming only, and a text encoder moved to the CPU is slower
-// in a stage that figure does not cover.
-json costs_of(const std::vector<std::string>& kinds) {
-  json out = json::array();
-  for (const auto& k : kinds)
-    if (const ChangeSpec* c = planner_preset_data().change(k)) out.push_back({{"kind", k}, {"effect", c->effect}});
-  return out;
-}
-
 // The plan's figures stay (what the workflow would need as Headroom reads it), but nothing that judges
 // them: `not_covered` says what they rest on that Headroom could not know.
-void withhold_verdict(json& out, const std::string& why, json not_covered) {
+void withhold_verdict(json& out, const Withheld& withheld) {
   put_verdict(out, Verdict::Unknown);
-  out["verdict_reason"] = why;
-  out["reason"] = why;
-  out["not_covered"] = std::move(not_covered);
+  out["verdict_reason"] = withheld.why;
+  out["reason"] = withheld.why;
+  out["not_covered"] = withheld.not_covered;
   out["changes"] = json::array();
   // The same shape as a plan's (Plan::to_json), empty: readers need not tell the two apart.
   out["cumulative"] = {{"steps", json::array()}, {"fits", false}, {"new_peak_bytes", nullptr}};
@@ -161,15 +179,6 @@ void withhold_verdict(json& out, const std::string& why, json not_covered) {
 
 const request::Fields& plan_fields() {
   static const request::Fields f = workflow_fields();
-  return f;
-}
-
-const request::Fields& apply_preset_fields() {
-  static const request::Fields f = [] {
-    request::Fields t = workflow_fields();
-    t.insert(t.begin() + 1, {"preset", request::Kind::String, "a preset name from the catalog (\"fit 12 GB\")", 0, 0, {}, true});
-    return t;
-  }();
   return f;
 }
 
@@ -207,26 +216,7 @@ json plan(const json& body) {
     for (auto& c : p.cumulative) mark(c);
   }
   json out = p.to_json();
-  if (const auto& from = info.size_from_unknown) {
-    // No verdict, change or card may rest on a size Headroom assumed: the stages stay as "what the
-    // assumed size would need", and the answer says which node decides the real one.
-    const std::string why = "the sampled latent's size comes from " + from->type + " #" + from->id + ", " + from->why +
-                            "; the stages are for an assumed " +
-                            std::to_string(info.job.width) + "x" + std::to_string(info.job.height) + ", " +
-                            std::to_string(info.job.frames) + " frame(s), batch " + std::to_string(info.job.batch);
-    withhold_verdict(out, why, {{"kind", "size"}, {"node_id", from->id}, {"node_type", from->type}, {"why", from->why},
-                                {"assumed", {{"width", info.job.width}, {"height", info.job.height},
-                                             {"frames", info.job.frames}, {"batch", info.job.batch}}}});
-  }
-  const auto broken = std::find_if(info.loaders.begin(), info.loaders.end(),
-                                   [](const workflow::Loader& l) { return l.broken(); });
-  if (broken != info.loaders.end() && !info.size_from_unknown) {
-    // A 0-byte or truncated file is not what the figures count (they follow its name): ComfyUI would
-    // fail to load it, so no verdict, change or card rests on it, as for a size Headroom assumed.
-    withhold_verdict(out, broken->file_problem_text,
-                     {{"kind", "file"}, {"node_id", broken->node_id}, {"node_type", broken->type}, {"file", broken->file},
-                      {"file_problem", broken->file_problem}, {"why", broken->file_problem_text}});
-  }
+  if (const auto withheld = withheld_verdict(info)) withhold_verdict(out, *withheld);
   out["unknown_nodes"] = unknown;
   out["job"] = job_to_json(info.job);
   out["workflow"] = std::move(info_json);
@@ -243,43 +233,6 @@ json plan(const json& body) {
     if (n.is_string()) seen.insert(n.get<std::string>());
   for (const auto& n : info.job.notes)
     if (seen.insert(n).second) out["notes"].push_back(n);
-  return out;
-}
-
-json apply_preset(const json& body) {
-  const request::Request request(body, "apply_preset", apply_preset_fields());
-  json parsed;
-  const json& wf = workflow_of(request, parsed);
-  PresetResult r = headroom::apply_preset(wf, request.text("preset"), runtime_of(request),
-                                          request.text_or("source", "workflow"), options_of(request));
-  // before/after in the estimate's shape (stages, verdict, reason, slowdown), on the judged card.
-  auto side = [](const Estimate& e, std::uint64_t need) {
-    json j = e.to_json();
-    j["full_load_bytes"] = need;
-    if (!j.contains("verdict")) put_verdict(j, e.verdict, "");
-    return j;
-  };
-  json target = {{"bytes", r.target_bytes ? json(r.target_bytes) : json(nullptr)},
-                 {"peak_bytes", r.target_after.peak_bytes}};
-  put_verdict(target, r.target_after.verdict, "");
-  json out = {{"workflow", r.workflow},
-              {"preset", request.raw("preset")},
-              {"target_bytes", r.target_bytes ? json(r.target_bytes) : json(nullptr)},
-              {"judged_bytes", r.judged_bytes ? json(r.judged_bytes) : json(nullptr)},
-              {"judged_on", r.judged_on_request ? "request" : "target"},
-              {"before", side(r.before, r.before_need)},
-              {"after", side(r.after, r.after_need)},
-              {"target", std::move(target)},
-              {"changes", r.changes},
-              {"kinds", r.kinds},
-              {"costs", costs_of(r.kinds)},
-              {"notes", r.notes}};
-  // The plan of the rewritten workflow on the same card, as POST /headroom/estimate would answer it, so
-  // whoever applies the preset has the new verdict, peak and speed without asking again.
-  json again = body;
-  again.erase("preset");
-  again["workflow"] = r.workflow;
-  out["plan"] = plan(again);
   return out;
 }
 

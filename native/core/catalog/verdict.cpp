@@ -61,6 +61,9 @@ void put_verdict(nlohmann::json& out, std::optional<Verdict> v, const nlohmann::
   out["verdict_id"] = v ? nlohmann::json(verdict_id(*v)) : nlohmann::json(nullptr);
 }
 
+bool verdict_runs(Verdict v) { return rows()[static_cast<std::size_t>(v)].runs; }
+bool verdict_sized(Verdict v) { return rows()[static_cast<std::size_t>(v)].sized; }
+
 nlohmann::json verdicts_json() {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& r : rows()) out.push_back({{"id", r.id}, {"text", r.text}, {"runs", r.runs}, {"fits", r.fits}, {"sized", r.sized}});

@@ -35,6 +35,11 @@ std::optional<Verdict> answer_verdict(const nlohmann::json& answer);
 // and "verdict_id" null.
 void put_verdict(nlohmann::json& out, std::optional<Verdict> v, const nlohmann::json& none = nullptr);
 
+// The table's flags of a verdict, for C++ that decides as the browser does from "verdicts": whether the
+// run completes, and whether it was sized at all.
+bool verdict_runs(Verdict v);
+bool verdict_sized(Verdict v);
+
 // [{id, text, runs, fits, sized}] in the order above: id is the enum's name in snake case, text its spelling.
 nlohmann::json verdicts_json();
 

@@ -300,6 +300,7 @@ PresetResult apply_preset(const json& wf, const std::string& name, const Runtime
   out.after_need = need_bytes(out.after);
   out.workflow = std::move(rw.workflow());
   out.changes = std::move(rw.changes());
+  out.info = std::move(info);
   return out;
 }
 

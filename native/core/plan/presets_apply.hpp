@@ -27,6 +27,7 @@ struct PresetResult {
   nlohmann::json changes = nlohmann::json::array(); // [{node_id, widget, from, to}]
   std::vector<std::string> notes;
   std::vector<std::string> kinds;                   // the planner changes made (presets.json "changes"), in order
+  workflow::WorkflowInfo info;                      // the workflow as read before the preset
 };
 
 // `request_runtime` is the card of the request (gpu / vram_bytes); "fit N GB" presets use their own.

@@ -23,17 +23,17 @@ const std::map<std::string, std::function<json(const json&)>>& entries() {
   static const std::map<std::string, std::function<json(const json&)>> m = {
       {"estimate", api::estimate},        {"plan", api::plan},           {"apply_preset", api::apply_preset},
       {"inspect", api::inspect_request},  {"recognise", api::recognise}, {"explain", api::explain_request},
-      {"llm", api::llm},                  {"train", api::train}};
+      {"llm", api::llm},                  {"train", api::train},         {"suggest_preset", api::suggest_preset}};
   return m;
 }
 
-const char* const kCardEntries[] = {"estimate", "plan", "apply_preset", "llm", "train"};
+const char* const kCardEntries[] = {"estimate", "plan", "apply_preset", "suggest_preset", "llm", "train"};
 
 // A request `entry` accepts, plus `extra`: what the card rules are checked against.
 json valid_with(const std::string& entry, const json& extra) {
   json body;
   if (entry == "estimate") body = {{"model", api::catalog()["models"][0]["name"]}};
-  if (entry == "plan") body = {{"workflow", json::object()}};
+  if (entry == "plan" || entry == "suggest_preset") body = {{"workflow", json::object()}};
   if (entry == "apply_preset") body = {{"workflow", json::object()}, {"preset", api::catalog()["presets"][0]["name"]}};
   if (entry == "llm") body = {{"params", 8}, {"layers", 32}, {"kv_heads", 8}, {"head_dim", 128}, {"context", 1000}};
   if (entry == "train") body = {{"params", 8}, {"method", "full"}};

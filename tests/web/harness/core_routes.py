@@ -1,4 +1,4 @@
-"""The pack's /headroom/estimate, /headroom/presets and /headroom/apply-preset answered by the built core
+"""The pack's /headroom/estimate, /headroom/presets, /headroom/apply-preset and /headroom/suggest-preset answered by the built core
 (build/capi, or $HEADROOM_BUILD_DIR/capi) for one fixed card, the rest by `mock`: the panel's figures in
 these tests are the core's own. None when the core is not built."""
 import ctypes
@@ -33,9 +33,10 @@ def load_core():
     return call
 
 
-def core_routes(call, vram_bytes, counts):
-    """A `mock` for harness.server.Server: the card is `vram_bytes`; counts[function] += 1 per core call."""
-    card = {"vram_bytes": vram_bytes}
+def core_routes(call, vram_bytes, counts, models_dir=None):
+    """A `mock` for harness.server.Server: the card is `vram_bytes`; counts[function] += 1 per core call.
+    With `models_dir` the core reads the loaders' files from it, as the routes pass ComfyUI's folders."""
+    card = {"vram_bytes": vram_bytes, **({"models_dir": str(models_dir)} if models_dir else {})}
 
     def core(function, request):
         counts[function] = counts.get(function, 0) + 1
@@ -52,6 +53,8 @@ def core_routes(call, vram_bytes, counts):
                 return 200, core("plan", {"workflow": body["workflow"], **card})
             if route == "/headroom/apply-preset":
                 return 200, core("apply_preset", {"workflow": body["workflow"], "preset": body["preset"], **card})
+            if route == "/headroom/suggest-preset":
+                return 200, core("suggest_preset", {"workflow": body["workflow"], **card})
         except ValueError as e:
             return 400, {"error": str(e)}
         return mock(method, route, body)

@@ -162,6 +162,19 @@ def _verdict(peak):
     return {"verdict": "fits" if fits else "does not fit", "verdict_id": "fits" if fits else "does_not_fit"}
 
 
+def suggestion(body):
+    """The stand-in core's suggest_preset: its presets previewed as apply-preset previews them, those that
+    change something ranked, the first that fits the budget first (catalog order otherwise)."""
+    ranked = []
+    for p in PRESETS:
+        answer = mock("POST", "/headroom/apply-preset", {**(body or {}), "preset": p["name"]})[1]
+        if answer.get("changes"):
+            ranked.append({"preset": p["name"], "before": answer["before"], "after": answer["after"],
+                           "changes": answer["changes"]})
+    ranked.sort(key=lambda e: e["after"]["verdict_id"] != "fits")
+    return {"chosen": ranked[0] if ranked else None, "ranked": ranked, "not_ranked": []}
+
+
 def mock(method, route, body):
     """Returns (status, reply) for one /headroom/* request; `body` is the parsed POST body or None."""
     own = runs_routes.mock(method, route, body)
@@ -187,6 +200,8 @@ def mock(method, route, body):
             "after": _defined({"peak_bytes": after, **_verdict(after)}),
             "changes": changes,
         })
+    if route == "/headroom/suggest-preset":
+        return 200, suggestion(body)
     if route == "/headroom/explain":
         return 200, NOT_RECOGNISED if _get(body, "text") in NOT_MEMORY_FAILURES else EXPLANATION
     if route == "/headroom/runs":

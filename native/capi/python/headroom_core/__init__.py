@@ -66,7 +66,7 @@ def version():
 
 
 def call(name, request=None):
-    """Runs the core's `name` (catalog, estimate, plan, apply_preset, inspect, explain, llm, train)."""
+    """Runs the core's `name` (catalog, estimate, plan, apply_preset, suggest_preset, inspect, explain, llm, train)."""
     lib = _load()
     text = json.dumps({} if request is None else request, allow_nan=False)
     ptr = lib.headroom_call(name.encode("utf-8"), text.encode("utf-8"))
