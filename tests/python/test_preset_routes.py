@@ -8,7 +8,9 @@ import fakes
 from conftest import core_built, load_pack, run_with_client, natives_installed
 
 load_pack()
-from headroom_pack.nodes import budget, native_loader, settings  # noqa: E402
+from headroom_pack.nodes.comfyui import budget  # noqa: E402
+from headroom_pack.nodes.native import native_loader  # noqa: E402
+from headroom_pack.nodes.server import settings  # noqa: E402
 
 FLUX = {"1": {"class_type": "UNETLoader", "inputs": {"unet_name": "flux1-dev.safetensors", "weight_dtype": "default"}},
         "5": {"class_type": "EmptySD3LatentImage", "inputs": {"width": 1024, "height": 1024, "batch_size": 1}}}

@@ -9,7 +9,8 @@ import fakes
 from conftest import load_pack, run_with_client
 
 load_pack()
-from headroom_pack.nodes import native_loader, routes, settings  # noqa: E402
+from headroom_pack.nodes.native import native_loader  # noqa: E402
+from headroom_pack.nodes.server import routes, settings  # noqa: E402
 
 
 WORKFLOW = {"1": {"class_type": "UNETLoader", "inputs": {"unet_name": "flux1-dev.safetensors",
