@@ -24,7 +24,8 @@ export function createClient(api) {
   return {
     vram: () => call("/headroom/vram"),
     presets: () => call("/headroom/presets"),
-    estimate: (workflow, budget) => call("/headroom/estimate", { workflow, budget }),
+    // The core's plan: the estimate per stage, the verdict and the ordered changes.
+    plan: (workflow, budget) => call("/headroom/plan", { workflow, budget }),
     // budget: the settings' text ("auto", "12", a GPU name) or fields such as { vram_bytes } (a card's size).
     applyPreset: (workflow, preset, budget) => call("/headroom/apply-preset", {
       workflow, preset, ...(budget && typeof budget === "object" ? budget : { budget }) }),

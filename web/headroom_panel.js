@@ -393,7 +393,7 @@ export function createPanel({ app, client, getBudget = () => "auto", setBudget =
         // Rows preview what Apply does, and Apply starts from the user's graph: preview that one.
         const base = state.undo?.workflow ?? workflow;
         const [vram, estimate, presets] = await Promise.all([
-          client.vram(), client.estimate(workflow, getBudget()), client.presets()]);
+          client.vram(), client.plan(workflow, getBudget()), client.presets()]);
         state.snapshot = vram.snapshot;
         state.estimate = estimate;
         state.presets = presets.presets ?? [];
@@ -509,7 +509,7 @@ export function createPanel({ app, client, getBudget = () => "auto", setBudget =
 
   async function reestimate() {
     const workflow = serializeWorkflow(app);
-    state.estimate = await client.estimate(workflow, getBudget()).catch(() => state.estimate);
+    state.estimate = await client.plan(workflow, getBudget()).catch(() => state.estimate);
     state.estimatedSignature = graphSignature(workflow);
   }
 

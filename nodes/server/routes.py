@@ -222,7 +222,8 @@ async def get_vram(request):
 
 
 @_guard
-async def post_estimate(request):
+async def post_plan(request):
+    """The core's plan of the workflow: the estimate per stage, the verdict and the ordered changes."""
     body = await _body(request)
     req = comfy_adapters.plan_request(_workflow(body), _budget_fields(body), body.get("runtime"))
     if "models_dir" in body:
@@ -347,7 +348,9 @@ pusher = vram_push.VramPusher()
 
 ROUTES = [
     ("GET", "/headroom/vram", get_vram),
-    ("POST", "/headroom/estimate", post_estimate),
+    ("POST", "/headroom/plan", post_plan),
+    # The old name of /headroom/plan (it always ran a plan), kept for users' scripts; the web calls /plan.
+    ("POST", "/headroom/estimate", post_plan),
     ("GET", "/headroom/presets", get_presets),
     ("POST", "/headroom/explain", post_explain),
     ("POST", "/headroom/apply-preset", post_apply_preset),
