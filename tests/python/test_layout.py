@@ -51,6 +51,54 @@ def test_no_function_or_class_under_nodes_is_too_long():
     assert found == [], "\n".join(found)
 
 
+# Imported at the pack's load by ComfyUI (or outside it): these must be imported inside functions, so the
+# pack loads without ComfyUI, without torch and before the server exists.
+LAZY_ONLY = {"comfy", "comfy_extras", "comfy_aimdo", "folder_paths", "server", "execution", "torch"}
+
+
+def import_time_imports(tree):
+    """(line, module) of every import run when the module is imported: at module level and in class bodies,
+    inside if/try/with, but not inside functions."""
+    found, todo = [], list(tree.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            found.append((node.lineno, "." * node.level + (node.module or "")))
+        for field in ("body", "orelse", "finalbody", "handlers"):
+            todo += getattr(node, field, [])
+    return found
+
+
+def test_comfyui_torch_and_the_server_are_imported_lazily():
+    found = []
+    for path in sorted(NODES.rglob("*.py")):
+        for line, module in import_time_imports(ast.parse(path.read_text(encoding="utf-8"))):
+            if module.split(".")[0] in LAZY_ONLY:
+                found.append(f"{path.relative_to(REPO)}:{line} imports {module} at import time")
+    assert found == [], "\n".join(found)
+
+
+def test_native_imports_nothing_outside_itself():
+    """install.py and the GPU bench mount nodes/ without running the pack and import nodes/native/ alone."""
+    found = []
+    for path in sorted((NODES / "native").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level > 1:
+                found.append(f"{path.relative_to(REPO)}:{node.lineno} from {'.' * node.level}{node.module or ''}")
+    assert found == [], "\n".join(found)
+
+
+def test_the_import_walk_sees_what_runs_at_import():
+    source = ("import os\ntry:\n    import torch\nexcept ImportError:\n    pass\n"
+              "class C:\n    from server import PromptServer\n"
+              "def f():\n    import comfy.model_management\n")
+    assert sorted(m for _, m in import_time_imports(ast.parse(source))) == ["os", "server", "torch"]
+
+
 # The measure itself, on made-up sources: one line over each limit fails, the limit itself passes.
 def _function(lines: int, decorated=False) -> str:
     head = "@staticmethod\n" if decorated else ""
