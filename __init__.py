@@ -2,7 +2,7 @@
 tiles without seams and explains out-of-memory errors.
 
 Importing the pack never fails because of the native build: the nodes load, and report the cause
-and the fix command when they are used (see nodes/native_loader.py)."""
+and the fix command when they are used (see nodes/native/native_loader.py)."""
 import logging
 
 from .nodes import NODE_CLASS_MAPPINGS, NODE_DISPLAY_NAME_MAPPINGS, register_with_server

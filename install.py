@@ -2,13 +2,13 @@
 
 ComfyUI-Manager runs this file with ComfyUI's interpreter after cloning the pack; users can run it by
 hand the same way: `<python of ComfyUI> install.py`. First it looks for a prebuilt decoder wheel that
-matches the running torch X.Y, CUDA major, Python and platform exactly (nodes/decoder_wheels.json;
+matches the running torch X.Y, CUDA major, Python and platform exactly (nodes/native/decoder_wheels.json;
 never a near match) and proves it in a child process. Then it builds (toolchain_choice): with CMake and
 a compiler on the machine (Linux, macOS; Windows only when asked) it configures CMake with that
 interpreter, so the estimator (the C library headroom_core, no torch, any Python) lands in
 <pack>/build/capi and the decoders (_headroom_torch, against the running torch) in <pack>/build/python,
 where the nodes look for them. Without a compiler (Windows portable, desktop Linux) it fetches zig, CMake
-and Ninja from PyPI into <pack>/build/tools and builds the core alone (nodes/pypi_toolchain.py). Each built library is then loaded once in a child
+and Ninja from PyPI into <pack>/build/tools and builds the core alone (nodes/native/pypi_toolchain.py). Each built library is then loaded once in a child
 Python (prove_loads): Headroom starts processes only here, at install time, never inside ComfyUI. Exit status 0
 on success; on failure it says what is missing and the nodes keep working."""
 import json
@@ -23,7 +23,7 @@ from pathlib import Path
 PACK = Path(__file__).resolve().parent
 BUILD = Path(os.environ.get("HEADROOM_BUILD_DIR") or PACK / "build")
 if not BUILD.is_absolute():
-    BUILD = PACK / BUILD  # the same rule as nodes/native_loader.py
+    BUILD = PACK / BUILD  # the same rule as nodes/native/native_loader.py
 
 
 def torch_facts():
@@ -137,20 +137,20 @@ def prove_loads(build: Path) -> list:
     return failures
 
 
-def nodes_module(name):
-    """nodes/<name>.py with nodes/ mounted as a package whose __init__ is not run: importing the nodes
-    package itself would pull in the whole pack."""
+def native_module(name):
+    """nodes/native/<name>.py with nodes/ mounted as a package whose __init__ is not run: importing the
+    nodes package itself would pull in the whole pack (nodes/native/ imports nothing outside itself)."""
     import importlib
     import importlib.util
     if "headroom_install_nodes" not in sys.modules:
         spec = importlib.util.spec_from_file_location("headroom_install_nodes", PACK / "nodes" / "__init__.py",
                                                       submodule_search_locations=[str(PACK / "nodes")])
         sys.modules["headroom_install_nodes"] = importlib.util.module_from_spec(spec)
-    return importlib.import_module("headroom_install_nodes." + name)
+    return importlib.import_module("headroom_install_nodes.native." + name)
 
 
 def decoder_wheels():
-    return nodes_module("decoder_wheels")
+    return native_module("decoder_wheels")
 
 
 def install_decoder_wheel(facts, dw):
@@ -189,7 +189,7 @@ def system_compiler():
 
 def toolchain_choice():
     """'system' (CMake and a compiler on this machine: the core and, with torch, the decoders), 'pypi' (the
-    core alone, with zig, CMake and Ninja from PyPI: nodes/pypi_toolchain.py) or None (no build).
+    core alone, with zig, CMake and Ninja from PyPI: nodes/native/pypi_toolchain.py) or None (no build).
     HEADROOM_TOOLCHAIN=system|pypi forces one; HEADROOM_BUILD_FROM_SOURCE=0 builds nothing."""
     if os.environ.get("HEADROOM_BUILD_FROM_SOURCE", "").strip() == "0":
         return None
@@ -203,7 +203,7 @@ def toolchain_choice():
 
 def core_wheel_in_place():
     """True when a headroom_core wheel in this Python gives the nodes their core (then nothing is built)."""
-    core_capi = nodes_module("core_capi")
+    core_capi = native_module("core_capi")
     return any(path.parent != BUILD / "capi" and path.is_file() for path in core_capi.candidates(BUILD))
 
 
@@ -214,7 +214,7 @@ def minutes(seconds: float) -> str:
 def build_core_with_pypi_toolchain(decoders_in_place=False):
     """Builds the core library alone with PyPI's toolchain into BUILD/pypi-core and puts it where the nodes
     look (BUILD/capi). Prints what it did; returns True when a library that loads is in place."""
-    tc_mod = nodes_module("pypi_toolchain")
+    tc_mod = native_module("pypi_toolchain")
     started = time.monotonic()
     print(f"Headroom: no C++ compiler here; fetching zig, CMake and Ninja from PyPI into {BUILD / 'tools'} "
           "(once, about 500 MB) to build the estimator core")
@@ -257,9 +257,9 @@ def build_core_with_pypi_toolchain(decoders_in_place=False):
 
 def core_report() -> str:
     """One line on the estimator core: where the nodes will take it from (the same places, in the same
-    order: nodes/core_capi.candidates), or what gets it there. A build counts only with its record, as
+    order: nodes/native/core_capi.candidates), or what gets it there. A build counts only with its record, as
     for the nodes; the wheel's package is located, not imported."""
-    core_capi = nodes_module("core_capi")
+    core_capi = native_module("core_capi")
     for path in core_capi.candidates(BUILD):
         if path.parent == BUILD / "capi":
             if path.is_file() and Path(str(path) + RECORD_SUFFIX).is_file():

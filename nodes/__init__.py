@@ -1,10 +1,13 @@
-"""Headroom's ComfyUI nodes. Importing this package loads no torch, ComfyUI or native module."""
-from .explain import HeadroomExplainOOM
-from .loader import HeadroomLoadDiffusionModel
-from .preflight import HeadroomPreflight
-from .queue_gate import HeadroomQueueGate
-from .snapshot_node import HeadroomVRAMSnapshot
-from .vae_decode import HeadroomVAEDecode
+"""Headroom's ComfyUI nodes, in packages by role (docs/architecture.md): graph/ the node classes, server/
+the routes and the queue-time check, comfyui/ the adapters to ComfyUI's internals, native/ the loading of
+the core and the decoders, recorder/ the run recorder, report/ the answer in words. Importing this package
+loads no torch, ComfyUI or native module."""
+from .graph.explain import HeadroomExplainOOM
+from .graph.loader import HeadroomLoadDiffusionModel
+from .graph.preflight import HeadroomPreflight
+from .graph.snapshot_node import HeadroomVRAMSnapshot
+from .graph.vae_decode import HeadroomVAEDecode
+from .server.queue_gate import HeadroomQueueGate  # the queue-time block, never added by users
 
 NODE_CLASS_MAPPINGS = {
     "HeadroomPreflight": HeadroomPreflight,
@@ -35,7 +38,7 @@ def register_with_server():
     instance = getattr(PromptServer, "instance", None)
     if instance is None or not hasattr(instance, "routes"):
         return False
-    from . import calibration_routes, prompt_handler, routes
+    from .server import calibration_routes, prompt_handler, routes
     routes.register(instance.routes)
     calibration_routes.register(instance.routes)
     instance.add_on_prompt_handler(prompt_handler.on_prompt)
@@ -45,7 +48,7 @@ def register_with_server():
 
 
 def start_recorder(instance):
-    """The run recorder (nodes/recorder), on unless HEADROOM_RECORDER=0; a failure only loses the records."""
+    """The run recorder (nodes/recorder/), on unless HEADROOM_RECORDER=0; a failure only loses the records."""
     import logging
     import os
     if os.environ.get("HEADROOM_RECORDER", "1").strip() == "0":
@@ -60,7 +63,7 @@ def start_recorder(instance):
 def log_native_status():
     """One line per native part in ComfyUI's start-up log: loaded (from where), or why not and the fix."""
     import logging
-    from . import native_loader
+    from .native import native_loader
     log = logging.getLogger("headroom")
     try:
         for level, text in native_loader.startup_lines():

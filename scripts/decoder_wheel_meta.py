@@ -1,7 +1,7 @@
 """Version label, pyproject copy and manifest entry of the decoder wheel (scripts/build_decoder_wheel.sh).
 
 The wheel headroom_torch-<base>+torch<X.Y>.<cpu|cuNN>-cpXY-cpXY-<platform>.whl is tied to the torch X.Y and
-CUDA major it was compiled against; its manifest entry is exactly the key nodes/decoder_wheels.py computes for
+CUDA major it was compiled against; its manifest entry is exactly the key nodes/native/decoder_wheels.py computes for
 a running torch (running_key, loaded from that file by path, so the two can never disagree). torch is imported
 only by the command line, so the tests drive the functions with fake versions.
 
@@ -18,11 +18,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 PYPROJECT = REPO / "native" / "python" / "pyproject.toml"
-DECODER_WHEELS = REPO / "nodes" / "decoder_wheels.py"
+DECODER_WHEELS = REPO / "nodes" / "native" / "decoder_wheels.py"
 
 
 def decoder_wheels():
-    """nodes/decoder_wheels.py as a module, loaded by path (no package import, as install.py does)."""
+    """nodes/native/decoder_wheels.py as a module, loaded by path (no package import, as install.py does)."""
     spec = importlib.util.spec_from_file_location("headroom_decoder_wheels", DECODER_WHEELS)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)

@@ -308,6 +308,8 @@ def wait_toast(page, pattern, timeout_s=30):
 
 
 def browse(url, scratch: Path, workflow: Path, screenshot: Path | None, chromium: str, oom_text: str, budget: str):
+    """Drives the live frontend through every Headroom surface, one step after the other; the report holds
+    what each step saw."""
     from playwright.sync_api import sync_playwright
 
     out = scratch / "out"
@@ -317,173 +319,205 @@ def browse(url, scratch: Path, workflow: Path, screenshot: Path | None, chromium
         browser = p.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_ARGS)
         report["chromium"] = browser.version
         page = browser.new_page(viewport={"width": 1600, "height": 1000})
-        page.add_init_script(INIT_SCRIPT)
-        page.on("pageerror", lambda e: report["page_errors"].append(str(e)[:500]))
-        page.on("requestfailed", lambda r: report["failed_requests"].append(f"{r.failure} {r.url[:120]}"))
-        panel_posts = []
-        page.on("request", lambda r: panel_posts.append(r.post_data) if r.url.endswith("/headroom/panel") else None)
-        page.on("response", lambda r: report["http_errors"].append(f"{r.status} {r.request.method} {r.url.replace(url, '')}")
-                if r.status >= 400 else None)
-        page.goto(url + "/")
-        page.wait_for_function("window.app && (window.app.rootGraph || window.app.graph) && window.app.extensionManager",
-                               timeout=180_000)
-        page.wait_for_function("(window.app.extensions ?? []).some((e) => e.name === 'headroom.panel')", timeout=60_000)
-        page.wait_for_timeout(3000)
-        report["features"] = page.evaluate(FEATURES_JS)
-        page.evaluate("""() => window.comfyAPI.api.api.addEventListener("headroom.preflight",
-                         (e) => window.__hr.events.push({type: "headroom.preflight", detail: e.detail}))""")
-        page.evaluate("""() => window.comfyAPI.api.api.addEventListener("execution_error",
-                         (e) => window.__hr.events.push({type: "execution_error", detail: e.detail}))""")
-
-        # Settings: a budget of BUDGET_GB (this machine has no GPU) and the queue action "warn"; their onChange
-        # pushes them to the server.
-        steps["settings"] = page.evaluate("""async (budget) => {
-          const s = app.extensionManager.setting;
-          await s.set("Headroom.Budget", budget);
-          await s.set("Headroom.QueueAction", "warn");
-          return { budget: s.get("Headroom.Budget"), queue_action: s.get("Headroom.QueueAction"),
-                   refresh: s.get("Headroom.RefreshSeconds"),
-                   declared: ["Headroom.Budget", "Headroom.QueueAction", "Headroom.RefreshSeconds"]
-                     .filter((id) => (s.settings ?? app.ui?.settings?.settingsLookup)?.[id] !== undefined) };
-        }""", budget)
-        req = urllib.request.Request(url + "/headroom/settings", data=b"{}", headers={"Content-Type": "application/json"})
-        steps["settings"]["server"] = json.load(urllib.request.urlopen(req, timeout=10))
-
-        # Workflow.
-        data = json.loads(workflow.read_text())
-        page.evaluate("async (wf) => { await app.loadGraphData(wf); }", data)
-        page.wait_for_timeout(1500)
-        steps["workflow"] = {"file": workflow.name, "nodes": page.evaluate("() => (app.rootGraph ?? app.graph).nodes.length")}
-
-        # The Headroom sidebar tab: its button, else the frontend's toggle command.
-        button = page.locator(".headroom-tab-button")
-        how = "button .headroom-tab-button"
-        if button.count():
-            # Frontend 1.4.13 opens a missing-models dialog over the page: close it first.
-            page.keyboard.press("Escape")
-            page.wait_for_timeout(500)
-            button.first.click(force=True)
-        else:
-            how = "command Workspace.ToggleSidebarTab.headroom"
-            page.evaluate("() => app.extensionManager.command.execute('Workspace.ToggleSidebarTab.headroom')")
-        # The first load after the setup, on a loaded machine, took more than 20 s with frontend 1.27.10.
-        page.wait_for_selector(".headroom-panel", timeout=60_000)
-        try:
-            page.wait_for_selector(".headroom-panel .headroom-stages tr", timeout=60_000)
-            page.wait_for_function("document.querySelectorAll('.headroom-preset').length > 0 && "
-                                   "[...document.querySelectorAll('.headroom-preset-label')].some((e) => e.textContent.includes('→'))",
-                                   timeout=60_000)
-        except Exception as e:  # record what the panel shows instead
-            steps["panel_wait_error"] = str(e).splitlines()[0]
-        page.wait_for_timeout(1500)
-        steps["panel"] = page.evaluate(r"""() => {
-          const q = (s) => document.querySelector(s);
-          const all = (s) => [...document.querySelectorAll(s)];
-          return {
-            device: q(".headroom-device")?.textContent, legend: q(".headroom-legend")?.innerText,
-            stages: all(".headroom-stages tr").map((r) => r.innerText.replace(/\s+/g, " ").trim()),
-            verdict: q(".headroom-verdict")?.textContent,
-            presets: all(".headroom-preset-label").map((e) => e.textContent),
-            error: q(".headroom-error")?.textContent || null,
-          };
-        }""")
-        steps["panel"]["opened_by"] = how
-        page.screenshot(path=str(out / "panel-full.png"))
-        shot_path = out / "panel-comfyui.png"
-        page.screenshot(path=str(shot_path), clip={"x": 0, "y": 0, "width": 1000, "height": 560})
-        if screenshot:
-            shutil.copyfile(shot_path, screenshot)
-            log(f"screenshot written to {screenshot}")
-
-        # Preset and undo: the first preset whose preview changes the peak (else the first one).
-        before = page.evaluate(WIDGETS_JS)
-        name = page.evaluate(r"""() => {
-          const rows = [...document.querySelectorAll(".headroom-preset")];
-          const changes = (r) => { const m = r.innerText.match(/([\d.]+) GiB → ([\d.]+) GiB/); return m && m[1] !== m[2]; };
-          return (rows.find(changes) ?? rows[0])?.dataset.preset ?? null;
-        }""")
-        preset = page.locator(f'.headroom-preset[data-preset="{name}"]')
-        if name:
-            preset.locator("button.headroom-apply").click()
-            try:
-                page.wait_for_selector(".headroom-undo", timeout=30_000)
-            except Exception:
-                pass
-            applied = page.evaluate(WIDGETS_JS)
-            undo_label = page.locator(".headroom-undo").text_content() if page.locator(".headroom-undo").count() else None
-            page.screenshot(path=str(out / "preset-applied.png"))
-            if undo_label:
-                page.locator(".headroom-undo").click()
-                page.wait_for_timeout(1000)
-            undone = page.evaluate(WIDGETS_JS)
-            steps["preset"] = {"preset": name, "changes": diff_widgets(before, applied), "undo_button": undo_label,
-                               "after_undo_differs": diff_widgets(before, undone),
-                               "undo_button_after": page.locator(".headroom-undo").count()}
-        else:
-            steps["preset"] = {"error": "no preset row in the panel"}
-
-        # Queue-time warning: queue the workflow as the user would (the Run button's app.queuePrompt).
-        # The models are missing, so ComfyUI refuses the prompt after Headroom's on-prompt check has run.
-        n_events = len(page.evaluate("() => window.__hr.events"))
-        queued = page.evaluate("""async () => { try { const r = await app.queuePrompt(0, 1); return {ok: true, result: r ?? null}; }
-                                   catch (e) { return {ok: false, error: String(e)}; } }""")
-        # The extension's summaries: "This run: <verdict>" (will not complete), "Runs: <verdict>" (streams
-        # or tight), "Headroom ..." (applied, blocked, could not check).
-        toasts = wait_toast(page, "This run|Runs:|not fit|Headroom", 30)
-        page.wait_for_timeout(1000)
-        page.screenshot(path=str(out / "queue-warning.png"))
-        events = page.evaluate("() => window.__hr.events")[n_events:]
-        steps["queue_warning"] = {"queue_prompt": queued, "toasts": toasts,
-                                  "preflight_events": [e["detail"] for e in events if e["type"] == "headroom.preflight"]}
-        for e in steps["queue_warning"]["preflight_events"]:
-            e.pop("report", None)
-        page.evaluate("() => { app.extensionManager.toast?.dismissAll?.(); app.extensionManager.toast?.removeAll?.(); }")
-        page.keyboard.press("Escape")
-
-        # OOM toast: a prompt with the scratch node that raises a real OOM text, sent to this client.
-        n_events = len(page.evaluate("() => window.__hr.events"))
-        steps["oom"] = page.evaluate("""async (text) => {
-          const api = window.comfyAPI.api.api;
-          const prompt = { "1": { class_type: "HeadroomCheckRaiseOOM", inputs: { text } } };
-          const res = await api.fetchApi("/prompt", { method: "POST", headers: { "Content-Type": "application/json" },
-                                          body: JSON.stringify({ prompt, client_id: api.clientId }) });
-          return { status: res.status };
-        }""", oom_text)
-        try:
-            page.wait_for_selector(".headroom-toast", timeout=60_000)
-            page.wait_for_timeout(1500)
-            steps["oom"]["toast"] = page.locator(".headroom-toast").inner_text()
-            steps["oom"]["apply_button"] = page.locator(".headroom-toast .headroom-apply-fix").count() > 0
-        except Exception as e:
-            steps["oom"]["toast_error"] = str(e).splitlines()[0]
-        steps["oom"]["frontend_dialogs"] = page.evaluate(
-            "() => [...document.querySelectorAll('[role=dialog]')].map((e) => e.innerText.slice(0, 300))")
-        page.screenshot(path=str(out / "oom-toast.png"))
-        if steps["oom"].get("apply_button"):
-            before = page.evaluate(WIDGETS_JS)
-            page.locator(".headroom-toast .headroom-apply-fix").click()
-            try:
-                page.wait_for_selector(".headroom-toast", state="detached", timeout=30_000)
-            except Exception:
-                steps["oom"]["after_apply_toast"] = page.locator(".headroom-toast").inner_text()
-            steps["oom"]["apply_changes"] = diff_widgets(before, page.evaluate(WIDGETS_JS))
-            steps["oom"]["panel_undo_after_apply"] = (page.locator(".headroom-undo").text_content()
-                                                      if page.locator(".headroom-undo").count() else None)
-        events = page.evaluate("() => window.__hr.events")[n_events:]
-        steps["oom"]["execution_error"] = [{k: e["detail"].get(k) for k in ("exception_type", "exception_message", "node_type")}
-                                           for e in events if e["type"] == "execution_error"]
-
-        # Closing the tab: the frontend should call the tab's destroy(), which tells the server to stop pushing.
-        page.locator(".headroom-toast .headroom-dismiss").click() if page.locator(".headroom-toast").count() else None
-        n_posts = len(panel_posts)
-        page.evaluate("() => app.extensionManager.command.execute('Workspace.ToggleSidebarTab.headroom')")
-        page.wait_for_timeout(3000)
-        steps["close_tab"] = {"panel_in_page": page.locator(".headroom-panel").count(),
-                              "panel_posts_after_close": panel_posts[n_posts:], "all_panel_posts": panel_posts}
-
+        panel_posts = watch_page(page, url, report)
+        open_frontend(page, url, report)
+        set_settings(page, url, steps, budget)
+        load_workflow(page, steps, workflow)
+        open_panel(page, steps, out, screenshot)
+        apply_and_undo_preset(page, steps, out)
+        queue_warning(page, steps, out)
+        oom_toast(page, steps, out, oom_text)
+        close_tab(page, steps, panel_posts)
         report["console"] = page.evaluate("() => window.__hr.console")
         browser.close()
     return report
+
+
+def watch_page(page, url, report):
+    """Records the page's errors, failed requests and HTTP errors in the report; returns the list that
+    collects the bodies posted to /headroom/panel."""
+    page.add_init_script(INIT_SCRIPT)
+    page.on("pageerror", lambda e: report["page_errors"].append(str(e)[:500]))
+    page.on("requestfailed", lambda r: report["failed_requests"].append(f"{r.failure} {r.url[:120]}"))
+    panel_posts = []
+    page.on("request", lambda r: panel_posts.append(r.post_data) if r.url.endswith("/headroom/panel") else None)
+    page.on("response", lambda r: report["http_errors"].append(f"{r.status} {r.request.method} {r.url.replace(url, '')}")
+            if r.status >= 400 else None)
+    return panel_posts
+
+
+def open_frontend(page, url, report):
+    """The frontend loaded with Headroom's extension registered, its features noted, its events recorded."""
+    page.goto(url + "/")
+    page.wait_for_function("window.app && (window.app.rootGraph || window.app.graph) && window.app.extensionManager",
+                           timeout=180_000)
+    page.wait_for_function("(window.app.extensions ?? []).some((e) => e.name === 'headroom.panel')", timeout=60_000)
+    page.wait_for_timeout(3000)
+    report["features"] = page.evaluate(FEATURES_JS)
+    page.evaluate("""() => window.comfyAPI.api.api.addEventListener("headroom.preflight",
+                     (e) => window.__hr.events.push({type: "headroom.preflight", detail: e.detail}))""")
+    page.evaluate("""() => window.comfyAPI.api.api.addEventListener("execution_error",
+                     (e) => window.__hr.events.push({type: "execution_error", detail: e.detail}))""")
+
+
+def set_settings(page, url, steps, budget):
+    """Settings: a budget of BUDGET_GB (this machine has no GPU) and the queue action "warn"; their onChange
+    pushes them to the server."""
+    steps["settings"] = page.evaluate("""async (budget) => {
+      const s = app.extensionManager.setting;
+      await s.set("Headroom.Budget", budget);
+      await s.set("Headroom.QueueAction", "warn");
+      return { budget: s.get("Headroom.Budget"), queue_action: s.get("Headroom.QueueAction"),
+               refresh: s.get("Headroom.RefreshSeconds"),
+               declared: ["Headroom.Budget", "Headroom.QueueAction", "Headroom.RefreshSeconds"]
+                 .filter((id) => (s.settings ?? app.ui?.settings?.settingsLookup)?.[id] !== undefined) };
+    }""", budget)
+    req = urllib.request.Request(url + "/headroom/settings", data=b"{}", headers={"Content-Type": "application/json"})
+    steps["settings"]["server"] = json.load(urllib.request.urlopen(req, timeout=10))
+
+
+def load_workflow(page, steps, workflow):
+    """The workflow loaded into the graph, as the user's Load would."""
+    data = json.loads(workflow.read_text())
+    page.evaluate("async (wf) => { await app.loadGraphData(wf); }", data)
+    page.wait_for_timeout(1500)
+    steps["workflow"] = {"file": workflow.name, "nodes": page.evaluate("() => (app.rootGraph ?? app.graph).nodes.length")}
+
+
+def open_panel(page, steps, out, screenshot):
+    """The Headroom sidebar tab: its button, else the frontend's toggle command."""
+    button = page.locator(".headroom-tab-button")
+    how = "button .headroom-tab-button"
+    if button.count():
+        # Frontend 1.4.13 opens a missing-models dialog over the page: close it first.
+        page.keyboard.press("Escape")
+        page.wait_for_timeout(500)
+        button.first.click(force=True)
+    else:
+        how = "command Workspace.ToggleSidebarTab.headroom"
+        page.evaluate("() => app.extensionManager.command.execute('Workspace.ToggleSidebarTab.headroom')")
+    # The first load after the setup, on a loaded machine, took more than 20 s with frontend 1.27.10.
+    page.wait_for_selector(".headroom-panel", timeout=60_000)
+    try:
+        page.wait_for_selector(".headroom-panel .headroom-stages tr", timeout=60_000)
+        page.wait_for_function("document.querySelectorAll('.headroom-preset').length > 0 && "
+                               "[...document.querySelectorAll('.headroom-preset-label')].some((e) => e.textContent.includes('→'))",
+                               timeout=60_000)
+    except Exception as e:  # record what the panel shows instead
+        steps["panel_wait_error"] = str(e).splitlines()[0]
+    page.wait_for_timeout(1500)
+    steps["panel"] = page.evaluate(r"""() => {
+      const q = (s) => document.querySelector(s);
+      const all = (s) => [...document.querySelectorAll(s)];
+      return {
+        device: q(".headroom-device")?.textContent, legend: q(".headroom-legend")?.innerText,
+        stages: all(".headroom-stages tr").map((r) => r.innerText.replace(/\s+/g, " ").trim()),
+        verdict: q(".headroom-verdict")?.textContent,
+        presets: all(".headroom-preset-label").map((e) => e.textContent),
+        error: q(".headroom-error")?.textContent || null,
+      };
+    }""")
+    steps["panel"]["opened_by"] = how
+    page.screenshot(path=str(out / "panel-full.png"))
+    shot_path = out / "panel-comfyui.png"
+    page.screenshot(path=str(shot_path), clip={"x": 0, "y": 0, "width": 1000, "height": 560})
+    if screenshot:
+        shutil.copyfile(shot_path, screenshot)
+        log(f"screenshot written to {screenshot}")
+
+
+def apply_and_undo_preset(page, steps, out):
+    """Preset and undo: the first preset whose preview changes the peak (else the first one)."""
+    before = page.evaluate(WIDGETS_JS)
+    name = page.evaluate(r"""() => {
+      const rows = [...document.querySelectorAll(".headroom-preset")];
+      const changes = (r) => { const m = r.innerText.match(/([\d.]+) GiB → ([\d.]+) GiB/); return m && m[1] !== m[2]; };
+      return (rows.find(changes) ?? rows[0])?.dataset.preset ?? null;
+    }""")
+    preset = page.locator(f'.headroom-preset[data-preset="{name}"]')
+    if name:
+        preset.locator("button.headroom-apply").click()
+        try:
+            page.wait_for_selector(".headroom-undo", timeout=30_000)
+        except Exception:
+            pass
+        applied = page.evaluate(WIDGETS_JS)
+        undo_label = page.locator(".headroom-undo").text_content() if page.locator(".headroom-undo").count() else None
+        page.screenshot(path=str(out / "preset-applied.png"))
+        if undo_label:
+            page.locator(".headroom-undo").click()
+            page.wait_for_timeout(1000)
+        undone = page.evaluate(WIDGETS_JS)
+        steps["preset"] = {"preset": name, "changes": diff_widgets(before, applied), "undo_button": undo_label,
+                           "after_undo_differs": diff_widgets(before, undone),
+                           "undo_button_after": page.locator(".headroom-undo").count()}
+    else:
+        steps["preset"] = {"error": "no preset row in the panel"}
+
+
+def queue_warning(page, steps, out):
+    """Queue-time warning: queue the workflow as the user would (the Run button's app.queuePrompt).
+    The models are missing, so ComfyUI refuses the prompt after Headroom's on-prompt check has run."""
+    n_events = len(page.evaluate("() => window.__hr.events"))
+    queued = page.evaluate("""async () => { try { const r = await app.queuePrompt(0, 1); return {ok: true, result: r ?? null}; }
+                               catch (e) { return {ok: false, error: String(e)}; } }""")
+    # The extension's summaries: "This run: <verdict>" (will not complete), "Runs: <verdict>" (streams
+    # or tight), "Headroom ..." (applied, blocked, could not check).
+    toasts = wait_toast(page, "This run|Runs:|not fit|Headroom", 30)
+    page.wait_for_timeout(1000)
+    page.screenshot(path=str(out / "queue-warning.png"))
+    events = page.evaluate("() => window.__hr.events")[n_events:]
+    steps["queue_warning"] = {"queue_prompt": queued, "toasts": toasts,
+                              "preflight_events": [e["detail"] for e in events if e["type"] == "headroom.preflight"]}
+    for e in steps["queue_warning"]["preflight_events"]:
+        e.pop("report", None)
+    page.evaluate("() => { app.extensionManager.toast?.dismissAll?.(); app.extensionManager.toast?.removeAll?.(); }")
+    page.keyboard.press("Escape")
+
+
+def oom_toast(page, steps, out, oom_text):
+    """OOM toast: a prompt with the scratch node that raises a real OOM text, sent to this client."""
+    n_events = len(page.evaluate("() => window.__hr.events"))
+    steps["oom"] = page.evaluate("""async (text) => {
+      const api = window.comfyAPI.api.api;
+      const prompt = { "1": { class_type: "HeadroomCheckRaiseOOM", inputs: { text } } };
+      const res = await api.fetchApi("/prompt", { method: "POST", headers: { "Content-Type": "application/json" },
+                                      body: JSON.stringify({ prompt, client_id: api.clientId }) });
+      return { status: res.status };
+    }""", oom_text)
+    try:
+        page.wait_for_selector(".headroom-toast", timeout=60_000)
+        page.wait_for_timeout(1500)
+        steps["oom"]["toast"] = page.locator(".headroom-toast").inner_text()
+        steps["oom"]["apply_button"] = page.locator(".headroom-toast .headroom-apply-fix").count() > 0
+    except Exception as e:
+        steps["oom"]["toast_error"] = str(e).splitlines()[0]
+    steps["oom"]["frontend_dialogs"] = page.evaluate(
+        "() => [...document.querySelectorAll('[role=dialog]')].map((e) => e.innerText.slice(0, 300))")
+    page.screenshot(path=str(out / "oom-toast.png"))
+    if steps["oom"].get("apply_button"):
+        before = page.evaluate(WIDGETS_JS)
+        page.locator(".headroom-toast .headroom-apply-fix").click()
+        try:
+            page.wait_for_selector(".headroom-toast", state="detached", timeout=30_000)
+        except Exception:
+            steps["oom"]["after_apply_toast"] = page.locator(".headroom-toast").inner_text()
+        steps["oom"]["apply_changes"] = diff_widgets(before, page.evaluate(WIDGETS_JS))
+        steps["oom"]["panel_undo_after_apply"] = (page.locator(".headroom-undo").text_content()
+                                                  if page.locator(".headroom-undo").count() else None)
+    events = page.evaluate("() => window.__hr.events")[n_events:]
+    steps["oom"]["execution_error"] = [{k: e["detail"].get(k) for k in ("exception_type", "exception_message", "node_type")}
+                                       for e in events if e["type"] == "execution_error"]
+
+
+def close_tab(page, steps, panel_posts):
+    """Closing the tab: the frontend should call the tab's destroy(), which tells the server to stop pushing."""
+    page.locator(".headroom-toast .headroom-dismiss").click() if page.locator(".headroom-toast").count() else None
+    n_posts = len(panel_posts)
+    page.evaluate("() => app.extensionManager.command.execute('Workspace.ToggleSidebarTab.headroom')")
+    page.wait_for_timeout(3000)
+    steps["close_tab"] = {"panel_in_page": page.locator(".headroom-panel").count(),
+                          "panel_posts_after_close": panel_posts[n_posts:], "all_panel_posts": panel_posts}
 
 
 def summarize(report):

@@ -4,7 +4,7 @@
 # the DLL and the CLI import only system DLLs.
 #   HEADROOM_WINDOWS_TOOLCHAIN=mingw (default): Debian's MinGW-w64 g++.
 #   HEADROOM_WINDOWS_TOOLCHAIN=zig: PyPI's zig c++ for x86_64-windows-gnu with no static archive, the way
-#     install.py builds the core on a Windows machine without a compiler (nodes/pypi_toolchain.py).
+#     install.py builds the core on a Windows machine without a compiler (nodes/native/pypi_toolchain.py).
 # usage: scripts/test_windows.sh   (build folder: build-mingw/ or build-zig-windows/, or $HEADROOM_MINGW_BUILD_DIR)
 set -euo pipefail
 cd "$(dirname "$0")/.."

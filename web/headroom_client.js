@@ -29,7 +29,8 @@ export function createClient(api) {
   return {
     vram: () => call("/headroom/vram"),
     presets: () => call("/headroom/presets"),
-    estimate: (workflow, budget) => call("/headroom/estimate", { workflow, budget }),
+    // The core's plan: the estimate per stage, the verdict and the ordered changes.
+    plan: (workflow, budget) => call("/headroom/plan", { workflow, budget }),
     applyPreset: (workflow, preset, budget) => call("/headroom/apply-preset", { workflow, preset, ...budgetFields(budget) }),
     // The preset the OOM toast offers, ranked by the core ({chosen, ranked, not_ranked}).
     suggestPreset: (workflow, budget) => call("/headroom/suggest-preset", { workflow, ...budgetFields(budget) }),

@@ -248,178 +248,235 @@ export function createPanel({ app, client, getBudget = () => "auto", setBudget =
   const root = el("div", "headroom-panel");
   const state = { snapshot: null, estimate: null, presets: [], verdicts: [], previews: {}, previewErrors: {}, undo: null, applied: null,
     error: null, estimatedSignature: null };
-  const cardSlot = el("div");
-  const estimateSlot = el("div");
-  const presetSlot = el("div", "headroom-presets");
-  const errorSlot = el("div", "headroom-error");
-  const runsSlot = el("div", "headroom-runs-slot");
+  const slots = { card: el("div"), estimate: el("div"), presets: el("div", "headroom-presets"),
+    error: el("div", "headroom-error"), runs: el("div", "headroom-runs-slot") };
   const runs = { answer: null, calibration: null, selected: 0, error: null };
+  const panel = { app, client, getBudget, setCalibration, root, state, slots, runs };
+  panel.api = panelApi(panel);
+  root.append(slots.card, budgetControl(getBudget, setBudget, () => panel.api.refresh()),
+    workflowHeader(() => panel.api.refresh()), slots.estimate, slots.presets, slots.runs, slots.error);
+  panel.watch = watchGraph(root, () => panel.api.refreshIfChanged());
+  renderPanel(panel);
+  return panel.api;
+}
+
+function workflowHeader(onRefresh) {
   const header = el("div", "headroom-workflow-header");
   const refreshButton = el("button", "headroom-refresh", "Refresh");
   refreshButton.title = "Estimate the workflow as it is now";
-  refreshButton.addEventListener("click", () => api.refresh());
+  refreshButton.addEventListener("click", () => onRefresh());
   header.append(el("h3", "", "This workflow"), refreshButton);
   Object.assign(header.style, { display: "flex", justifyContent: "space-between", alignItems: "center" });
-  root.append(cardSlot, budgetControl(), header, estimateSlot, presetSlot, runsSlot, errorSlot);
+  return header;
+}
 
-  // The budget the verdicts are against: auto (this card), a card's name or a size in GB. The server
-  // validates it where it is typed; a refused value is said under the field and the old one stays.
-  function budgetControl() {
-    const wrap = el("div", "headroom-budget");
-    const label = el("label", "", "Budget ");
-    const input = el("input", "headroom-budget-input");
-    input.value = String(getBudget() ?? "auto");
-    input.placeholder = "auto, 12, RTX 4090 24GB";
-    input.setAttribute("list", "headroom-budget-choices");
-    const list = el("datalist");
-    list.id = "headroom-budget-choices";
-    for (const v of ["auto", "8", "12", "16", "24", "RTX 3060 12GB", "RTX 4090 24GB"]) list.appendChild(Object.assign(el("option"), { value: v }));
-    const note = el("div", "headroom-budget-error");
-    label.appendChild(input);
-    wrap.append(label, list, note);
-    if (!setBudget) input.disabled = true;
-    input.addEventListener("change", async () => {
-      const value = input.value.trim() || "auto";
-      try {
-        await setBudget(value);
-        note.textContent = "";
-        await api.refresh();
-      } catch (err) {
-        note.textContent = err.message;
-        input.value = String(getBudget() ?? "auto");
-      }
+// The budget the verdicts are against: auto (this card), a card's name or a size in GB. The server
+// validates it where it is typed; a refused value is said under the field and the old one stays.
+function budgetControl(getBudget, setBudget, onChanged) {
+  const wrap = el("div", "headroom-budget");
+  const label = el("label", "", "Budget ");
+  const input = el("input", "headroom-budget-input");
+  input.value = String(getBudget() ?? "auto");
+  input.placeholder = "auto, 12, RTX 4090 24GB";
+  input.setAttribute("list", "headroom-budget-choices");
+  const list = el("datalist");
+  list.id = "headroom-budget-choices";
+  for (const v of ["auto", "8", "12", "16", "24", "RTX 3060 12GB", "RTX 4090 24GB"]) list.appendChild(Object.assign(el("option"), { value: v }));
+  const note = el("div", "headroom-budget-error");
+  label.appendChild(input);
+  wrap.append(label, list, note);
+  if (!setBudget) input.disabled = true;
+  input.addEventListener("change", async () => {
+    const value = input.value.trim() || "auto";
+    try {
+      await setBudget(value);
+      note.textContent = "";
+      await onChanged();
+    } catch (err) {
+      note.textContent = err.message;
+      input.value = String(getBudget() ?? "auto");
+    }
+  });
+  return wrap;
+}
+
+function renderRuns(panel) {
+  const { runs, api } = panel;
+  panel.slots.runs.replaceChildren(renderRunsView({
+    runs: runs.answer, calibration: runs.calibration, selected: runs.selected, error: runs.error,
+    onSelect: (i) => { runs.selected = i; renderRuns(panel); },
+    onToggle: (on) => api.setCalibration(on),
+    onReset: () => api.resetCalibration(),
+  }));
+}
+
+// "fit this card" (the catalog's target "request") needs a card or a budget to fit.
+function needsCard(panel, preset) {
+  const budget = String(panel.getBudget() ?? "auto").trim().toLowerCase();
+  return preset.target === "request" && !panel.state.snapshot?.total_bytes && (budget === "" || budget === "auto");
+}
+
+function renderPresets(panel) {
+  const { state, slots, api } = panel;
+  slots.presets.replaceChildren(el("h3", "", "Presets"));
+  if (!state.presets.length && !state.error) slots.presets.appendChild(el("div", "headroom-none", "No presets available."));
+  for (const preset of state.presets) slots.presets.appendChild(presetRow(panel, preset));
+  if (state.undo) {
+    const undo = el("button", "headroom-undo", `Undo ${state.applied}`);
+    undo.title = (state.undo.changes ?? []).map((c) => changeText(c)).join("\n");
+    undo.addEventListener("click", () => api.undo());
+    slots.presets.appendChild(undo);
+  }
+}
+
+// One preset: its label with the peak before → after, Apply, and what it changes, does and costs.
+function presetRow(panel, preset) {
+  const { state, api } = panel;
+  const name = preset.name ?? preset.id;
+  const preview = state.previews[name];
+  const row = el("div", "headroom-preset");
+  row.dataset.preset = name;
+  const label = preview?.after
+    ? `${preset.title ?? name}: ${gib(preview.before?.peak_bytes)} → ${gib(preview.after?.peak_bytes)}`
+    : (preset.title ?? name);
+  const applied = state.applied === name && state.undo;
+  if (applied) row.classList.add("applied");
+  const button = el("button", "headroom-apply", applied ? "Applied" : "Apply");
+  button.disabled = Boolean(applied);
+  button.addEventListener("click", () => api.applyPreset(name));
+  const text = el("div", "headroom-preset-text");
+  const labelEl = el("span", "headroom-preset-label", label);
+  if (preset.description) labelEl.title = preset.description;
+  if (preview?.after?.verdict) labelEl.dataset.verdict = preview.after.verdict;
+  text.appendChild(labelEl);
+  if (needsCard(panel, preset)) {
+    text.appendChild(el("span", "headroom-preset-note",
+      "needs a card: no GPU here, so set Headroom's budget (Settings → Headroom) to a number of GB or a GPU name"));
+    button.disabled = true;
+  } else if (state.previewErrors[name]) {
+    text.appendChild(el("span", "headroom-preset-note", state.previewErrors[name]));
+  } else if (preview && !presetPreviewText(text, preview, state.verdicts)) {
+    button.disabled = true;
+  }
+  row.append(text, button);
+  return row;
+}
+
+// Appends what the preview changes, does and costs to `text`; false when it changes nothing.
+function presetPreviewText(text, preview, verdicts) {
+  const { changes, effect, better, costs } = presetSummary(preview, verdicts);
+  text.appendChild(changes.length ? el("span", "headroom-preset-changes", changes.join("; "))
+    : el("span", "headroom-preset-changes", "changes nothing in this workflow"));
+  if (effect.length) {
+    text.appendChild(el("span", `headroom-preset-effect${better > 0 ? " better" : better < 0 ? " worse" : ""}`,
+      effect.join(" · ")));
+  }
+  if (changes.length && costs.length) text.appendChild(el("span", "headroom-preset-costs", `costs: ${costs.join("; ")}`));
+  // The core withholds the verdict after the preset as before it (a broken model file, an assumed size):
+  // the row says why, so its figures never read as a fit.
+  if (preview.after && verdictRow(verdicts, preview.after)?.sized === false) {
+    text.appendChild(el("span", "headroom-preset-note headroom-preset-withheld",
+      `no verdict: ${preview.after.verdict_reason ?? "the core could not size it"}`));
+  }
+  return changes.length > 0;
+}
+
+function renderPanel(panel) {
+  const { state, slots } = panel;
+  slots.card.replaceChildren(renderBar(state.snapshot));
+  slots.estimate.replaceChildren(renderStages(state.estimate, state.snapshot?.total_bytes, state.verdicts));
+  renderPresets(panel);
+  renderRuns(panel);
+  slots.error.textContent = state.error ?? "";
+}
+
+function fail(panel, err) {
+  panel.state.error = err.fix ? `${err.message}\n${err.fix}` : err.message;
+  renderPanel(panel);
+}
+
+async function reestimate(panel) {
+  const { app, client, state } = panel;
+  const workflow = serializeWorkflow(app);
+  state.estimate = await client.plan(workflow, panel.getBudget()).catch(() => state.estimate);
+  state.estimatedSignature = graphSignature(workflow);
+}
+
+// The workflow now on screen: its estimate, the presets and a preview of each on the user's graph.
+async function refreshWorkflow(panel) {
+  const { app, client, state } = panel;
+  state.error = null;
+  let workflow;
+  try {
+    workflow = serializeWorkflow(app);
+    // An edit made after a preset was applied is the user's graph now: the preset's Undo would throw
+    // it away, so it goes (the frontend's own undo still has it).
+    if (state.undo && graphSignature(workflow) !== state.appliedSignature) {
+      state.undo = null;
+      state.applied = null;
+    }
+    // Rows preview what Apply does, and Apply starts from the user's graph: preview that one.
+    const base = state.undo?.workflow ?? workflow;
+    const [vram, estimate, presets] = await Promise.all([
+      client.vram(), client.plan(workflow, panel.getBudget()), client.presets()]);
+    state.snapshot = vram.snapshot;
+    state.estimate = estimate;
+    state.presets = presets.presets ?? [];
+    state.verdicts = presets.verdicts ?? [];
+    const previews = await Promise.all(state.presets.map((p) => (needsCard(panel, p) ? null
+      : client.applyPreset(base, p.name ?? p.id, panel.getBudget()).catch((err) => ({ error: err.message })))));
+    state.presets.forEach((p, i) => {
+      const name = p.name ?? p.id;
+      state.previews[name] = previews[i]?.error ? null : previews[i];
+      state.previewErrors[name] = previews[i]?.error ?? null;
     });
-    return wrap;
+  } catch (err) {
+    return fail(panel, err);
+  } finally {
+    if (workflow) state.estimatedSignature = graphSignature(workflow);
   }
+  renderPanel(panel);
+  await panel.api.refreshRuns();
+}
 
-  function renderRuns() {
-    runsSlot.replaceChildren(renderRunsView({
-      runs: runs.answer, calibration: runs.calibration, selected: runs.selected, error: runs.error,
-      onSelect: (i) => { runs.selected = i; renderRuns(); },
-      onToggle: (on) => api.setCalibration(on),
-      onReset: () => api.resetCalibration(),
-    }));
-  }
-
-  // "fit this card" (the catalog's target "request") needs a card or a budget to fit.
-  function needsCard(preset) {
-    const budget = String(getBudget() ?? "auto").trim().toLowerCase();
-    return preset.target === "request" && !state.snapshot?.total_bytes && (budget === "" || budget === "auto");
-  }
-
-  function renderPresets() {
-    presetSlot.replaceChildren(el("h3", "", "Presets"));
-    if (!state.presets.length && !state.error) presetSlot.appendChild(el("div", "headroom-none", "No presets available."));
-    for (const preset of state.presets) {
-      const name = preset.name ?? preset.id;
-      const preview = state.previews[name];
-      const row = el("div", "headroom-preset");
-      row.dataset.preset = name;
-      const label = preview?.after
-        ? `${preset.title ?? name}: ${gib(preview.before?.peak_bytes)} → ${gib(preview.after?.peak_bytes)}`
-        : (preset.title ?? name);
-      const applied = state.applied === name && state.undo;
-      if (applied) row.classList.add("applied");
-      const button = el("button", "headroom-apply", applied ? "Applied" : "Apply");
-      button.disabled = Boolean(applied);
-      button.addEventListener("click", () => api.applyPreset(name));
-      const text = el("div", "headroom-preset-text");
-      const labelEl = el("span", "headroom-preset-label", label);
-      if (preset.description) labelEl.title = preset.description;
-      if (preview?.after?.verdict) labelEl.dataset.verdict = preview.after.verdict;
-      text.appendChild(labelEl);
-      if (needsCard(preset)) {
-        text.appendChild(el("span", "headroom-preset-note",
-          "needs a card: no GPU here, so set Headroom's budget (Settings → Headroom) to a number of GB or a GPU name"));
-        button.disabled = true;
-      } else if (state.previewErrors[name]) {
-        text.appendChild(el("span", "headroom-preset-note", state.previewErrors[name]));
-      } else if (preview) {
-        const { changes, effect, better, costs } = presetSummary(preview, state.verdicts);
-        if (!changes.length) {
-          text.appendChild(el("span", "headroom-preset-changes", "changes nothing in this workflow"));
-          button.disabled = true;
-        } else {
-          text.appendChild(el("span", "headroom-preset-changes", changes.join("; ")));
-        }
-        if (effect.length) {
-          text.appendChild(el("span", `headroom-preset-effect${better > 0 ? " better" : better < 0 ? " worse" : ""}`,
-            effect.join(" · ")));
-        }
-        if (changes.length && costs.length) text.appendChild(el("span", "headroom-preset-costs", `costs: ${costs.join("; ")}`));
-        // The core withholds the verdict after the preset as before it (a broken model file, an assumed
-        // size): the row says why, so its figures never read as a fit.
-        const withheld = preview.after && verdictRow(state.verdicts, preview.after)?.sized === false;
-        if (withheld) {
-          text.appendChild(el("span", "headroom-preset-note headroom-preset-withheld",
-            `no verdict: ${preview.after.verdict_reason ?? "the core could not size it"}`));
-        }
-      }
-      row.append(text, button);
-      presetSlot.appendChild(row);
+// Puts the preset's rewritten workflow on screen (computed by the core on the user's graph) and shows
+// its plan, which came in the same answer: the figures are those of the graph now on screen.
+async function applyPresetOnScreen(panel, name) {
+  const { app, client, state } = panel;
+  try {
+    // One preset at a time: go back to the user's graph first, so changes are computed on it.
+    if (state.undo) undoPresetResult(app, state.undo);
+    state.undo = null;
+    state.applied = null;
+    const result = await client.applyPreset(serializeWorkflow(app), name, panel.getBudget());
+    state.undo = applyPresetResult(app, result);
+    state.applied = name;
+    state.previews[name] = result;
+    if (result.plan) {
+      state.estimate = result.plan;
+      state.estimatedSignature = graphSignature(serializeWorkflow(app));
+    } else {
+      await reestimate(panel);
     }
-    if (state.undo) {
-      const undo = el("button", "headroom-undo", `Undo ${state.applied}`);
-      undo.title = (state.undo.changes ?? []).map((c) => changeText(c)).join("\n");
-      undo.addEventListener("click", () => api.undo());
-      presetSlot.appendChild(undo);
-    }
+    state.appliedSignature = state.estimatedSignature;
+  } catch (err) {
+    return fail(panel, err);
   }
+  renderPanel(panel);
+  return state.undo;
+}
 
-  function render() {
-    cardSlot.replaceChildren(renderBar(state.snapshot));
-    estimateSlot.replaceChildren(renderStages(state.estimate, state.snapshot?.total_bytes, state.verdicts));
-    renderPresets();
-    renderRuns();
-    errorSlot.textContent = state.error ?? "";
-  }
-
-  function fail(err) {
-    state.error = err.fix ? `${err.message}\n${err.fix}` : err.message;
-    render();
-  }
-
+// What the panel offers its host (the extension) and its own buttons.
+function panelApi(panel) {
+  const { app, client, root, state, runs } = panel;
   const api = {
     element: root,
     state,
     setSnapshot(snapshot) {
       state.snapshot = snapshot;
-      cardSlot.replaceChildren(renderBar(snapshot));
+      panel.slots.card.replaceChildren(renderBar(snapshot));
     },
-    async refresh() {
-      state.error = null;
-      let workflow;
-      try {
-        workflow = serializeWorkflow(app);
-        // An edit made after a preset was applied is the user's graph now: the preset's Undo would throw
-        // it away, so it goes (the frontend's own undo still has it).
-        if (state.undo && graphSignature(workflow) !== state.appliedSignature) {
-          state.undo = null;
-          state.applied = null;
-        }
-        // Rows preview what Apply does, and Apply starts from the user's graph: preview that one.
-        const base = state.undo?.workflow ?? workflow;
-        const [vram, estimate, presets] = await Promise.all([
-          client.vram(), client.estimate(workflow, getBudget()), client.presets()]);
-        state.snapshot = vram.snapshot;
-        state.estimate = estimate;
-        state.presets = presets.presets ?? [];
-        state.verdicts = presets.verdicts ?? [];
-        const previews = await Promise.all(state.presets.map((p) => (needsCard(p) ? null
-          : client.applyPreset(base, p.name ?? p.id, getBudget()).catch((err) => ({ error: err.message })))));
-        state.presets.forEach((p, i) => {
-          const name = p.name ?? p.id;
-          state.previews[name] = previews[i]?.error ? null : previews[i];
-          state.previewErrors[name] = previews[i]?.error ?? null;
-        });
-      } catch (err) {
-        return fail(err);
-      } finally {
-        if (workflow) state.estimatedSignature = graphSignature(workflow);
-      }
-      render();
-      await api.refreshRuns();
-    },
+    refresh: () => refreshWorkflow(panel),
     // The recorded runs and the calibration: their own section, so a server without the run history (or
     // an older pack) leaves the rest of the panel as it was.
     async refreshRuns() {
@@ -429,70 +486,23 @@ export function createPanel({ app, client, getBudget = () => "auto", setBudget =
       runs.error = answer?.error ?? null;
       runs.answer = answer?.error ? null : answer;
       runs.calibration = calibration;
-      renderRuns();
+      renderRuns(panel);
     },
     async setCalibration(on) {
-      await setCalibration(on);
+      await panel.setCalibration(on);
       await api.refreshRuns();
-      await reestimate();
-      render();
+      await reestimate(panel);
+      renderPanel(panel);
     },
     async resetCalibration() {
       runs.calibration = await client.resetCalibration().catch(() => runs.calibration);
-      renderRuns();
-      await reestimate();
-      render();
+      renderRuns(panel);
+      await reestimate(panel);
+      renderPanel(panel);
     },
-    // The graph changed since the last estimate (a widget, a node's mode, a link): estimate again.
-    // Called on the user's edits (debounced) and on a slow timer; cheap when nothing changed.
-    async refreshIfChanged() {
-      if (state.refreshing || !root.isConnected) return false;
-      let signature;
-      try {
-        signature = graphSignature(serializeWorkflow(app));
-      } catch {
-        return false;
-      }
-      if (signature === state.estimatedSignature) return false;
-      state.refreshing = true;
-      try {
-        await api.refresh();
-      } finally {
-        state.refreshing = false;
-      }
-      return true;
-    },
-    destroy() {
-      clearInterval(watch.timer);
-      clearTimeout(watch.debounce);
-      for (const [type, fn] of watch.listeners) root.ownerDocument.removeEventListener(type, fn, true);
-      watch.listeners = [];
-    },
-    // Puts the preset's rewritten workflow on screen (computed by the core on the user's graph) and shows
-    // its plan, which came in the same answer: the figures are those of the graph now on screen.
-    async applyPreset(name) {
-      try {
-        // One preset at a time: go back to the user's graph first, so changes are computed on it.
-        if (state.undo) undoPresetResult(app, state.undo);
-        state.undo = null;
-        state.applied = null;
-        const result = await client.applyPreset(serializeWorkflow(app), name, getBudget());
-        state.undo = applyPresetResult(app, result);
-        state.applied = name;
-        state.previews[name] = result;
-        if (result.plan) {
-          state.estimate = result.plan;
-          state.estimatedSignature = graphSignature(serializeWorkflow(app));
-        } else {
-          await reestimate();
-        }
-        state.appliedSignature = state.estimatedSignature;
-      } catch (err) {
-        return fail(err);
-      }
-      render();
-      return state.undo;
-    },
+    refreshIfChanged: () => refreshIfChanged(panel),
+    destroy: () => unwatchGraph(root, panel.watch),
+    applyPreset: (name) => applyPresetOnScreen(panel, name),
     // A preset applied to the graph on screen elsewhere (the queue's auto-fix): offered for Undo here.
     adoptApplied(name, record, result) {
       state.undo = record;
@@ -501,40 +511,64 @@ export function createPanel({ app, client, getBudget = () => "auto", setBudget =
       if (result?.plan) state.estimate = result.plan;
       state.estimatedSignature = graphSignature(serializeWorkflow(app));
       state.appliedSignature = state.estimatedSignature;
-      render();
+      renderPanel(panel);
     },
     // Puts the graph back as it was and estimates it as it now is (not the preset's numbers).
     async undo() {
       undoPresetResult(app, state.undo);
       state.undo = null;
       state.applied = null;
-      render();
-      await reestimate();
-      render();
+      renderPanel(panel);
+      await reestimate(panel);
+      renderPanel(panel);
     },
   };
+  return api;
+}
 
-  async function reestimate() {
-    const workflow = serializeWorkflow(app);
-    state.estimate = await client.estimate(workflow, getBudget()).catch(() => state.estimate);
-    state.estimatedSignature = graphSignature(workflow);
+// The graph changed since the last estimate (a widget, a node's mode, a link): estimate again.
+// Called on the user's edits (debounced) and on a slow timer; cheap when nothing changed.
+async function refreshIfChanged(panel) {
+  const { state } = panel;
+  if (state.refreshing || !panel.root.isConnected) return false;
+  let signature;
+  try {
+    signature = graphSignature(serializeWorkflow(panel.app));
+  } catch {
+    return false;
   }
+  if (signature === state.estimatedSignature) return false;
+  state.refreshing = true;
+  try {
+    await panel.api.refresh();
+  } finally {
+    state.refreshing = false;
+  }
+  return true;
+}
 
-  // Widget edits reach the graph through the canvas, Vue widgets or the properties panel, none of which
-  // tells an extension on every frontend; so the panel looks after input in the page (debounced) and
-  // every few seconds, and estimates again when the graph's signature moved.
+// Widget edits reach the graph through the canvas, Vue widgets or the properties panel, none of which
+// tells an extension on every frontend; so the panel looks after input in the page (debounced) and
+// every few seconds, and estimates again when the graph's signature moved.
+function watchGraph(root, onChange) {
   const watch = { timer: null, debounce: null, listeners: [] };
   const poke = () => {
     clearTimeout(watch.debounce);
-    watch.debounce = setTimeout(() => api.refreshIfChanged(), WATCH_DEBOUNCE_MS);
+    watch.debounce = setTimeout(() => onChange(), WATCH_DEBOUNCE_MS);
   };
   for (const type of ["change", "input", "pointerup", "keyup"]) {
     root.ownerDocument.addEventListener(type, poke, true);
     watch.listeners.push([type, poke]);
   }
-  watch.timer = setInterval(() => api.refreshIfChanged(), WATCH_INTERVAL_MS);
-  render();
-  return api;
+  watch.timer = setInterval(() => onChange(), WATCH_INTERVAL_MS);
+  return watch;
+}
+
+function unwatchGraph(root, watch) {
+  clearInterval(watch.timer);
+  clearTimeout(watch.debounce);
+  for (const [type, fn] of watch.listeners) root.ownerDocument.removeEventListener(type, fn, true);
+  watch.listeners = [];
 }
 
 const WATCH_DEBOUNCE_MS = 400;

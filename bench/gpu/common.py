@@ -82,7 +82,7 @@ def import_core_module(build_dir=None):
             spec = importlib.util.spec_from_file_location("headroom_bench_nodes", REPO / "nodes" / "__init__.py",
                                                           submodule_search_locations=[str(REPO / "nodes")])
             sys.modules["headroom_bench_nodes"] = importlib.util.module_from_spec(spec)
-        core_capi = importlib.import_module("headroom_bench_nodes.core_capi")
+        core_capi = importlib.import_module("headroom_bench_nodes.native.core_capi")
         return core_capi.CapiCore(build / "capi" / core_capi.library_name()), ""
     except Exception as e:  # noqa: BLE001
         return None, f"{type(e).__name__}: {e}"

@@ -12,6 +12,7 @@ the accumulation), tol, ok, kernel_s, aten_s, speedup (aten_s / kernel_s), statu
 import ctypes
 import os
 from pathlib import Path
+from types import SimpleNamespace
 
 import torch
 
@@ -138,13 +139,11 @@ def best_time(device, fn, reps):
     return best
 
 
-def main():
-    a = common.parse_args()
-    rows = common.Rows(a.out / "kernels.csv", COLUMNS)
-    dev = a.device
+def kernel_impl(a):
+    """(implementation, backend, note): the CUDA kernels through the shim on a GPU, else the emulation."""
     shim_path = Path(os.environ.get("HEADROOM_KERNELS_SHIM", a.build_dir / "kernels_shim.so"))
     impl, backend, note = Emulation(), "cpu-emulation", "no GPU: a second CPU implementation stands in for the kernel"
-    if dev == "cuda":
+    if a.device == "cuda":
         if shim_path.exists():
             try:
                 impl, backend, note = Shim(shim_path), "cuda", ""
@@ -152,12 +151,29 @@ def main():
                 note = f"kernels shim failed to load ({e}); emulation compared instead"
         else:
             note = f"kernels shim not built ({shim_path}); emulation compared instead"
-    g = torch.Generator(device=dev).manual_seed(0)
-    reps = 3 if dev == "cuda" else 1
+    return impl, backend, note
+
+
+def main():
+    a = common.parse_args()
+    rows = common.Rows(a.out / "kernels.csv", COLUMNS)
+    impl, backend, note = kernel_impl(a)
+    g = torch.Generator(device=a.device).manual_seed(0)
+    bench = SimpleNamespace(a=a, rows=rows, impl=impl, backend=backend, note=note, g=g,
+                            reps=3 if a.device == "cuda" else 1)
     if a.dry_run:
         S, C, HW, tile = 16 * 16, 32, 48, 24
     else:
         S, C, HW, tile = 1024 * 1024, 128, 4096, 1024 + 2 * 64  # a 1024^2 level at 128 ch; 4096^2 accumulator
+    n_ok = groupnorm_rows(bench, S, C) + blend_rows(bench, HW, tile)
+    rows.close()
+    common.write_step_status(a, "kernels", rows=rows.n, ok=n_ok, backend=backend, note=note)
+
+
+def groupnorm_rows(bench, S, C):
+    """The GroupNorm kernels (apply + SiLU, statistics) against ATen in each dtype; how many agreed."""
+    a, rows, impl, backend, note, g, reps = bench.a, bench.rows, bench.impl, bench.backend, bench.note, bench.g, bench.reps
+    dev = a.device
     n_ok = 0
     for dtype in (torch.float32, torch.bfloat16, torch.float16):
         if dev == "cpu" and dtype == torch.float16:
@@ -190,7 +206,15 @@ def main():
             except Exception as ex:  # noqa: BLE001 - recorded, the step goes on
                 rows.add(kernel=kname, dtype=name, shape=shape, backend=backend, status="error", note=str(ex)[:300])
         del x
-    # blend accumulation (fp32 only, as in the decoders): two overlapping tiles into one accumulator
+    return n_ok
+
+
+def blend_rows(bench, HW, tile):
+    """Blend accumulation (fp32 only, as in the decoders): two overlapping tiles into one accumulator, then
+    the normalisation; how many agreed with ATen."""
+    a, rows, impl, backend, note, g, reps = bench.a, bench.rows, bench.impl, bench.backend, bench.note, bench.g, bench.reps
+    dev = a.device
+    n_ok = 0
     P = 3
     tile_t = torch.rand(P, tile, tile, device=dev, generator=g)
     wy = torch.rand(tile, device=dev, generator=g)
@@ -223,8 +247,7 @@ def main():
         except Exception as ex:  # noqa: BLE001
             rows.add(kernel=kname, dtype="fp32", shape=f"[{P},{HW},{HW}]", backend=backend, status="error",
                      note=str(ex)[:300])
-    rows.close()
-    common.write_step_status(a, "kernels", rows=rows.n, ok=n_ok, backend=backend, note=note)
+    return n_ok
 
 
 if __name__ == "__main__":

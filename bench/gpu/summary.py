@@ -29,10 +29,8 @@ def num(s):
         return None
 
 
-def main():
-    out = Path(sys.argv[1] if len(sys.argv) > 1 else os.environ["OUT"])
-    work = Path(os.environ.get("HEADROOM_GPU_WORK", out / ".steps"))
-    dry = os.environ.get("HEADROOM_GPU_DRY_RUN") == "1"
+def read_steps(work):
+    """The step records of run.sh (WORK/steps.tsv), each with the status file its step wrote."""
     steps = []
     tsv = work / "steps.tsv"
     if tsv.exists():
@@ -44,18 +42,17 @@ def main():
             if st.exists():
                 rec["status"] = json.loads(st.read_text())
             steps.append(rec)
-    checks = []
+    return steps
 
-    def check(name, ok, detail=""):
-        checks.append({"check": name, "ok": bool(ok), "detail": detail})
 
-    for f in FILES:
-        p = out / f
-        n = len(read_rows(p)) if f.endswith(".csv") else (1 if p.exists() and p.stat().st_size else 0)
-        check(f"{f} exists and has rows", n > 0, f"{n} rows")
-    versions = json.loads((out / "versions.json").read_text()) if (out / "versions.json").exists() else {}
+class Checks(list):
+    """The run's promises, each with whether it held: {check, ok, detail}."""
 
-    # ---- decoders
+    def __call__(self, name, ok, detail=""):
+        self.append({"check": name, "ok": bool(ok), "detail": detail})
+
+
+def decoders_summary(out, check):
     dec = read_rows(out / "decoders.csv")
     ran = [r for r in dec if r["status"] == "ok"]
     fulls = [r for r in ran if r["mode"] == "full"]
@@ -85,16 +82,20 @@ def main():
     check("decoders: fp32 exact equals full (max error <= 1e-4)", exact_err["fp32"] <= 1e-4, f"{exact_err['fp32']:.3g}")
     check("decoders: fp32 full equals the reference (max error <= 1e-4)", ref_err["fp32"] <= 1e-4, f"{ref_err['fp32']:.3g}")
     check("decoders: peaks compared with the plan", any(r["under_plan"] for r in ran))
+    return dec_s
 
-    # ---- kernels
+
+def kernels_summary(out, check):
     ker = read_rows(out / "kernels.csv")
     kok = [r for r in ker if r["status"] == "ok"]
     ker_s = {"backend": sorted({r["backend"] for r in ker}), "ok": f"{sum(r['ok'] == 'true' for r in kok)}/{len(ker)}",
              "rows": [{k: r[k] for k in ("kernel", "dtype", "maxerr", "speedup", "ok")} for r in kok]}
     check("kernels: every kernel compared with its ATen twin", ker and all(r["ok"] == "true" for r in ker),
           ker_s["ok"])
+    return ker_s
 
-    # ---- peaks
+
+def peaks_summary(out, check):
     pk = read_rows(out / "peaks.csv")
     pok = [r for r in pk if r["status"] == "ok"]
     ratios = [num(r["activation_meas_over_est"]) for r in pok if num(r["activation_meas_over_est"])]
@@ -107,8 +108,10 @@ def main():
     check("peaks: DiT, text encoder, VAE decode and encode rows", {"sample", "text_encode", "vae_decode", "vae_encode"} <= stages,
           ", ".join(sorted(stages)))
     check("peaks: measured against Headroom's estimate", ratios, f"{len(ratios)} rows with an estimate")
+    return peaks_s
 
-    # ---- promise
+
+def promise_summary(out, check, dry):
     pr = read_rows(out / "promise.csv")
     runs = [r for r in pr if r["ran"] == "true" or r["status"] == "refused"]
     fits = [r for r in runs if r["verdict"] == "fits"]
@@ -134,17 +137,14 @@ def main():
                                                          if r["ran"] == "true"))
     if not dry:  # on the GPU this is the promise itself; the CPU emulation only reports it
         check("promise: every 'fits' ran without running out", not broken, f"{len(broken)} broken")
+    return prom_s
 
-    steps_over = [s["step"] for s in steps if s["timed_out"]]
-    total_s = sum(s["seconds"] for s in steps)
-    summary = {"dry_run": dry, "device": versions.get("device"), "gpu": versions.get("gpu"),
-               "torch": versions.get("torch"), "torch_cuda": versions.get("torch_cuda"),
-               "build": versions.get("build", {}), "core_module": versions.get("core_module"),
-               "torch_module": versions.get("torch_module"), "steps": steps, "total_seconds": round(total_s, 1),
-               "steps_over_budget": steps_over, "decoders": dec_s, "kernels": ker_s, "peaks": peaks_s,
-               "promise": prom_s, "checks": checks, "all_checks_ok": all(c["ok"] for c in checks)}
-    (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
 
+def markdown(summary, total_s):
+    """summary.md's lines (the total in whole seconds of the unrounded sum)."""
+    dry, steps, checks = summary["dry_run"], summary["steps"], summary["checks"]
+    dec_s, ker_s, peaks_s, prom_s = summary["decoders"], summary["kernels"], summary["peaks"], summary["promise"]
+    exact_err, ref_err = dec_s["exact_maxerr_vs_full"], dec_s["full_maxerr_vs_reference"]
     md = [f"# Headroom GPU run{' (dry run, CPU: emulated figures)' if dry else ''}", "",
           f"device {summary['device']} {summary['gpu'] or ''}, torch {summary['torch']} (CUDA {summary['torch_cuda']}); "
           f"total {total_s:.0f} s", "", "| step | rc | seconds | budget |", "|---|---|---|---|"]
@@ -171,6 +171,32 @@ def main():
            f"under-estimates {prom_s['estimate_error']['under_estimates']}"]
     md += [f"  - broken: {b}" for b in prom_s["broken"]]
     md += ["", "## Checks"] + [f"- [{'x' if c['ok'] else ' '}] {c['check']} {c['detail']}" for c in checks]
+    return md
+
+
+def main():
+    out = Path(sys.argv[1] if len(sys.argv) > 1 else os.environ["OUT"])
+    work = Path(os.environ.get("HEADROOM_GPU_WORK", out / ".steps"))
+    dry = os.environ.get("HEADROOM_GPU_DRY_RUN") == "1"
+    steps = read_steps(work)
+    check = Checks()
+    for f in FILES:
+        p = out / f
+        n = len(read_rows(p)) if f.endswith(".csv") else (1 if p.exists() and p.stat().st_size else 0)
+        check(f"{f} exists and has rows", n > 0, f"{n} rows")
+    versions = json.loads((out / "versions.json").read_text()) if (out / "versions.json").exists() else {}
+    dec_s, ker_s = decoders_summary(out, check), kernels_summary(out, check)
+    peaks_s, prom_s = peaks_summary(out, check), promise_summary(out, check, dry)
+    steps_over = [s["step"] for s in steps if s["timed_out"]]
+    total_s = sum(s["seconds"] for s in steps)
+    summary = {"dry_run": dry, "device": versions.get("device"), "gpu": versions.get("gpu"),
+               "torch": versions.get("torch"), "torch_cuda": versions.get("torch_cuda"),
+               "build": versions.get("build", {}), "core_module": versions.get("core_module"),
+               "torch_module": versions.get("torch_module"), "steps": steps, "total_seconds": round(total_s, 1),
+               "steps_over_budget": steps_over, "decoders": dec_s, "kernels": ker_s, "peaks": peaks_s,
+               "promise": prom_s, "checks": list(check), "all_checks_ok": all(c["ok"] for c in check)}
+    (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
+    md = markdown(summary, total_s)
     (out / "summary.md").write_text("\n".join(md) + "\n")
     print("\n".join(md))
     return 0

@@ -1,6 +1,6 @@
 # Writes <library>.record ({"size": bytes, "sha256": hex}) once the library is linked, so the nodes can
 # tell a finished build from a file cut short or changed later without loading it (and without starting
-# a process to try: nodes/native_loader.py). A link that stops half-way leaves no record for the new
+# a process to try: nodes/native/native_loader.py). A link that stops half-way leaves no record for the new
 # file, or the old one, whose hash no longer matches.
 #   cmake -DLIBRARY=<path> -P record_library.cmake
 if(NOT EXISTS "${LIBRARY}")

@@ -201,7 +201,7 @@ class Recorder:
     def _is_oom(message):
         """Whether the core's OOM explainer recognises the error as a memory failure."""
         try:
-            from .. import native_loader
+            from ..native import native_loader
             return bool(native_loader.call_json("explain", {"text": message}).get("recognised"))
         except Exception:
             return False
@@ -210,7 +210,7 @@ class Recorder:
 
     def history(self, limit=20):
         """The core's answer for this history (api::runs), the running prompt marked as such."""
-        from .. import native_loader
+        from ..native import native_loader
         request = {"history": self.store.path, "limit": limit}
         if self.active is not None:
             request["active_prompt_id"] = self.active

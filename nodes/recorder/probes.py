@@ -4,7 +4,7 @@ must never initialise CUDA or import torch."""
 import os
 import sys
 
-from .. import comfy_runtime
+from ..comfyui import comfy_runtime
 
 
 def _cuda():

@@ -26,8 +26,9 @@ sys.path.insert(0, str(REPO / "tests" / "python"))
 from conftest import core_built, load_pack  # noqa: E402
 
 load_pack()
-from headroom_pack.nodes import native_loader, prompt_handler, settings  # noqa: E402
-from headroom_pack.nodes.queue_gate import gate_of  # noqa: E402
+from headroom_pack.nodes.native import native_loader  # noqa: E402
+from headroom_pack.nodes.server import prompt_handler, settings  # noqa: E402
+from headroom_pack.nodes.server.queue_gate import gate_of  # noqa: E402
 
 # Widget names in the order of each node's widgets_values (None: a frontend-only widget such as
 # control_after_generate, which the API format does not carry). UI-only nodes (notes) are left out, as

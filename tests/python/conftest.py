@@ -53,7 +53,7 @@ def native_core_or_none():
     """The built C library (build/capi) through the nodes' ctypes wrapper, or None when it is not built."""
     if not _core:
         load_pack()
-        from headroom_pack.nodes import core_capi
+        from headroom_pack.nodes.native import core_capi
         path = BUILD_DIR / "capi" / core_capi.library_name()
         _core.append(core_capi.CapiCore(path) if path.is_file() else None)
     return _core[0]
@@ -74,7 +74,7 @@ def run_with_client(check):
     from aiohttp import web
     from aiohttp.test_utils import TestClient, TestServer
     load_pack()
-    from headroom_pack.nodes import calibration_routes, routes
+    from headroom_pack.nodes.server import calibration_routes, routes
 
     async def main():
         table = web.RouteTableDef()
@@ -129,7 +129,8 @@ def natives_installed(core=None, torch_ops=None, core_cause=None, torch_cause=No
     """The pack's native loader answers with these stand-ins (or, with a cause, reports the module as
     unavailable) and the settings start from their defaults; both are reset afterwards."""
     load_pack()
-    from headroom_pack.nodes import native_loader, settings
+    from headroom_pack.nodes.native import native_loader
+    from headroom_pack.nodes.server import settings
     native_loader.reset()
     if core is not None or core_cause is not None:
         native_loader._cache[native_loader.CORE_MODULE] = (core, core_cause)
@@ -181,7 +182,7 @@ def comfy_standin(monkeypatch):
 
 @pytest.fixture(autouse=True)
 def _queue_time_estimates_done():
-    """The queue-time estimates run on a worker thread (nodes/prompt_handler.py); one left running would
+    """The queue-time estimates run on a worker thread (nodes/server/prompt_handler.py); one left running would
     land in the next test, with that test's core and settings."""
     yield
     handler = sys.modules.get(f"{PACK_NAME}.nodes.prompt_handler")

@@ -7,7 +7,7 @@ import pytest
 from conftest import core_built, load_pack, native_core_or_none
 
 PACK = load_pack()
-from headroom_pack.nodes import budget  # noqa: E402
+from headroom_pack.nodes.comfyui import budget  # noqa: E402
 
 GIB = 2 ** 30
 
@@ -169,7 +169,7 @@ def gpu_core():
 
 
 def test_settings_refuse_a_budget_that_is_no_card_in_the_budgets_words(gpu_core):
-    from headroom_pack.nodes import settings
+    from headroom_pack.nodes.server import settings
     with pytest.raises(ValueError) as refused:
         settings.update({"budget": "banana"})
     message = str(refused.value)

@@ -1,4 +1,4 @@
-"""Calibration in the pack (nodes/calibration.py, docs/calibration.md): opt-in, learned by the real core
+"""Calibration in the pack (nodes/server/calibration.py, docs/calibration.md): opt-in, learned by the real core
 from recorded runs (the history contract's run objects), stored in <user dir>/headroom/calibration.json,
 passed into the estimates the pack makes, reset in one call, and the measurements exported without
 prompts or paths."""
@@ -11,7 +11,9 @@ import pytest
 from conftest import load_pack, natives_installed, real_core_or_skip, run_with_client
 
 load_pack()
-from headroom_pack.nodes import calibration, comfy_adapters, native_loader, runs_export, settings  # noqa: E402
+from headroom_pack.nodes.server import calibration, runs_export, settings  # noqa: E402
+from headroom_pack.nodes.comfyui import comfy_adapters  # noqa: E402
+from headroom_pack.nodes.native import native_loader  # noqa: E402
 
 CARD = "NVIDIA GeForce RTX 4090"
 RATIOS = [1.20, 1.25, 1.30, 1.24, 1.26, 1.25]

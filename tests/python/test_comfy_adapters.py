@@ -14,7 +14,7 @@ def _model(config_name, **unet_config):
 
 
 def test_a_loaded_model_is_recognised_by_the_core(fake_core):
-    from headroom_pack.nodes import comfy_adapters
+    from headroom_pack.nodes.comfyui import comfy_adapters
     fake_core.recognised = "some-model"
     descriptor = comfy_adapters.model_descriptor(_model("WAN21_T2V", dim=5120, in_dim=36))
     assert comfy_adapters.catalog_model_name(descriptor) == "some-model"
@@ -24,7 +24,7 @@ def test_a_loaded_model_is_recognised_by_the_core(fake_core):
 
 
 def test_a_model_the_core_does_not_know_is_none(fake_core):
-    from headroom_pack.nodes import comfy_adapters
+    from headroom_pack.nodes.comfyui import comfy_adapters
     fake_core.recognised = None
     descriptor = comfy_adapters.model_descriptor(_model("SDXL", hidden_size=320))
     assert comfy_adapters.catalog_model_name(descriptor) is None
@@ -34,7 +34,7 @@ def test_a_model_the_core_does_not_know_is_none(fake_core):
 def test_no_catalog_model_name_in_the_adapters():
     """Neither a catalog name nor its squashed form ("flux1dev") is spelt in comfy_adapters.py."""
     names = [m["name"] for m in json.loads((REPO / "native/data/models.json").read_text())["models"]]
-    text = (REPO / "nodes/comfy_adapters.py").read_text().lower()
+    text = (REPO / "nodes/comfyui/comfy_adapters.py").read_text().lower()
     for name in names:
         for spelling in {name, re.sub(r"[^a-z0-9]", "", name)}:
             assert f'"{spelling}"' not in text and f"'{spelling}'" not in text, spelling

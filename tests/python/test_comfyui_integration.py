@@ -137,7 +137,7 @@ def test_cpu_prompt_with_preflight_executes(comfy):
 def test_queue_gate_makes_comfyui_refuse_the_prompt_with_the_reason(comfy):
     """The block mechanism itself: ComfyUI validates the gate node and answers 400 with our text."""
     url, _ = comfy
-    from headroom_pack.nodes.queue_gate import blocked_prompt
+    from headroom_pack.nodes.server.queue_gate import blocked_prompt
     status, body = post(url + "/prompt", {"prompt": blocked_prompt("Headroom blocked this run: test reason"),
                                           "client_id": "headroom-test"})
     assert status == 400

@@ -33,7 +33,7 @@ def only_the_c_library(tmp_path, data=None):
 def test_the_nodes_answer_through_the_c_library(tmp_path):
     build = only_the_c_library(tmp_path)
     got = run(build_dir=build, timeout=120, code=f"""
-        from headroom_pack.nodes import native_loader
+        from headroom_pack.nodes.native import native_loader
         core = native_loader.core()
         est = json.loads(core.estimate(json.dumps({REQUEST!r})))
         try:
@@ -59,7 +59,7 @@ def test_a_truncated_c_library_is_refused_not_loaded(tmp_path):
     data = LIBRARY.read_bytes()
     build = only_the_c_library(tmp_path, data[: len(data) // 2])
     got = run(build_dir=build, timeout=120, code="""
-        from headroom_pack.nodes import native_loader
+        from headroom_pack.nodes.native import native_loader
         try:
             native_loader.core(); cause = None
         except native_loader.NativeUnavailable as e:

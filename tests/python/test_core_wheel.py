@@ -139,7 +139,7 @@ def test_the_nodes_load_the_wheel_checked_against_pips_record(venv, tmp_path):
     """The pack in that other Python, with no build folder, takes the core from the installed wheel after
     checking the file against the hash pip recorded; a library cut short there is refused, not loaded."""
     from test_pack_import import run as run_pack
-    code = ("from headroom_pack.nodes import native_loader\n"
+    code = ("from headroom_pack.nodes.native import native_loader\n"
             "try:\n"
             "    core = native_loader.core(); got = {'where': core.__file__, 'n': len(json.loads(core.catalog())['models'])}\n"
             "except native_loader.NativeUnavailable as e:\n"

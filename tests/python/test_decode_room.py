@@ -9,7 +9,7 @@ import pytest
 from conftest import load_pack
 
 load_pack()
-from headroom_pack.nodes import decode_room  # noqa: E402
+from headroom_pack.nodes.comfyui import decode_room  # noqa: E402
 
 GIB = 1024 ** 3
 

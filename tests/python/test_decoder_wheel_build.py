@@ -1,7 +1,7 @@
 """The decoder wheel headroom_torch (native/python/pyproject.toml, scripts/build_decoder_wheel.sh).
 
 Always (cheap): the version label and manifest entry from fake torch versions, and that the entry is the key
-nodes/decoder_wheels.py selects: taken for the torch/CUDA/CPython/platform it names, refused for any other.
+nodes/native/decoder_wheels.py selects: taken for the torch/CUDA/CPython/platform it names, refused for any other.
 With HEADROOM_DECODER_WHEEL_TEST=1 (compiling the torch module takes minutes on 2 cores): the real build with
 the running torch, installed into a fresh virtual environment, imported there in a child process, and its
 printed manifest entry selected for this machine and refused for another torch."""
@@ -33,7 +33,7 @@ def _load(name, path):
 
 
 meta = _load("headroom_decoder_wheel_meta", REPO / "scripts" / "decoder_wheel_meta.py")
-dw = _load("headroom_decoder_wheels_for_test", REPO / "nodes" / "decoder_wheels.py")
+dw = _load("headroom_decoder_wheels_for_test", REPO / "nodes" / "native" / "decoder_wheels.py")
 PEP440_LOCAL = re.compile(r"^\d+(\.\d+)*\+[a-z0-9]+(\.[a-z0-9]+)*$")
 
 

@@ -1,4 +1,4 @@
-"""Decoder-wheel selection (nodes/decoder_wheels.py) against fakes: an exact match of torch X.Y, CUDA
+"""Decoder-wheel selection (nodes/native/decoder_wheels.py) against fakes: an exact match of torch X.Y, CUDA
 major, CPython tag and platform, never a near one, and a child-process import check that reports a
 mismatched or crashing module without harming this process."""
 import importlib.util
@@ -10,7 +10,7 @@ import pytest
 
 from conftest import REPO
 
-spec = importlib.util.spec_from_file_location("decoder_wheels", REPO / "nodes" / "decoder_wheels.py")
+spec = importlib.util.spec_from_file_location("decoder_wheels", REPO / "nodes" / "native" / "decoder_wheels.py")
 dw = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(dw)
 

@@ -9,7 +9,8 @@ import fakes
 from conftest import load_pack, native_core_or_none, natives_installed
 
 load_pack()
-from headroom_pack.nodes import explain, native_loader  # noqa: E402
+from headroom_pack.nodes.graph import explain  # noqa: E402
+from headroom_pack.nodes.native import native_loader  # noqa: E402
 
 FRAGMENTED = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 884.00 MiB. GPU 0 has a total capacity "
               "of 12.00 GiB of which 38.73 MiB is free. Of the allocated memory 6.68 GiB is allocated by PyTorch, and "

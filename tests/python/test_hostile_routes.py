@@ -14,7 +14,8 @@ import fakes
 from conftest import load_pack
 
 load_pack()
-from headroom_pack.nodes import native_loader, prompt_handler, routes, settings  # noqa: E402
+from headroom_pack.nodes.native import native_loader  # noqa: E402
+from headroom_pack.nodes.server import prompt_handler, routes, settings  # noqa: E402
 
 COMFY_CLIENT_MAX_SIZE = 100 * 1024 * 1024  # ComfyUI server.py: --max-upload-size, 100 MB by default
 TIME_LIMIT_S = 20

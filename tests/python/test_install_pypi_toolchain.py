@@ -1,4 +1,4 @@
-"""install.py on a machine with no compiler: the toolchain from PyPI (nodes/pypi_toolchain.py), how it
+"""install.py on a machine with no compiler: the toolchain from PyPI (nodes/native/pypi_toolchain.py), how it
 fails (offline PyPI, a full or read-only disk, a second install), and, end to end, a fresh venv of another
 Python with nothing but that Python on the PATH whose install leaves a core the nodes load and ask."""
 import json
@@ -13,7 +13,7 @@ import pytest
 from conftest import REPO, install_module
 
 install = install_module()
-tc_mod = install.nodes_module("pypi_toolchain")
+tc_mod = install.native_module("pypi_toolchain")
 
 
 def fake_tree(root: Path):
@@ -206,7 +206,7 @@ def test_fresh_venv_without_a_compiler_gets_a_core_that_answers(tmp_path):
            f"spec = importlib.util.spec_from_file_location('hp', {str(REPO / '__init__.py')!r}, "
            f"submodule_search_locations=[{str(REPO)!r}])\n"
            "pack = importlib.util.module_from_spec(spec); sys.modules['hp'] = pack; spec.loader.exec_module(pack)\n"
-           "from hp.nodes import native_loader\n"
+           "from hp.nodes.native import native_loader\n"
            "core = native_loader.core()\n"
            "print(core.estimate(json.dumps({'model': 'flux1-dev', 'width': 1024, 'height': 1024, 'gpu': '4090'})))\n")
     got = subprocess.run([str(venv / "bin" / "python"), "-c", ask], capture_output=True, text=True, timeout=300,

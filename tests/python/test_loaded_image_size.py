@@ -14,7 +14,7 @@ from PIL import Image, ImageOps
 from conftest import REPO, load_pack, real_core_or_skip
 
 load_pack()
-from headroom_pack.nodes import comfy_adapters  # noqa: E402
+from headroom_pack.nodes.comfyui import comfy_adapters  # noqa: E402
 
 
 def prompt(image_name):

@@ -12,7 +12,7 @@ from safetensors.torch import save_file
 from conftest import load_pack, real_core_or_skip
 
 load_pack()
-from headroom_pack.nodes import comfy_adapters  # noqa: E402
+from headroom_pack.nodes.comfyui import comfy_adapters  # noqa: E402
 
 PROMPT = {
     "1": {"class_type": "UNETLoader", "inputs": {"unet_name": "flux1-dev.safetensors", "weight_dtype": "default"}},

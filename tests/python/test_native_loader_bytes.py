@@ -28,7 +28,7 @@ import pytest
 from conftest import BUILD_DIR, BUILD_PYTHON, load_pack, native_core_or_none
 
 load_pack()
-from headroom_pack.nodes import native_loader  # noqa: E402
+from headroom_pack.nodes.native import native_loader  # noqa: E402
 
 CORE_SO = BUILD_DIR / "capi" / "libheadroom_core.so"
 CORE_SO = CORE_SO if CORE_SO.is_file() else None
@@ -217,7 +217,7 @@ def test_a_decoder_replaced_after_its_check_loads_the_checked_bytes(tmp_path):
     got = run(f"""
         import os
         from pathlib import Path
-        from headroom_pack.nodes import native_loader
+        from headroom_pack.nodes.native import native_loader
         checked = native_loader._vet
         def vet_then_replace(name, path):
             result = checked(name, path)

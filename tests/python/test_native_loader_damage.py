@@ -22,7 +22,7 @@ import pytest
 from conftest import BUILD_DIR, BUILD_PYTHON, REPO, install_module, load_pack
 
 load_pack()
-from headroom_pack.nodes import binary_check, native_loader  # noqa: E402
+from headroom_pack.nodes.native import binary_check, native_loader  # noqa: E402
 
 
 def _built(prefix):
@@ -47,7 +47,7 @@ LOAD_AND_USE = textwrap.dedent(f"""
                                                   submodule_search_locations=[{str(REPO)!r}])
     pack = importlib.util.module_from_spec(spec); sys.modules["headroom_pack"] = pack
     spec.loader.exec_module(pack)
-    from headroom_pack.nodes import native_loader
+    from headroom_pack.nodes.native import native_loader
     try:
         module = native_loader.{{getter}}()
         message = None

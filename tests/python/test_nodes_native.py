@@ -13,7 +13,7 @@ from conftest import load_pack, run_with_client, real_core_or_skip
 
 ht = pytest.importorskip("_headroom_torch", reason="native torch module not built (HEADROOM_BUILD_DIR)")
 PACK = load_pack()
-from headroom_pack.nodes import native_loader  # noqa: E402
+from headroom_pack.nodes.native import native_loader  # noqa: E402
 
 torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
 
@@ -122,7 +122,7 @@ def test_explain_node_and_route_on_real_core(oom_examples):
 def test_loaded_model_maps_to_the_real_catalog(config, dim, in_dim, expected):
     """ComfyUI's model-config class names (comfy/supported_models.py) -> the catalog's entries."""
     core = real_core_or_skip()
-    from headroom_pack.nodes import comfy_adapters
+    from headroom_pack.nodes.comfyui import comfy_adapters
     config_cls = type(config, (), {"unet_config": {"dim": dim, "in_dim": in_dim}})
     model = types.SimpleNamespace(model=types.SimpleNamespace(model_config=config_cls()))
     descriptor = comfy_adapters.model_descriptor(model)

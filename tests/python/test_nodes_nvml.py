@@ -11,7 +11,7 @@ import pytest
 from conftest import load_pack
 
 load_pack()
-from headroom_pack.nodes import vram_snapshot  # noqa: E402
+from headroom_pack.nodes.comfyui import vram_snapshot  # noqa: E402
 
 FAKE_NVML = textwrap.dedent("""
     typedef struct { unsigned int pid; unsigned long long usedGpuMemory; unsigned int gpuInstanceId;

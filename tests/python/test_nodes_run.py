@@ -10,7 +10,7 @@ import fakes
 from conftest import load_pack, natives_installed
 
 PACK = load_pack()
-from headroom_pack.nodes import native_loader  # noqa: E402
+from headroom_pack.nodes.native import native_loader  # noqa: E402
 
 GIB = 2 ** 30
 
@@ -193,7 +193,7 @@ def test_vae_decode_evicts_models_first(fake_core, monkeypatch):
 
 
 def test_loader_auto_picks_fp8_when_16bit_does_not_fit(fake_core):
-    from headroom_pack.nodes import loader
+    from headroom_pack.nodes.graph import loader
     dtype, why = loader.choose_dtype("/models/flux1-dev.safetensors", 1024, 1024, 1, 1, budget="16")
     assert dtype == "fp8_e4m3fn"
     assert "20.00 GiB" in why and "10.00 GiB" in why and "fits" in why
@@ -202,7 +202,7 @@ def test_loader_auto_picks_fp8_when_16bit_does_not_fit(fake_core):
 
 
 def test_loader_auto_keeps_16bit_when_it_fits(fake_core):
-    from headroom_pack.nodes import loader
+    from headroom_pack.nodes.graph import loader
     dtype, why = loader.choose_dtype("/models/flux1-dev.safetensors", 1024, 1024, 1, 1, budget="24")
     assert dtype == "default" and "fit" in why
 
@@ -285,7 +285,7 @@ def test_explain_node_reads_the_last_failed_run_from_comfy_history(fake_core, mo
 
 
 def test_loader_auto_reports_unreadable_files(fake_core, monkeypatch):
-    from headroom_pack.nodes import loader
+    from headroom_pack.nodes.graph import loader
     fake_core.inspect = lambda paths: '[{"path": "/m/x.safetensors", "error": "x.safetensors: header length 9e18 is larger than the file", "error_kind": "malformed"}]'
     with pytest.raises(ValueError, match="header length"):
         loader.choose_dtype("/m/x.safetensors", 1024, 1024, 1, 1, budget="16")

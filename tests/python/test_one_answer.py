@@ -10,8 +10,10 @@ from conftest import REPO, SHARED, core_built, load_pack
 
 load_pack()
 import fakes  # noqa: E402
-from headroom_pack.nodes import native_loader, preflight, prompt_handler, settings  # noqa: E402
-from headroom_pack.nodes.queue_gate import gate_of  # noqa: E402
+from headroom_pack.nodes.native import native_loader  # noqa: E402
+from headroom_pack.nodes.graph import preflight  # noqa: E402
+from headroom_pack.nodes.server import prompt_handler, settings  # noqa: E402
+from headroom_pack.nodes.server.queue_gate import gate_of  # noqa: E402
 
 CLI = REPO / "build" / "headroom"
 TEMPLATES = sorted((SHARED / "real-workflows" / "2026").glob("*.json"))

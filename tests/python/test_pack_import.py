@@ -33,7 +33,7 @@ def test_import_pulls_in_no_torch_comfy_or_native(tmp_path):
     result = run("""
         heavy = [m for m in sys.modules if m.split('.')[0] in ('torch', 'comfy', 'server', 'folder_paths',
                                                                  'nodes', 'headroom_core', '_headroom_torch', 'aiohttp')]
-        from headroom_pack.nodes import native_loader
+        from headroom_pack.nodes.native import native_loader
         print(json.dumps({"heavy": heavy, "nodes": sorted(pack.NODE_CLASS_MAPPINGS), "web": pack.WEB_DIRECTORY,
                           "loaded": sorted(native_loader._cache)}))
     """, tmp_path)
@@ -47,7 +47,7 @@ NODE_REPORT = """
     latent = {"samples": torch.zeros(1, 16, 4, 4)}
     pre = pack.NODE_CLASS_MAPPINGS["HeadroomPreflight"]().run(latent, budget="12", action="stop",
                                                                prompt={"1": {"class_type": "X", "inputs": {}}})
-    from headroom_pack.nodes import native_loader
+    from headroom_pack.nodes.native import native_loader
     print(json.dumps({"passthrough": pre["result"][0] is latent, "report": pre["result"][1],
                       "status": native_loader.status()}))
 """
@@ -68,7 +68,7 @@ def test_native_failing_to_import_is_explained(tmp_path):
     (python / "_headroom_torch.py").write_text(
         "raise ImportError('undefined symbol: _ZN3c104cuda9SetDeviceEi')\n")
     result = run("""
-        from headroom_pack.nodes import native_loader
+        from headroom_pack.nodes.native import native_loader
         try:
             native_loader.torch_ops(); message = None
         except native_loader.NativeUnavailable as e:
@@ -85,7 +85,7 @@ def test_native_built_against_other_torch_is_refused(tmp_path):
     (python / "_headroom_torch.py").write_text("def built_torch_version():\n    return '0.0.1+cu999'\n")
     result = run("""
         import torch
-        from headroom_pack.nodes import native_loader
+        from headroom_pack.nodes.native import native_loader
         try:
             native_loader.torch_ops(); message = None
         except native_loader.NativeUnavailable as e:

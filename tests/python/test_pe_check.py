@@ -69,5 +69,5 @@ def test_a_cut_or_foreign_file_is_an_error_not_a_crash(tmp_path):
 def test_the_header_declares_the_functions_the_loader_binds():
     """The nodes' ctypes wrapper binds these names; the checkers take them from the header."""
     names = capi_exports.declared()
-    text = (REPO / "nodes" / "core_capi.py").read_text()
+    text = (REPO / "nodes" / "native" / "core_capi.py").read_text()
     assert names and all(f"lib.{name}" in text for name in names), names

@@ -6,8 +6,10 @@ import fakes
 from conftest import core_built, load_pack, natives_installed
 
 load_pack()
-from headroom_pack.nodes import native_loader, prompt_handler, report_format, settings  # noqa: E402
-from headroom_pack.nodes.preflight import HeadroomPreflight  # noqa: E402
+from headroom_pack.nodes.native import native_loader  # noqa: E402
+from headroom_pack.nodes.server import prompt_handler, settings  # noqa: E402
+from headroom_pack.nodes.report import report_format  # noqa: E402
+from headroom_pack.nodes.graph.preflight import HeadroomPreflight  # noqa: E402
 
 # What the core answers for a prompt without a diffusion loader (api::plan, checked against the real
 # core in test_real_core_says_it_could_not_estimate below).

@@ -10,7 +10,9 @@ import fakes
 from conftest import core_built, load_pack, run_with_client, natives_installed
 
 load_pack()
-from headroom_pack.nodes import budget, native_loader, settings  # noqa: E402
+from headroom_pack.nodes.comfyui import budget  # noqa: E402
+from headroom_pack.nodes.native import native_loader  # noqa: E402
+from headroom_pack.nodes.server import settings  # noqa: E402
 
 FLUX = {"1": {"class_type": "UNETLoader", "inputs": {"unet_name": "flux1-dev.safetensors", "weight_dtype": "default"}},
         "5": {"class_type": "EmptySD3LatentImage", "inputs": {"width": 1024, "height": 1024, "batch_size": 1}}}
@@ -68,7 +70,7 @@ def test_preset_answer_has_verdict_and_speed_before_and_after(no_gpu):
 def test_preset_requests_read_the_files_from_comfyuis_folders_as_the_estimate_does(no_gpu, monkeypatch, tmp_path):
     """A broken file withholds the plan's verdict only if the preset rows read the same files: apply-preset
     and suggest-preset pass ComfyUI's model folders as /headroom/estimate does."""
-    from headroom_pack.nodes import comfy_adapters
+    from headroom_pack.nodes.comfyui import comfy_adapters
     folders = {"diffusion_models": [str(tmp_path)]}
     monkeypatch.setattr(comfy_adapters, "comfy_models_dir", lambda: str(tmp_path))
     monkeypatch.setattr(comfy_adapters, "comfy_model_folders", lambda: folders)

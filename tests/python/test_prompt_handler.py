@@ -9,8 +9,9 @@ import fakes
 from conftest import load_pack, natives_installed
 
 load_pack()
-from headroom_pack.nodes import native_loader, prompt_handler, settings  # noqa: E402
-from headroom_pack.nodes.queue_gate import HeadroomQueueGate, gate_node_id, gate_of  # noqa: E402
+from headroom_pack.nodes.native import native_loader  # noqa: E402
+from headroom_pack.nodes.server import prompt_handler, settings  # noqa: E402
+from headroom_pack.nodes.server.queue_gate import HeadroomQueueGate, gate_node_id, gate_of  # noqa: E402
 
 PROMPT = {
     "1": {"class_type": "UNETLoader", "inputs": {"unet_name": "flux1-dev.safetensors", "weight_dtype": "default"}},
@@ -206,7 +207,7 @@ def test_preflight_stamp_follows_the_whole_prompts_workload(env):
     assert stamp_of(PROMPT, "warn", "12") == stamp_of(PROMPT, "warn", "24") == base
     assert stamp_of(PROMPT, "block", "24") == base  # let through: stamped from the decision's plan
     # ComfyUI consults node["is_changed"] only for classes that define IS_CHANGED.
-    from headroom_pack.nodes.preflight import HeadroomPreflight
+    from headroom_pack.nodes.graph.preflight import HeadroomPreflight
     assert callable(getattr(HeadroomPreflight, "IS_CHANGED", None))
 
 
@@ -511,6 +512,6 @@ def test_a_workflow_queued_in_the_ui_format_gates_on_one_of_its_nodes():
 
 def test_the_auto_fix_payload_names_the_preset_the_browser_applies_on_screen():
     """Issue 23 #3: the browser applies the same preset to the graph on screen."""
-    from headroom_pack.nodes import autofix
+    from headroom_pack.nodes.server import autofix
     assert autofix.preset_named(autofix.PRESET_PREFIX + "fit this card") == "fit this card"
     assert autofix.preset_named("widget edits") is None

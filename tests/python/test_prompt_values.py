@@ -9,7 +9,8 @@ from api_prompts import FLUX_API_PROMPT
 from conftest import load_pack, natives_installed, real_core_or_skip
 
 PACK = load_pack()
-from headroom_pack.nodes import core_json, prompt_handler  # noqa: E402
+from headroom_pack.nodes.native import core_json  # noqa: E402
+from headroom_pack.nodes.server import prompt_handler  # noqa: E402
 
 # FLUX.1 dev text-to-image with one custom node ComfyUI has already run once, after the decode.
 PROMPT = {**{k: v for k, v in FLUX_API_PROMPT.items() if k != "8"},

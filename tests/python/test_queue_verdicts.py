@@ -10,8 +10,9 @@ import fakes
 from conftest import core_built, load_pack, natives_installed
 
 load_pack()
-from headroom_pack.nodes import prompt_handler, report_format, settings  # noqa: E402
-from headroom_pack.nodes.queue_gate import gate_of  # noqa: E402
+from headroom_pack.nodes.server import prompt_handler, settings  # noqa: E402
+from headroom_pack.nodes.report import report_format  # noqa: E402
+from headroom_pack.nodes.server.queue_gate import gate_of  # noqa: E402
 
 GIB = 1024 ** 3
 ROWS = {r["id"]: r for r in fakes.VERDICTS}
@@ -160,7 +161,7 @@ def test_with_the_real_core_under_dynamic_vram_streaming_and_disk_reads_run(monk
     GGUF) can end the run (tests/native/estimate/test_runtime_dynamic.cpp)."""
     import sys
     import types
-    from headroom_pack.nodes import comfy_runtime
+    from headroom_pack.nodes.comfyui import comfy_runtime
     cli = types.ModuleType("comfy.cli_args")
     cli.args = types.SimpleNamespace(reserve_vram=None, vram_headroom=0.0)
     mem = types.ModuleType("comfy.memory_management")

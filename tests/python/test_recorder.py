@@ -12,7 +12,7 @@ from conftest import load_pack, natives_installed, real_core_or_skip, run_with_c
 
 load_pack()
 from headroom_pack.nodes import recorder as recorder_pkg  # noqa: E402
-from headroom_pack.nodes import prompt_handler, routes  # noqa: E402
+from headroom_pack.nodes.server import prompt_handler, routes  # noqa: E402
 from headroom_pack.nodes.recorder import history_store, hooks  # noqa: E402
 
 PROMPT = {"4": {"class_type": "VAELoader", "inputs": {"vae_name": "ae.safetensors"}},
@@ -193,7 +193,8 @@ def test_the_next_start_offers_the_unfinished_run_once_with_the_cores_explanatio
 
 
 def test_the_explain_node_with_no_failure_in_this_process_explains_the_run_the_last_one_died_in(core, tmp_path, monkeypatch):
-    from headroom_pack.nodes import comfy_adapters, explain
+    from headroom_pack.nodes.comfyui import comfy_adapters
+    from headroom_pack.nodes.graph import explain
     rec, server = make(tmp_path)
     kill_mid_decode(rec, server)
     again, _ = make(tmp_path)

@@ -231,7 +231,7 @@ def test_released_versions_agree():
     # The tag check reads native/capi; the decoder wheels and the pack must carry the same version.
     versions = {p: tomllib.loads((REPO / p).read_text(encoding="utf-8"))["project"]["version"]
                 for p in ("pyproject.toml", "native/capi/pyproject.toml", "native/python/pyproject.toml")}
-    versions["nodes/decoder_wheels.json"] = json.loads((REPO / "nodes/decoder_wheels.json").read_text())["version"]
+    versions["nodes/native/decoder_wheels.json"] = json.loads((REPO / "nodes/native/decoder_wheels.json").read_text())["version"]
     assert len(set(versions.values())) == 1, versions
 
 
@@ -413,9 +413,9 @@ def test_secrets_and_environments_are_documented_in_the_readme():
         assert f"`{name}`" in section, f"README '## Releases' does not name `{name}`"
 
 
-# ---- the decoder matrix against nodes/decoder_wheels.py -------------------------------------------
+# ---- the decoder matrix against nodes/native/decoder_wheels.py -------------------------------------------
 
-# The sysconfig platform Python reports on each decoder runner (what nodes/decoder_wheels.platform_tag reads).
+# The sysconfig platform Python reports on each decoder runner (what nodes/native/decoder_wheels.platform_tag reads).
 DECODER_RUNNERS = {"ubuntu-22.04": ("Linux", "linux-x86_64"), "windows-2022": ("Windows", "win-amd64")}
 
 
@@ -456,7 +456,7 @@ def test_decoder_wheels_of_the_matrix_are_what_the_manifest_selects(tmp_path):
     torch/CUDA/CPython/platform at a later patch release, which wheel it takes: exactly that job's."""
     job, combos = decoder_combos()
     meta = by_path("headroom_decoder_wheel_meta_t", "scripts/decoder_wheel_meta.py")
-    dw = by_path("headroom_decoder_wheels_t", "nodes/decoder_wheels.py")
+    dw = by_path("headroom_decoder_wheels_t", "nodes/native/decoder_wheels.py")
     decoders = tmp_path / "decoders"
     decoders.mkdir()
     artifacts, expected = set(), {}
@@ -481,8 +481,8 @@ def test_decoder_wheels_of_the_matrix_are_what_the_manifest_selects(tmp_path):
 
     release = load(RELEASE)["jobs"]["github-release"]
     step = step_named(release, "Generate decoder_wheels.json")
-    (tmp_path / "nodes").mkdir()
-    shutil.copy(REPO / "nodes" / "decoder_wheels.json", tmp_path / "nodes")
+    (tmp_path / "nodes" / "native").mkdir(parents=True)
+    shutil.copy(REPO / "nodes" / "native" / "decoder_wheels.json", tmp_path / "nodes" / "native")
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "python3").symlink_to(sys.executable)
@@ -493,7 +493,7 @@ def test_decoder_wheels_of_the_matrix_are_what_the_manifest_selects(tmp_path):
     assert r.stdout.strip() == f"{len(combos)} decoder wheels"
 
     manifest = json.loads((tmp_path / "decoder_wheels.json").read_text())
-    assert manifest["version"] == json.loads((REPO / "nodes" / "decoder_wheels.json").read_text())["version"]
+    assert manifest["version"] == json.loads((REPO / "nodes" / "native" / "decoder_wheels.json").read_text())["version"]
     wheels = dw.load_manifest(tmp_path / "decoder_wheels.json")
     assert len(wheels) == len(combos)
     for file, key in expected.items():

@@ -2,34 +2,52 @@
 400s for bad bodies, refusal of paths outside the model folders, and the websocket push cadence."""
 import asyncio
 import json
+import re
 
 import pytest
 
 import fakes
-from conftest import load_pack, run_with_client
+from conftest import REPO, load_pack, run_with_client
 
 load_pack()
-from headroom_pack.nodes import native_loader, routes, settings  # noqa: E402
+from headroom_pack.nodes.native import native_loader  # noqa: E402
+from headroom_pack.nodes.server import routes, settings  # noqa: E402
 
 
 WORKFLOW = {"1": {"class_type": "UNETLoader", "inputs": {"unet_name": "flux1-dev.safetensors",
                                                         "weight_dtype": "default"}}}
 
 
-def test_estimate_returns_plan(fake_core):
+# /headroom/estimate is /headroom/plan's old name, kept for users' scripts: both run the core's plan.
+@pytest.mark.parametrize("path", ["/headroom/plan", "/headroom/estimate"])
+def test_plan_route_returns_the_cores_plan(fake_core, path):
     async def check(client):
-        r = await client.post("/headroom/estimate", json={"workflow": WORKFLOW, "budget": 12})
+        r = await client.post(path, json={"workflow": WORKFLOW, "budget": 12})
         return r.status, await r.json()
     status, body = run_with_client(check)
     assert status == 200 and body["peak_bytes"] == fake_core.peak and body["verdict"] == "does not fit"
     assert fake_core.calls[-1][1] == {"workflow": WORKFLOW, "vram_bytes": 12 * 2**30}
 
 
+def test_the_web_calls_the_plan_by_its_name():
+    web = {p.name: p.read_text() for p in (REPO / "web").glob("*.js")}
+    assert any('"/headroom/plan"' in text for text in web.values())
+    assert [name for name, text in web.items() if "/headroom/estimate" in text] == []
+
+
+def test_every_route_is_documented_and_every_documented_route_exists():
+    from headroom_pack.nodes.server import calibration_routes
+    served = {f"{method} {path}" for method, path, _ in routes.ROUTES + calibration_routes.ROUTES}
+    table = (REPO / "docs" / "nodes.md").read_text()
+    documented = set(re.findall(r"^\| `((?:GET|POST) /headroom/[\w/-]+)`", table, re.M))
+    assert documented == served, (sorted(served - documented), sorted(documented - served))
+
+
 @pytest.mark.parametrize("path,payload,field", [
-    ("/headroom/estimate", b"not json", "body"),
-    ("/headroom/estimate", b"[1,2]", "body"),
-    ("/headroom/estimate", json.dumps({"workflow": []}).encode(), "workflow"),
-    ("/headroom/estimate", json.dumps({"workflow": WORKFLOW, "vram_bytes": -5}).encode(), "vram_bytes"),
+    ("/headroom/plan", b"not json", "body"),
+    ("/headroom/plan", b"[1,2]", "body"),
+    ("/headroom/plan", json.dumps({"workflow": []}).encode(), "workflow"),
+    ("/headroom/plan", json.dumps({"workflow": WORKFLOW, "vram_bytes": -5}).encode(), "vram_bytes"),
     ("/headroom/estimate", json.dumps({"workflow": WORKFLOW, "budget": [1]}).encode(), "budget"),
     ("/headroom/apply-preset", json.dumps({"workflow": WORKFLOW}).encode(), "preset"),
     ("/headroom/explain", json.dumps({"text": ""}).encode(), "text"),
@@ -52,7 +70,7 @@ def test_core_input_error_becomes_400(fake_core):
     fake_core.plan = bad_plan
 
     async def check(client):
-        r = await client.post("/headroom/estimate", json={"workflow": {"7": {}}})
+        r = await client.post("/headroom/plan", json={"workflow": {"7": {}}})
         return r.status, await r.json()
     status, body = run_with_client(check)
     assert status == 400 and "node 7" in body["error"]

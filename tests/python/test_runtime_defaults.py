@@ -11,7 +11,7 @@ import pytest
 from conftest import BUILD_DIR, load_pack, native_core_or_none
 
 load_pack()
-from headroom_pack.nodes import comfy_adapters  # noqa: E402
+from headroom_pack.nodes.comfyui import comfy_adapters  # noqa: E402
 
 GIB = 1024 ** 3
 CLI = BUILD_DIR / "headroom"

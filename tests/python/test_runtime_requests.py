@@ -11,7 +11,8 @@ import fakes
 from conftest import load_pack, natives_installed, run_with_client
 
 load_pack()
-from headroom_pack.nodes import autofix, preflight, prompt_handler, settings  # noqa: E402
+from headroom_pack.nodes.server import autofix, prompt_handler, settings  # noqa: E402
+from headroom_pack.nodes.graph import preflight  # noqa: E402
 
 GIB = 1024 ** 3
 PROMPT = {

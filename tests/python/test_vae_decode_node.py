@@ -12,8 +12,10 @@ from conftest import load_pack, natives_installed
 from test_nodes_run import FakeTorchOps
 
 load_pack()
-from headroom_pack.nodes import native_loader, settings, vae_decode  # noqa: E402
-from headroom_pack.nodes.vae_decode import HeadroomVAEDecode  # noqa: E402
+from headroom_pack.nodes.native import native_loader  # noqa: E402
+from headroom_pack.nodes.server import settings  # noqa: E402
+from headroom_pack.nodes.graph import vae_decode  # noqa: E402
+from headroom_pack.nodes.graph.vae_decode import HeadroomVAEDecode  # noqa: E402
 
 GIB = 2 ** 30
 PLANNER_BUDGET_ERROR = ("budget: 1.00 GiB is too small for a fast tile of 8 latent px, which needs about 1.20 GiB; "

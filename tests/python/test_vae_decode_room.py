@@ -11,7 +11,8 @@ import fakes
 from conftest import natives_installed
 from test_decode_room import DiT, Loaded, TextEncoder, fake_mm
 
-from headroom_pack.nodes import native_loader, vae_decode  # noqa: E402
+from headroom_pack.nodes.native import native_loader  # noqa: E402
+from headroom_pack.nodes.graph import vae_decode  # noqa: E402
 
 GIB = 1024 ** 3
 RESERVE = GIB // 2

@@ -15,7 +15,9 @@ from conftest import core_built, load_pack  # noqa: E402
 from fakes import FakeVAE  # noqa: E402
 
 pack = load_pack()
-from headroom_pack.nodes import comfy_tiled_decode, native_loader, vae_decode  # noqa: E402
+from headroom_pack.nodes.comfyui import comfy_tiled_decode  # noqa: E402
+from headroom_pack.nodes.native import native_loader  # noqa: E402
+from headroom_pack.nodes.graph import vae_decode  # noqa: E402
 
 GIB = 2**30
 

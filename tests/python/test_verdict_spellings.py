@@ -18,7 +18,7 @@ LITERAL = re.compile(r"(==|!=|===|!==|\bin\s*\(|\bin\s*\[|\.test\()\s*[\"']" + S
 
 def test_nodes_and_web_hold_no_verdict_literal():
     found = []
-    for path in sorted((REPO / "nodes").glob("*.py")) + sorted((REPO / "web").glob("*.js")):
+    for path in sorted((REPO / "nodes").rglob("*.py")) + sorted((REPO / "web").glob("*.js")):
         for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             if LITERAL.search(line):
                 found.append(f"{path.relative_to(REPO)}:{n}: {line.strip()}")

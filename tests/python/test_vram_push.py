@@ -7,7 +7,7 @@ import pytest
 from conftest import load_pack
 
 load_pack()
-from headroom_pack.nodes import settings, vram_push  # noqa: E402
+from headroom_pack.nodes.server import settings, vram_push  # noqa: E402
 
 
 class Clock:

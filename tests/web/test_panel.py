@@ -58,9 +58,9 @@ def test_bar_and_stage_table_render_from_the_routes(open_panel, server):
     assert panel_posts, "opening the panel was not posted"
     assert panel_posts[0]["body"] == {"open": True, "client_id": "test-client"}
     # Loading another workflow re-estimates it.
-    before = len(server.routed("/headroom/estimate"))
+    before = len(server.routed("/headroom/plan"))
     page.evaluate("() => window.__comfy.extensions[0].afterConfigureGraph()")
-    assert server.wait_until(lambda: len(server.routed("/headroom/estimate")) > before), "loading a workflow did not re-estimate it"
+    assert server.wait_until(lambda: len(server.routed("/headroom/plan")) > before), "loading a workflow did not re-estimate it"
     assert errors == []
 
 
@@ -225,20 +225,20 @@ def test_undo_and_widget_edits_re_estimate(open_panel, server):
     page.wait_for_function("() => document.querySelector('.headroom-verdict').textContent.includes('does not fit')")
     assert widget(page, unet["id"], "weight_dtype") == "default"
     # The user changes a widget on the canvas: the panel estimates the graph again, by itself.
-    before = len(server.routed("/headroom/estimate"))
+    before = len(server.routed("/headroom/plan"))
     page.evaluate("""(id) => {
       const w = window.__comfy.graph.getNodeById(id).widgets.find((w) => w.name === "weight_dtype");
       w.value = "fp8_e4m3fn";
       document.body.dispatchEvent(new Event("change", { bubbles: true }));
     }""", unet["id"])
     page.wait_for_function("() => !document.querySelector('.headroom-verdict').textContent.includes('not')")
-    sent = server.routed("/headroom/estimate")[before:]
+    sent = server.routed("/headroom/plan")[before:]
     assert sent and sent[-1]["body"]["workflow"]["nodes"]
     # Input that changes nothing in the graph does not re-estimate.
-    settled = len(server.routed("/headroom/estimate"))
+    settled = len(server.routed("/headroom/plan"))
     page.evaluate("() => document.body.dispatchEvent(new Event('pointerup', { bubbles: true }))")
     page.wait_for_timeout(900)
-    assert len(server.routed("/headroom/estimate")) == settled
+    assert len(server.routed("/headroom/plan")) == settled
     assert errors == []
 
 
@@ -323,7 +323,7 @@ def _panel_without_card(page, presets, estimate):
       const calls = [];
       const client = {
         vram: async () => ({ snapshot: { device: null, total_bytes: null } }),
-        estimate: async () => estimate,
+        plan: async () => estimate,
         presets: async () => ({ presets }),
         applyPreset: async (wf, name, budget) => {
           calls.push([name, budget]);

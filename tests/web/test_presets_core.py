@@ -62,7 +62,7 @@ def test_every_preset_applies_what_it_previews_and_undo_restores_it(template, br
             swapped = swapped or any(n["type"] == "VAEDecodeTiled" for n in shown["nodes"])
             # The graph on screen, estimated again by the core, gives the row's preview.
             again = counts.get("plan", 0)
-            estimate = server.mock("POST", "/headroom/estimate", {"workflow": shown})[1]
+            estimate = server.mock("POST", "/headroom/plan", {"workflow": shown})[1]
             counts["plan"] = again
             assert estimate["peak_bytes"] is not None
             applied = [r for r in server.requests if r["route"] == "/headroom/apply-preset"][-1]

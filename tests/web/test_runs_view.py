@@ -68,14 +68,14 @@ def test_calibration_switch_and_reset_go_to_the_server_and_the_panel_says_so(ope
     status = ".headroom-calibration-status"
     assert page.text_content(status).startswith("calibration off")
     assert page.get_attribute(".headroom-runs-export", "href") == "/api/headroom/runs/export"
-    estimates = len(server.routed("/headroom/estimate"))
+    estimates = len(server.routed("/headroom/plan"))
     page.click(".headroom-calibration-switch input")
     learned = runs_routes.LEARNED[0]
     page.wait_for_function(f"() => document.querySelector('{status}').textContent.includes('calibrated from')")
     assert re.match(rf"calibrated from {learned['runs']} runs on {re.escape(learned['card'])} \(sample ×1\.25\)",
                     page.text_content(status))
     assert {"calibration": True} in [r["body"] for r in server.routed("/headroom/settings")]
-    assert server.wait_until(lambda: len(server.routed("/headroom/estimate")) > estimates), "the switch did not re-estimate"
+    assert server.wait_until(lambda: len(server.routed("/headroom/plan")) > estimates), "the switch did not re-estimate"
     page.click(".headroom-calibration-reset")
     page.wait_for_function(f"() => document.querySelector('{status}').textContent.startsWith('not calibrated yet')")
     assert page.text_content(status) == f"not calibrated yet: needs {runs_routes.RULE['min_runs']} measured runs of a model on this card"

@@ -25,7 +25,7 @@ constexpr std::size_t kMaxWorkflowNodes = 20000;
 // Links read over all instances (a subgraph's links are read once per instance): real workflows
 // have about as many links as nodes, so 5x the node limit.
 constexpr std::size_t kMaxWorkflowLinks = 5 * kMaxWorkflowNodes;
-// Bytes of workflow text read from a file: the route's body limit (nodes/routes.py MAX_BODY_BYTES);
+// Bytes of workflow text read from a file: the route's body limit (nodes/server/routes.py MAX_BODY_BYTES);
 // a large subgraph workflow is about 100 kB.
 constexpr std::uint64_t kMaxWorkflowBytes = 16ull * 1024 * 1024;
 

@@ -1,4 +1,4 @@
-"""The pack's /headroom/estimate, /headroom/presets, /headroom/apply-preset and /headroom/suggest-preset answered by the built core
+"""The pack's /headroom/plan, /headroom/presets, /headroom/apply-preset and /headroom/suggest-preset answered by the built core
 (build/capi, or $HEADROOM_BUILD_DIR/capi) for one fixed card, the rest by `mock`: the panel's figures in
 these tests are the core's own. None when the core is not built."""
 import ctypes
@@ -49,7 +49,7 @@ def core_routes(call, vram_bytes, counts, models_dir=None):
             if route == "/headroom/presets":
                 catalog = call("catalog", {})
                 return 200, {"presets": catalog["presets"], "verdicts": catalog["verdicts"]}
-            if route == "/headroom/estimate":
+            if route == "/headroom/plan":
                 return 200, core("plan", {"workflow": body["workflow"], **card})
             if route == "/headroom/apply-preset":
                 return 200, core("apply_preset", {"workflow": body["workflow"], "preset": body["preset"], **card})

@@ -1,4 +1,4 @@
-"""Answers the pack's /headroom/* routes in the shape nodes/routes.py returns, with canned numbers
+"""Answers the pack's /headroom/* routes in the shape nodes/server/routes.py returns, with canned numbers
 (GiB figures below are illustrative, not estimates). Presets are computed on the workflow the page
 posts, so the test sees which widgets the panel then rewrites.
 
@@ -184,7 +184,9 @@ def mock(method, route, body):
         return 200, {"snapshot": SNAPSHOT, "native": {"core": {"available": True}}}
     if route == "/headroom/presets":
         return 200, {"presets": PRESETS, "verdicts": VERDICTS}
-    if route == "/headroom/estimate":
+    # Only the name the web calls: a page still posting to /headroom/estimate (the alias the server keeps for
+    # users' scripts) gets a 404 here and fails its test.
+    if route == "/headroom/plan":
         if not _truthy(_get(_get(body, "workflow"), "nodes")):
             return 400, {"error": "workflow: expected a ComfyUI workflow object"}
         return 200, estimate_for(body["workflow"])

@@ -1,5 +1,5 @@
 """GET /headroom/runs, the calibration routes and the calibration setting for the browser tests, in the
-shapes nodes/calibration_routes.py and the run history answer: the runs are tests/web/fixtures/runs.json,
+shapes nodes/server/calibration_routes.py and the run history answer: the runs are tests/web/fixtures/runs.json,
 the calibration a canned learned answer that the switch and the reset change."""
 import json
 from pathlib import Path

@@ -15,8 +15,11 @@ import logging
 import threading
 import uuid
 
-from . import autofix, budget, comfy_adapters, core_json, native_loader, report_format, settings, verdicts
-from . import recorder as run_recorder
+from . import autofix, settings
+from ..comfyui import budget, comfy_adapters
+from ..native import core_json, native_loader
+from ..report import report_format, verdicts
+from .. import recorder as run_recorder
 from .preflight_worker import Job, LatestWins, one_line
 from .queue_gate import blocked_prompt, gate_node_id
 
@@ -82,7 +85,7 @@ def _recorded_prompt_id(json_data):
     """The prompt_id the run will have, when the recorder is on (it may set one, hooks.ensure_prompt_id)."""
     if run_recorder.recorder() is None:
         return None
-    from .recorder.hooks import ensure_prompt_id
+    from ..recorder.hooks import ensure_prompt_id
     return ensure_prompt_id(json_data)
 
 

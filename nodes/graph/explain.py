@@ -3,7 +3,8 @@ import json
 import platform
 import sys
 
-from . import comfy_adapters, comfy_runtime, native_loader
+from ..comfyui import comfy_adapters, comfy_runtime
+from ..native import native_loader
 
 _OS_NAMES = {"Linux": "linux", "Windows": "windows", "Darwin": "macos"}
 # The console lines sent with the last failed run: ComfyUI's own memory lines before the error ("Requested
@@ -83,7 +84,7 @@ class HeadroomExplainOOM:
             failed = comfy_adapters.last_execution_error()
             text = "\n".join(t for t in (failed, console_tail()) if t)
             if not failed:  # none in this process: the run the previous one died in, if there was one
-                from . import unfinished_notice
+                from ..server import unfinished_notice
                 run = unfinished_notice.previous_run()
                 run_fields = unfinished_notice.run_fields(run) if run is not None else ""
         if not text and not run_fields:

@@ -6,7 +6,8 @@ for the user and reported."""
 import copy
 import json
 
-from . import comfy_adapters, native_loader
+from ..comfyui import comfy_adapters
+from ..native import native_loader
 
 
 def _is_link(value) -> bool:

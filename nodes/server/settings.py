@@ -4,7 +4,7 @@ The frontend keeps the user's settings; the panel posts them here on load and on
 Defaults apply until then (and when no browser is open, e.g. API clients)."""
 import threading
 
-from . import budget as budget_mod
+from ..comfyui import budget as budget_mod
 
 QUEUE_ACTIONS = ("pass", "warn", "block", "auto-fix")
 # calibration: off until the user turns it on (docs/calibration.md); estimates then use corrections

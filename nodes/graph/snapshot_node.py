@@ -1,5 +1,5 @@
 """HeadroomVRAMSnapshot: passthrough that reports the card's memory at this point of the graph."""
-from . import vram_snapshot
+from ..comfyui import vram_snapshot
 
 
 class AnyType(str):

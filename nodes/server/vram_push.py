@@ -9,7 +9,8 @@ import sys
 import time
 from collections import OrderedDict
 
-from . import settings, vram_snapshot
+from . import settings
+from ..comfyui import vram_snapshot
 
 VRAM_EVENT = "headroom.vram"
 # One per open browser tab; a household or a small team has a handful.

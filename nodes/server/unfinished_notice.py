@@ -3,8 +3,8 @@ the run as the core reads it from the history (stage, node, RAM in use, likely c
 explanation of it as a failure that printed nothing (oom_parse.hpp, run=unfinished). The frontend asks
 once per page load and says "seen" after showing it, so the notice appears on the first load after the
 start and not on every reload."""
-from . import explain
-from . import recorder as run_recorder
+from ..graph import explain
+from .. import recorder as run_recorder
 
 _FIGURES = (("stage", "stage"), ("ram_available", "ram_available_bytes"))
 

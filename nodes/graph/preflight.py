@@ -1,7 +1,9 @@
 """HeadroomPreflight: sits on the LATENT before the sampler, predicts the run's peak VRAM per stage and
 shows the verdict in the node body; passes the latent through unchanged."""
-from . import budget as budget_mod
-from . import comfy_adapters, native_loader, report_format
+from ..comfyui import budget as budget_mod
+from ..comfyui import comfy_adapters
+from ..native import native_loader
+from ..report import report_format
 
 ACTIONS = ["warn", "stop", "apply fix"]
 

@@ -72,7 +72,7 @@ def core_reserve_bytes() -> int:
     """ComfyUI's default reserve as the core's data holds it; 0 when the core is not loaded either or does
     not say (the reserve is then unknown, and free memory is reported as the driver counts it)."""
     if not _core_reserve:
-        from . import native_loader
+        from ..native import native_loader
         try:
             runtime = json.loads(native_loader.core().catalog()).get("runtime", {})
         except native_loader.NativeUnavailable:
@@ -230,7 +230,7 @@ def check_gpu_name(text: str):
     """ValueError in the words of the budget box when the core's catalog has no card by this name (the
     core's own message is for the CLI, whose flags a ComfyUI user cannot type). Passes where no core can
     say: the name then goes to the core with the request, which names the field."""
-    from . import native_loader
+    from ..native import native_loader
     try:
         answer = native_loader.call_json("recognise", {"gpu": text})
     except (native_loader.NativeUnavailable, ValueError, RuntimeError):  # no core, or one without the lookup

@@ -13,8 +13,9 @@ import re
 import sys
 import time
 
-from . import budget as budget_mod
-from . import comfy_adapters, comfy_tiled_decode, decode_need, native_loader
+from ..comfyui import budget as budget_mod
+from ..comfyui import comfy_adapters, comfy_tiled_decode, decode_need
+from ..native import native_loader
 
 MODES = ["auto", "full", "exact", "fast", "blend"]
 NATIVE_FAMILIES = ("kl", "flux2", "wan2.1", "wan2.2")

@@ -8,7 +8,8 @@ model is unloaded as ComfyUI's own fallback does."""
 import json
 
 from . import budget as budget_mod
-from . import comfy_adapters, comfy_tiled_decode, decode_room, native_loader
+from . import comfy_adapters, comfy_tiled_decode, decode_room
+from ..native import native_loader
 
 # The core's decode_mode for the decode each node mode tries first (api estimate "decode_mode").
 _CORE_DECODE_MODE = {"auto": "full", "full": "full", "exact": "headroom", "fast": "headroom", "blend": "tiled"}

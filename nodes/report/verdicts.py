@@ -3,7 +3,7 @@ Nodes decide from these flags, found by the answer's `verdict_id`, never from th
 spelling lives only in the core (native/core/catalog/verdict.cpp)."""
 import json
 
-from . import native_loader
+from ..native import native_loader
 
 _tables = {}  # id(core) -> (core, {verdict id: row}); the core is kept so its id is never reused by another
 

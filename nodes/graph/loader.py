@@ -4,8 +4,10 @@ auto keeps 16-bit weights when the planned resolution's run fits the budget with
 (e4m3fn) when it would not; the estimate comes from the native core, the reason goes to the output."""
 import json
 
-from . import budget as budget_mod
-from . import comfy_adapters, native_loader, report_format
+from ..comfyui import budget as budget_mod
+from ..comfyui import comfy_adapters
+from ..native import native_loader
+from ..report import report_format
 
 WEIGHT_DTYPES = ["auto", "default", "fp8_e4m3fn", "fp8_e4m3fn_fast", "fp8_e5m2"]
 FP8 = "fp8_e4m3fn"

@@ -26,7 +26,7 @@ async def post_calibration_reset(request):
 
 
 def _version():
-    from . import native_loader
+    from ..native import native_loader
     try:
         return getattr(native_loader.core(), "version", None)
     except Exception:  # the export works without the core: it only names its version

@@ -49,7 +49,7 @@ def history_runs(limit=HISTORY_LIMIT):
     base = folder()
     if base is None or not (base / HISTORY_NAME).is_file():
         return None
-    from . import native_loader
+    from ..native import native_loader
     try:
         answer = native_loader.call_json("runs", {"history": str(base / HISTORY_NAME), "limit": limit})
     except (ValueError, RuntimeError, native_loader.NativeUnavailable) as e:
@@ -113,7 +113,7 @@ def learn(runs, reset_at=0, core_call=None):
     """The core's corrections for the newest run's card from `runs` (the history answer's list), as the
     state this module stores. Raises ValueError naming the field when the runs are malformed."""
     if core_call is None:
-        from . import native_loader
+        from ..native import native_loader
         core_call = native_loader.call_json
     card = newest_card(runs)
     state = {**_empty(), "reset_at": reset_at, "card": card, "learned_at": time.time()}

@@ -38,7 +38,7 @@ from pathlib import Path
 
 from . import binary_check, core_json
 
-PACK_DIR = Path(__file__).resolve().parent.parent
+PACK_DIR = Path(__file__).resolve().parents[2]  # nodes/native/ -> the pack
 CORE_MODULE = "headroom_core"
 TORCH_MODULE = "_headroom_torch"
 BUILD_INFO_FILE = "headroom_build.json"  # written by install.py next to the decoder module

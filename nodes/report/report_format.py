@@ -35,7 +35,7 @@ def _node_name(node) -> str:
 
 def is_over_budget(result: dict, fields: dict) -> bool:
     """The core's verdict when it gave one; otherwise peak against the budget we passed."""
-    # The catalog's flags say which verdicts mean the run will not complete (nodes/verdicts.py).
+    # The catalog's flags say which verdicts mean the run will not complete (nodes/report/verdicts.py).
     if verdicts.row(result) is not None:
         return verdicts.is_failure(result)
     limit = budget_bytes(result, fields)

@@ -4,7 +4,8 @@ Everything is read through duck typing so the nodes run with small stand-ins in 
 import ComfyUI here."""
 import json
 
-from . import calibration, comfy_runtime
+from ..server import calibration
+from . import comfy_runtime
 
 # Latent channels -> (pixels per latent pixel, latent frames -> pixel frames). Sources: ComfyUI
 # comfy/latent_formats.py channel counts and comfy/sd.py upscale ratios (Wan 2.2 VAE: 48 ch, 16x;
@@ -76,7 +77,7 @@ def catalog_model_name(descriptor: dict, core=None):
     """The catalog entry name for a loaded model, or None when it cannot be told apart. The core decides
     (native/data/comfy_nodes.json model_configs)."""
     if core is None:
-        from . import native_loader
+        from ..native import native_loader
         core = native_loader.core()
     answer = json.loads(core.recognise(json.dumps(comfy_config_request(descriptor))))
     return answer.get("model")

@@ -11,8 +11,11 @@ import os
 
 from aiohttp import web
 
-from . import budget, comfy_adapters, explain, native_loader, settings, vram_push, vram_snapshot
-from . import recorder as run_recorder
+from ..comfyui import budget, comfy_adapters, vram_snapshot
+from ..graph import explain
+from ..native import native_loader
+from . import settings, vram_push
+from .. import recorder as run_recorder
 
 MAX_BODY_BYTES = 16 * 1024 * 1024  # a large subgraph workflow is ~100 kB; refuse anything absurd
 # Bodies with no workflow in them: {"open": true, "client_id": "<32 hex>"} and a few settings.
@@ -219,7 +222,8 @@ async def get_vram(request):
 
 
 @_guard
-async def post_estimate(request):
+async def post_plan(request):
+    """The core's plan of the workflow: the estimate per stage, the verdict and the ordered changes."""
     body = await _body(request)
     return web.json_response(await _core("plan", _plan_request(body, _budget_fields(body))))
 
@@ -333,7 +337,7 @@ async def get_runs(request):
     if rec is not None:
         loop = asyncio.get_running_loop()
         return web.json_response(await loop.run_in_executor(None, rec.history, limit))
-    from .recorder import history_store
+    from ..recorder import history_store
     path = history_store.default_path()
     if path is None:
         return _error(503, "the run recorder is not running and ComfyUI's user directory is unknown")
@@ -357,7 +361,9 @@ pusher = vram_push.VramPusher()
 
 ROUTES = [
     ("GET", "/headroom/vram", get_vram),
-    ("POST", "/headroom/estimate", post_estimate),
+    ("POST", "/headroom/plan", post_plan),
+    # The old name of /headroom/plan (it always ran a plan), kept for users' scripts; the web calls /plan.
+    ("POST", "/headroom/estimate", post_plan),
     ("GET", "/headroom/presets", get_presets),
     ("POST", "/headroom/explain", post_explain),
     ("POST", "/headroom/apply-preset", post_apply_preset),
