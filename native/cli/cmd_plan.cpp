@@ -67,23 +67,40 @@ std::string precision_text(const api::json& c) {
   return m ? m->default_precision + " (assumed: the catalog default)" : "(precision unknown)";
 }
 
+void print_job(const api::json& j) {
+  std::cout << "Job       ";
+  if (j.contains("diffusion") && j["diffusion"].is_object()) {
+    // A file the catalog does not know has no model name: the file stands for it.
+    const std::string model = text_of(j["diffusion"], "model");
+    std::cout << (model.empty() ? "'" + text_of(j["diffusion"], "file") + "' (not in the catalog)" : model) << " "
+              << precision_text(j["diffusion"]);
+  }
+  std::cout << ", " << j.value("width", 0) << "x" << j.value("height", 0);
+  if (j.value("frames", 1) > 1) std::cout << "x" << j.value("frames", 1) << " frames";
+  std::cout << ", batch " << j.value("batch", 1) << "\n";
+}
+
+void print_changes(const api::json& r) {
+  if (!r["changes"].empty()) {
+    std::cout << "\nChanges (what makes it fit first, then what makes it run; cheapest first in each):\n";
+    int i = 0;
+    for (const auto& c : r["changes"])
+      std::cout << "  " << ++i << ". " << c["description"].get<std::string>() << "\n     -> peak "
+                << bytes(c["new_peak_bytes"]) << " (saves " << bytes(c["saving_bytes"]) << "), "
+                << c["verdict"].get<std::string>() << "\n";
+  }
+  if (r.contains("cumulative") && !r["cumulative"]["steps"].empty()) {
+    std::cout << "\nCombined until it fits:\n";
+    for (const auto& c : r["cumulative"]["steps"])
+      std::cout << "  + " << c["kind"].get<std::string>() << " -> " << bytes(c["new_peak_bytes"]) << " ("
+                << c["verdict"].get<std::string>() << ")\n";
+  }
+}
+
 void print_table(const std::string& path, const api::json& r) {
   const auto& wf = r["workflow"];
   std::cout << "Workflow  " << path << " (" << wf["format"].get<std::string>() << " format)\n";
-  if (r.contains("job")) {
-    const auto& j = r["job"];
-    std::cout << "Job       ";
-    if (j.contains("diffusion") && j["diffusion"].is_object())
-    {
-      // A file the catalog does not know has no model name: the file stands for it.
-      const std::string model = text_of(j["diffusion"], "model");
-      std::cout << (model.empty() ? "'" + text_of(j["diffusion"], "file") + "' (not in the catalog)" : model) << " "
-                << precision_text(j["diffusion"]);
-    }
-    std::cout << ", " << j.value("width", 0) << "x" << j.value("height", 0);
-    if (j.value("frames", 1) > 1) std::cout << "x" << j.value("frames", 1) << " frames";
-    std::cout << ", batch " << j.value("batch", 1) << "\n";
-  }
+  if (r.contains("job")) print_job(r["job"]);
   if (r.contains("free_bytes"))
     std::cout << "Budget    " << bytes(r["free_bytes"]) << " free"
               << (r.contains("vram_bytes") ? " of " + bytes(r["vram_bytes"]) : std::string()) << "\n";
@@ -112,20 +129,7 @@ void print_table(const std::string& path, const api::json& r) {
     std::cout << "\n";
     if (text_of(r, "advice") != "") std::cout << "As it is: " << text_of(r, "advice") << "\n";
   }
-  if (!r["changes"].empty()) {
-    std::cout << "\nChanges (what makes it fit first, then what makes it run; cheapest first in each):\n";
-    int i = 0;
-    for (const auto& c : r["changes"])
-      std::cout << "  " << ++i << ". " << c["description"].get<std::string>() << "\n     -> peak "
-                << bytes(c["new_peak_bytes"]) << " (saves " << bytes(c["saving_bytes"]) << "), "
-                << c["verdict"].get<std::string>() << "\n";
-  }
-  if (r.contains("cumulative") && !r["cumulative"]["steps"].empty()) {
-    std::cout << "\nCombined until it fits:\n";
-    for (const auto& c : r["cumulative"]["steps"])
-      std::cout << "  + " << c["kind"].get<std::string>() << " -> " << bytes(c["new_peak_bytes"]) << " ("
-                << c["verdict"].get<std::string>() << ")\n";
-  }
+  print_changes(r);
   auto card = [](const api::json& g) {
     std::string t = g["name"].get<std::string>();
     if (g["price_eur_per_hour"].is_number()) t += " (" + fixed(g["price_eur_per_hour"].get<double>(), 2) + " EUR/h)";
