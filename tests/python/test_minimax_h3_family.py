@@ -30,8 +30,10 @@ def test_h3_templates_are_read_with_their_own_models(name, model):
 
 def test_the_h3_video_is_a_video_at_the_templates_size():
     job = plan("video_minimax_h3_r2v")["job"]
-    # MiniMaxH3ReferenceToVideo records 1344 x 768 x 124 (about 5 s at 24 fps) in this template.
-    assert (job["width"], job["height"], job["frames"]) == (1344, 768, 124)
+    # MiniMaxH3ReferenceToVideo stores 1344 x 768, but its width and height are linked to a ResolutionSelector
+    # (16:9, 0.4 MP, multiple 32), which ComfyUI runs: 16 x sqrt(0.4 x 1024^2 / 144) = 863.5 -> 864, 9 x 53.97 =
+    # 485.7 -> 480. The length, 124 frames (about 5 s at 24 fps), is the node's own.
+    assert (job["width"], job["height"], job["frames"]) == (864, 480, 124)
 
 
 def test_the_h3_image_template_is_one_frame():
