@@ -11,7 +11,7 @@ import types
 import pytest
 from PIL import Image, ImageOps
 
-from conftest import REPO, load_pack, real_core_or_skip
+from conftest import BUILD_DIR, REPO, load_pack, real_core_or_skip
 
 load_pack()
 from headroom_pack.nodes.comfyui import comfy_adapters  # noqa: E402
@@ -113,9 +113,9 @@ def test_an_image_it_cannot_size_leaves_the_verdict_unknown_naming_loadimage(mon
 
 
 def test_the_cli_reads_the_input_folder(tmp_path):
-    binary = REPO / "build" / "headroom"
+    binary = (BUILD_DIR if BUILD_DIR.is_absolute() else REPO / BUILD_DIR) / "headroom"
     if not binary.is_file():
-        pytest.skip("build/headroom is not built")
+        pytest.skip(f"{binary} is not built")
     Image.new("RGB", (1216, 832)).save(tmp_path / "photo.png")
     (tmp_path / "wf.json").write_text(json.dumps(prompt("photo.png")))
     run = subprocess.run([str(binary), "plan", str(tmp_path / "wf.json"), "--vram", "24", "--json", "--input-dir",
