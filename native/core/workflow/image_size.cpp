@@ -25,7 +25,6 @@ struct Readers {
   const LoadedImageSize& loaded;
 };
 
-ImageSize unknown(const Node& n, std::string why) { return {std::nullopt, std::nullopt, n.id, n.type, std::move(why), ""}; }
 
 ImageSize set_by(const Node& n, const ImageSizeRule& rule, const IntegerOf& integer_of) {
   ImageSize out{side(n, rule.width, integer_of), side(n, rule.height, integer_of), n.id, n.type, "", ""};
@@ -49,7 +48,7 @@ ImageSize side_rule_without_scale(const Graph& g, const Node& n, const TotalPixe
                                   long long steps, const Readers& rd, int hops) {
   const Input* linked = n.input(rule.input);
   if (!linked || !linked->from_node) {
-    if (side == 0) return unknown(n, "its " + rule.side + " is 0 and no image is linked to " + rule.input);
+    if (side == 0) return unknown_image_size(n, "its " + rule.side + " is 0 and no image is linked to " + rule.input);
     return {static_cast<int>(side), static_cast<int>(side), n.id, n.type, "", ""};
   }
   const ImageSize in = walk(g, &n, rule.input, rd, hops + 1);
@@ -64,13 +63,13 @@ ImageSize scaled_to_total(const Graph& g, const Node& n, const TotalPixelsRule& 
   long long steps = rule.fixed_steps > 0 ? rule.fixed_steps : 1;
   if (!rule.steps.empty()) {
     if (auto s = rd.integer_of(n, rule.steps)) steps = *s;
-    if (steps < 1 || steps > kMaxSide) return unknown(n, "its " + rule.steps + " is not a whole number from 1 to 16384");
+    if (steps < 1 || steps > kMaxSide) return unknown_image_size(n, "its " + rule.steps + " is not a whole number from 1 to 16384");
   }
   double total = 0;
   if (!rule.side.empty()) {
     const auto side = rd.integer_of(n, rule.side);
     if (!side || *side < 0 || *side > kMaxSide)
-      return unknown(n, "its " + rule.side + " is not a whole number of pixels from 0 to 16384 that the workflow gives");
+      return unknown_image_size(n, "its " + rule.side + " is not a whole number of pixels from 0 to 16384 that the workflow gives");
     const Input* linked = n.input(rule.input);
     if (*side == 0 || !linked || !linked->from_node)
       return side_rule_without_scale(g, n, rule, *side, steps, rd, hops);
@@ -78,7 +77,7 @@ ImageSize scaled_to_total(const Graph& g, const Node& n, const TotalPixelsRule& 
   } else {
     const auto mp = rd.number_of(n, rule.megapixels);
     if (!mp || !(*mp > 0) || *mp > 16)
-      return unknown(n, "its " + rule.megapixels + " is not a number of megapixels above 0 and at most 16 (ComfyUI's range) that the workflow gives");
+      return unknown_image_size(n, "its " + rule.megapixels + " is not a number of megapixels above 0 and at most 16 (ComfyUI's range) that the workflow gives");
     total = *mp * 1024.0 * 1024.0;
   }
   const auto snap = [steps](double side) {
@@ -97,7 +96,7 @@ ImageSize scaled_to_total(const Graph& g, const Node& n, const TotalPixelsRule& 
            in.why + "); sized as a " + std::to_string(w) + "x" + std::to_string(h) +
            " square of the same pixel count, which gives a DiT the same number of tokens to within rounding";
   }
-  if (w > kMaxSide || h > kMaxSide) return unknown(n, "it scales past ComfyUI's 16384 px side");
+  if (w > kMaxSide || h > kMaxSide) return unknown_image_size(n, "it scales past ComfyUI's 16384 px side");
   return {static_cast<int>(w), static_cast<int>(h), n.id, n.type, "", note};
 }
 
@@ -105,10 +104,10 @@ ImageSize walk(const Graph& g, const Node* n, std::string input, const Readers& 
   for (; hops < kMaxHops; ++hops) {
     const Input* in = n->input(input);
     const Node* from = in && in->from_node ? g.node(*in->from_node) : nullptr;
-    if (!from) return unknown(*n, "its image input '" + input + "' comes from no node that runs");
+    if (!from) return unknown_image_size(*n, "its image input '" + input + "' comes from no node that runs");
     n = from;
     const ComfyNode* info = comfy_nodes().find(n->type);
-    if (!info) return unknown(*n, "a node Headroom does not know");
+    if (!info) return unknown_image_size(*n, "a node Headroom does not know");
     // A bypassed node passes its image on unchanged (ComfyUI links its output to the matching input).
     const bool bypassed = n->mode == kModeBypass;
     if (info->image_size && !bypassed) return set_by(*n, *info->image_size, rd.integer_of);
@@ -121,14 +120,18 @@ ImageSize walk(const Graph& g, const Node* n, std::string input, const Readers& 
     // A loaded image: its file's header in ComfyUI's input folder, where the request gave that folder.
     if (!info->image_file.empty() && !bypassed && rd.loaded) return rd.loaded(*n, info->image_file);
     if (info->image_through.empty())
-      return unknown(*n, info->image_size_unknown.empty() ? "a node whose output size Headroom does not derive"
+      return unknown_image_size(*n, info->image_size_unknown.empty() ? "a node whose output size Headroom does not derive"
                                                           : info->image_size_unknown);
     input = info->image_through;
   }
-  return unknown(*n, "the end of a chain of more than 64 image nodes");
+  return unknown_image_size(*n, "the end of a chain of more than 64 image nodes");
 }
 
 }  // namespace
+
+ImageSize unknown_image_size(const Node& n, std::string why) {
+  return {std::nullopt, std::nullopt, n.id, n.type, std::move(why), ""};
+}
 
 ImageSize image_size_of(const Graph& g, const Node& latent_node, const IntegerOf& integer_of,
                         const NumberOf& number_of, const LoadedImageSize& loaded) {
@@ -138,7 +141,7 @@ ImageSize image_size_of(const Graph& g, const Node& latent_node, const IntegerOf
   // A node that scales its own input image before making the latent (TextEncodeQwenImage21).
   if (info && info->image_total_pixels) return scaled_to_total(g, latent_node, *info->image_total_pixels, rd, 0);
   if (!info || info->image_input.empty())
-    return unknown(latent_node, "its latent has the size of an input image that Headroom does not trace");
+    return unknown_image_size(latent_node, "its latent has the size of an input image that Headroom does not trace");
   return walk(g, &latent_node, info->image_input, rd, 0);
 }
 

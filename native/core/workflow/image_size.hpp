@@ -20,6 +20,9 @@ struct ImageSize {
   bool known() const { return width && height; }
 };
 
+// The size is not known: `n` is where the walk stopped, `why` says why.
+ImageSize unknown_image_size(const Node& n, std::string why);
+
 // A positive whole widget value of a node, through value nodes (PrimitiveInt and the like)...
 using IntegerOf = std::function<std::optional<long long>(const Node&, const std::string&)>;
 // ...and any number (ImageScaleToTotalPixels' megapixels).

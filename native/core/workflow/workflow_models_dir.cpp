@@ -39,6 +39,12 @@ std::optional<fs::path> relative_name(const std::string& file) {
 
 }  // namespace
 
+std::optional<std::string> path_below(const std::string& dir, const std::string& name) {
+  const auto rel = relative_name(name);
+  if (!rel) return std::nullopt;
+  return (fs::u8path(dir) / *rel).u8string();
+}
+
 std::optional<std::string> find_in_model_folders(const std::map<std::string, std::vector<std::string>>& folders,
                                                  const std::string& file, const std::string& role) {
   const auto rel = relative_name(file);

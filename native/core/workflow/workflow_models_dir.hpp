@@ -18,6 +18,11 @@ namespace headroom::workflow {
 // the lookups of a workflow: without it, every loader that names a missing file walks DIR again, and
 // a workflow of thousands of loaders costs thousands of walks.
 class ModelsFolderIndex;
+
+// `dir`/`name` as a UTF-8 path, or nullopt when `name` is empty, absolute or leaves `dir` (".."); backslashes
+// count as separators. The one rule for every file a workflow names inside a folder Headroom was given.
+std::optional<std::string> path_below(const std::string& dir, const std::string& name);
+
 std::optional<std::string> find_model_file(const std::string& dir, const std::string& file, const std::string& role,
                                            ModelsFolderIndex* index = nullptr);
 
