@@ -10,7 +10,6 @@ resident from earlier runs are evicted on demand, so they are free to the next r
 evictable-aware figure is ModelPatcher.get_free_memory (comfy/model_patcher.py@08d0e510): get_free_memory
 plus comfy_aimdo.model_vbar.vbars_analyze for the device, which is what "auto" sends when aimdo runs.
 """
-import json
 import math
 import os
 import re
@@ -19,7 +18,6 @@ import sys
 # The models.json runtime constant of ComfyUI's default reserve on Linux (EXTRA_RESERVED_VRAM), read from
 # the core when ComfyUI is not loaded, i.e. in tools and tests.
 RESERVE_CONSTANT = "comfy_reserve_bytes_linux"
-_core_reserve = []  # the value once read (the catalog is large; it does not change in a process)
 GIB = 1024 ** 3
 # No card or budget is near this (the largest GPUs have a few hundred GB); numbers above it are typos or
 # attacks, and converting them to bytes would overflow.
@@ -71,17 +69,13 @@ def reserve_bytes() -> int:
 def core_reserve_bytes() -> int:
     """ComfyUI's default reserve as the core's data holds it; 0 when the core is not loaded either or does
     not say (the reserve is then unknown, and free memory is reported as the driver counts it)."""
-    if not _core_reserve:
-        from ..native import native_loader
-        try:
-            runtime = json.loads(native_loader.core().catalog()).get("runtime", {})
-        except native_loader.NativeUnavailable:
-            return 0
-        value = (runtime.get(RESERVE_CONSTANT) or {}).get("value")
-        if value is None:  # a core too old to carry its runtime constants
-            return 0
-        _core_reserve.append(int(value))
-    return _core_reserve[0]
+    from ..native import native_loader
+    try:
+        runtime = native_loader.catalog().get("runtime", {})
+    except native_loader.NativeUnavailable:
+        return 0
+    value = (runtime.get(RESERVE_CONSTANT) or {}).get("value")
+    return 0 if value is None else int(value)  # None: a core too old to carry its runtime constants
 
 
 def evictable_bytes(device) -> int:

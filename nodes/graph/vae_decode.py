@@ -7,7 +7,6 @@ out-of-memory retry runs only after the `except` block has released the failed a
 room is made by unloading cached models only until what the core expects the decode to need is free
 (decode_need.py), not every model: under dynamic VRAM ComfyUI does not do it for us (decode_room.py), and
 what stays loaded need not be read again by the next run."""
-import json
 import os
 import re
 import sys
@@ -128,7 +127,7 @@ _NAME = re.compile(r"[^a-z0-9]")
 def _gpu_memory_bytes(name: str):
     """The card's memory from the core's catalog for a GPU name or alias ('RTX 4090 24GB'), or None."""
     try:
-        catalog = json.loads(native_loader.core().catalog())
+        catalog = native_loader.catalog()
     except (native_loader.NativeUnavailable, ValueError, RuntimeError):
         return None
     wanted = _NAME.sub("", name.lower())

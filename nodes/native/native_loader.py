@@ -484,6 +484,7 @@ def reset():
     """Forget what was loaded (tests; after a rebuild the user restarts ComfyUI anyway)."""
     with _lock:
         _cache.clear()
+        _catalogs.clear()
 
 
 def core():
@@ -492,6 +493,27 @@ def core():
     if module is None:
         raise NativeUnavailable(f"Headroom's native core is unavailable: {cause}. {describe_fix()}")
     return module
+
+
+_catalogs = {}  # id(core) -> (core, parsed catalog); the core is kept so its id is never reused by another
+
+
+def catalog() -> dict:
+    """The core's catalog (api::catalog(): models, gpus, presets, verdicts, runtime), parsed once per loaded
+    core and shared by every caller, which must not change it. NativeUnavailable when the core is not
+    loaded; ValueError or RuntimeError when it answers no catalog."""
+    module = core()
+    key = id(module)
+    with _lock:
+        cached = _catalogs.get(key)
+        if cached is not None and cached[0] is module:
+            return cached[1]
+    parsed = json.loads(module.catalog())
+    if not isinstance(parsed, dict):
+        raise ValueError(f"catalog: expected a JSON object from the core, got {type(parsed).__name__}")
+    with _lock:
+        _catalogs[key] = (module, parsed)
+    return parsed
 
 
 def torch_ops():

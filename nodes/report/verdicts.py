@@ -1,27 +1,18 @@
 """The core's verdicts as its catalog lists them (api::catalog() "verdicts": id, text, runs, fits, sized).
 Nodes decide from these flags, found by the answer's `verdict_id`, never from the words, so a verdict's
 spelling lives only in the core (native/core/catalog/verdict.cpp)."""
-import json
-
 from ..native import native_loader
-
-_tables = {}  # id(core) -> (core, {verdict id: row}); the core is kept so its id is never reused by another
 
 
 def table() -> dict:
     """{verdict id: {id, text, runs, fits, sized}}; empty when the core is unavailable."""
     try:
-        core = native_loader.core()
+        rows = native_loader.catalog().get("verdicts") or []
     except native_loader.NativeUnavailable:
         return {}
-    key = id(core)
-    if key not in _tables or _tables[key][0] is not core:
-        try:
-            rows = json.loads(core.catalog()).get("verdicts") or []
-        except (ValueError, TypeError, AttributeError):
-            rows = []
-        _tables[key] = (core, {r["id"]: r for r in rows if isinstance(r, dict) and "id" in r})
-    return _tables[key][1]
+    except (ValueError, TypeError, AttributeError, RuntimeError):
+        rows = []
+    return {r["id"]: r for r in rows if isinstance(r, dict) and "id" in r}
 
 
 def row(answer):

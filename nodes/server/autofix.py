@@ -4,7 +4,6 @@ The planner names its changes; Headroom applies those it can make itself: widget
 ({node_id, widget, to}) and named presets (through the core's apply_preset). Anything else is left
 for the user and reported."""
 import copy
-import json
 
 from ..comfyui import comfy_adapters
 from ..native import native_loader
@@ -60,7 +59,7 @@ FALLBACK_FIT_PRESET = "fit this card"  # presets.json: the preset whose target i
 def fit_preset_name() -> str:
     """The catalog's preset that applies the cheapest widget changes fitting the requested card."""
     try:
-        catalog = json.loads(native_loader.core().catalog())
+        catalog = native_loader.catalog()
     except (native_loader.NativeUnavailable, ValueError, RuntimeError):
         return FALLBACK_FIT_PRESET
     presets = catalog.get("presets") if isinstance(catalog, dict) else None

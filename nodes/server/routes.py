@@ -239,7 +239,7 @@ def _plan_request(body, fields) -> dict:
 
 @_guard
 async def get_presets(request):
-    catalog = json.loads(native_loader.core().catalog())
+    catalog = native_loader.catalog()
     # The verdicts ride along so the panel reads their flags from the catalog, not from their spelling.
     return web.json_response({"presets": catalog.get("presets", []), "verdicts": catalog.get("verdicts", [])})
 
@@ -287,7 +287,7 @@ NO_CARD = ("budget: there is no GPU here to fit (no CUDA device) and the budget 
 def _preset_needs_card(name) -> bool:
     """True for a preset that fits "the card of the request" (presets.json target "request")."""
     try:
-        presets = json.loads(native_loader.core().catalog()).get("presets", [])
+        presets = native_loader.catalog().get("presets", [])
     except (ValueError, TypeError):
         return False
     return any(p.get("name") == name and p.get("target") == "request" for p in presets if isinstance(p, dict))

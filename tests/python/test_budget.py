@@ -65,7 +65,6 @@ def test_without_comfyui_the_reserve_is_the_cores_runtime_constant(monkeypatch):
     import fakes
     from conftest import natives_installed
     monkeypatch.setattr(budget, "_comfy_mm", lambda: None)
-    monkeypatch.setattr(budget, "_core_reserve", [])
     core = fakes.FakeCore()
     core.catalog = lambda: json.dumps({"runtime": {budget.RESERVE_CONSTANT: {"value": 3 * 2**20, "source": "test"}}})
     with natives_installed(core):
@@ -75,7 +74,6 @@ def test_without_comfyui_the_reserve_is_the_cores_runtime_constant(monkeypatch):
 @pytest.mark.skipif(not core_built(), reason="the core library is not built")
 def test_the_real_cores_reserve_is_comfyuis_400_mib(monkeypatch):
     monkeypatch.setattr(budget, "_comfy_mm", lambda: None)
-    monkeypatch.setattr(budget, "_core_reserve", [])
     assert budget.reserve_bytes() == 400 * 2**20  # ComfyUI's EXTRA_RESERVED_VRAM on Linux
 
 
