@@ -2,7 +2,10 @@
 every Python (ComfyUI's embedded 3.13 on Windows included), and no compiler is needed where the wheel is
 installed. Each function takes and returns JSON text, so the nodes (and their test stand-ins) need not
 know what answers. ctypes releases the GIL for the length of each call, so ComfyUI's server keeps
-answering while a plan runs. native_loader.core() checks the file's bytes and has this load those bytes."""
+answering while a plan runs. native_loader.core() checks the file's bytes and has this load those bytes.
+
+The one ctypes client of the library: the headroom_core wheel installs this file and binary_check.py
+beside its own __init__.py (CMakeLists.txt), which only adds the dict-in, dict-out `call` on top."""
 import ctypes
 import importlib.util
 import json
@@ -24,7 +27,13 @@ def library_name():
 
 
 class CoreInputError(ValueError):
-    """Bad input or a malformed file: the core's message names the field and the fix."""
+    """Bad input or a malformed file: the core's message names the field and the fix; `field` is the
+    request field (or the file) it is about, `kind` "input" or "file"."""
+
+    def __init__(self, message, field=None, kind="input"):
+        super().__init__(message)
+        self.field = field
+        self.kind = kind
 
 
 class CapiCore:
@@ -52,7 +61,7 @@ class CapiCore:
         self._lib = lib
         self.version = lib.headroom_version().decode("utf-8", "replace")
 
-    def _call(self, function, request_text):
+    def call_text(self, function, request_text):
         """The core's answer to `function` as JSON text. The request goes in as the caller's text: parsed
         only by the core, whose reader caps nesting (Python's json would hit its recursion limit first)."""
         if not isinstance(request_text, str):
@@ -60,7 +69,7 @@ class CapiCore:
                             f"{type(request_text).__name__}")
         if "\x00" in request_text:  # the C string would end there and the core would read only a prefix
             raise CoreInputError("request: contains a NUL character, which JSON text never holds unescaped; "
-                                 "send it as \\u0000 inside a string")
+                                 "send it as \\u0000 inside a string", "request")
         # surrogatepass: a lone surrogate reaches the core as bytes it rejects by name, not as a codec error
         ptr = self._lib.headroom_call(function.encode(), request_text.encode("utf-8", "surrogatepass"))
         if not ptr:
@@ -78,23 +87,23 @@ class CapiCore:
             return json.dumps(answer["ok"])
         err = answer["error"]
         if err.get("kind") in ("input", "file"):
-            raise CoreInputError(err.get("message", "bad input"))
+            raise CoreInputError(err.get("message", "bad input"), err.get("field"), err["kind"])
         raise RuntimeError(err.get("message", "internal error"))
 
     def catalog(self):
-        return self._call("catalog", "{}")
+        return self.call_text("catalog", "{}")
 
     def inspect(self, paths):
-        return self._call("inspect", json.dumps({"paths": list(paths)}))
+        return self.call_text("inspect", json.dumps({"paths": list(paths)}))
 
     def explain(self, text):
-        return self._call("explain", json.dumps({"text": text}))
+        return self.call_text("explain", json.dumps({"text": text}))
 
     def __getattr__(self, function):
         # estimate, plan, apply_preset, suggest_preset, recognise, llm, train: a JSON request text each
         if function.startswith("_"):
             raise AttributeError(function)
-        return lambda request_json: self._call(function, request_json)
+        return lambda request_json: self.call_text(function, request_json)
 
 
 def candidates(build_dir: Path):

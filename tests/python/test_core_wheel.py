@@ -72,6 +72,8 @@ def test_wheel_is_py3_none_manylinux_2_28(wheel):
     with zipfile.ZipFile(wheel) as z:
         names = z.namelist()
     assert "headroom_core/__init__.py" in names and "headroom_core/libheadroom_core.so" in names, names
+    # The one ctypes client: the pack's, with its check of the library file (issue 25).
+    assert "headroom_core/core_capi.py" in names and "headroom_core/binary_check.py" in names, names
 
 
 def test_library_needs_nothing_newer_than_glibc_2_28(wheel, tmp_path):
