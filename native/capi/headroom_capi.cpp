@@ -26,6 +26,7 @@ const std::map<std::string, Handler>& handlers() {
       {"plan", [](const json& r) { return headroom::api::plan(r); }},
       {"apply_preset", [](const json& r) { return headroom::api::apply_preset(r); }},
       {"suggest_preset", [](const json& r) { return headroom::api::suggest_preset(r); }},
+      {"decode_tile", [](const json& r) { return headroom::api::decode_tile(r); }},
       {"inspect", [](const json& r) { return headroom::api::inspect_request(r); }},
       {"explain", [](const json& r) { return headroom::api::explain_request(r); }},
       {"recognise", [](const json& r) { return headroom::api::recognise(r); }},

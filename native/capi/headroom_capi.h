@@ -1,6 +1,6 @@
 /* headroom_core: Headroom's estimator as a plain C library, one binary per OS for any Python (ctypes)
  * or any other language. Every function of the core's JSON API (catalog, estimate, plan, apply_preset, suggest_preset,
- * inspect, explain, llm, train, runs) is reached through one call that takes and returns UTF-8 JSON text. */
+ * decode_tile, inspect, explain, llm, train, runs) is reached through one call that takes and returns UTF-8 JSON text. */
 #ifndef HEADROOM_CAPI_H
 #define HEADROOM_CAPI_H
 

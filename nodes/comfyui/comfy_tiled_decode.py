@@ -1,14 +1,10 @@
 """VAE Decode (Headroom) when no native decoder loads: ComfyUI's own tiled decode (VAE.decode_tiled), with
-the largest tile whose peak Headroom's estimator puts inside the budget. Never one whole, unbudgeted
-decode: that is what ran out of memory in the first place, and what the node promises not to do."""
+the largest tile whose peak Headroom's estimator puts inside the budget, chosen by the core in one request
+(api::decode_tile: its candidates, the latent-edge rule and the overlap live there). Never one whole,
+unbudgeted decode: that is what ran out of memory in the first place, and what the node promises not to do."""
 import json
 
 from . import comfy_adapters
-
-# Tile edges tried, in latent pixels, largest first. ComfyUI's decode_tiled runs three passes with
-# tiles of t x t, t/2 x 2t and 2t x t/2 (comfy/sd.py decode_tiled_), all of one area, so the estimate of
-# its VAEDecodeTiled node at tile t prices every pass.
-TILE_CANDIDATES_LATENT = (256, 192, 128, 96, 64, 48, 32, 24, 16, 8)
 
 
 def state_dict_spec(vae):
@@ -32,51 +28,42 @@ def recognised_vae(core, vae):
     return answer["model"], None
 
 
-def _decode_peak(core, model, geometry, tile_px):
-    request = {"model": model, "width": geometry["width"], "height": geometry["height"], "batch": 1,
-               "decode_mode": "tiled", "decode_tile_px": int(tile_px)}
-    if geometry["frames"] > 1:
-        request["frames"] = geometry["frames"]
-    stages = json.loads(core.estimate(json.dumps(request))).get("stages", [])
-    return max((int(s.get("peak_bytes", 0)) for s in stages), default=0)
-
-
 def plan_tile(core, model, latent, spatial_upscale, budget_bytes):
-    """(tile, overlap, planned peak or None): the largest candidate tile whose tiled-decode peak fits."""
-    video = latent.dim() == 5
-    geometry = comfy_adapters.latent_geometry({"samples": latent})
-    geometry["width"] = int(latent.shape[-1]) * spatial_upscale
-    geometry["height"] = int(latent.shape[-2]) * spatial_upscale
-    edge = max(int(latent.shape[-1]), int(latent.shape[-2]))
-    # Past the latent's own edge a bigger tile changes nothing: start from the first candidate that covers it.
-    candidates = [t for t in TILE_CANDIDATES_LATENT if t < edge]
-    candidates.insert(0, min([t for t in TILE_CANDIDATES_LATENT if t >= edge], default=TILE_CANDIDATES_LATENT[0]))
-    peak = None
-    for tile in candidates:
-        # ComfyUI's estimate of VAEDecodeTiled takes the tile in pixels, with no tile below 64 px.
-        peak = _decode_peak(core, model, geometry, max(64, tile * spatial_upscale))
-        if budget_bytes is None or peak <= budget_bytes:
-            return tile, max(2 if video else 4, tile // 4), peak
-    return candidates[-1], max(2, candidates[-1] // 4), peak
+    """(tile, overlap, planned peak, over budget): the core's choice (api::decode_tile), in one request.
+    The core prices its candidate tiles with its model of ComfyUI's tiled decode (three passes of one area
+    for images, comfy/sd.py decode_tiled_) and answers the largest that fits, or the smallest, flagged."""
+    request = {"model": model, "latent_width": int(latent.shape[-1]), "latent_height": int(latent.shape[-2]),
+               "batch": int(latent.shape[0]), "spatial_upscale": int(spatial_upscale)}
+    if latent.dim() == 5:
+        request["latent_frames"] = int(latent.shape[2])
+    if budget_bytes is not None:
+        request["budget_bytes"] = int(budget_bytes)
+    answer = json.loads(core.decode_tile(json.dumps(request)))
+    return answer["tile_latent"], answer["overlap_latent"], answer["peak_bytes"], answer["over_budget"]
+
+
+def _planned_tile(core, vae, latent, spatial_upscale, budget_bytes):
+    """(tile, overlap, how it was chosen) for decode_tiled; tile None = ComfyUI's own default tiles."""
+    model, why_unknown = (None, "the estimator core is not loaded either") if core is None else recognised_vae(core, vae)
+    if model is not None:
+        try:
+            tile, overlap, peak, over = plan_tile(core, model, latent, spatial_upscale, budget_bytes)
+        except (ValueError, RuntimeError, KeyError, AttributeError) as e:
+            model, why_unknown = None, f"the core chose no tile for {model}: {e}"
+    if model is None:
+        # ComfyUI's decode_tiled picks its own tiles when given none (comfy/sd.py): no copy of them here.
+        return None, None, f"ComfyUI's default tiles ({why_unknown})"
+    budget_text = "no budget" if budget_bytes is None else f"budget {budget_bytes / 2**30:.2f} GiB"
+    how = f"tile from Headroom's plan for {model} at {budget_text}, planned peak {peak / 2**30:.2f} GiB"
+    if over:
+        how += " (over the budget even at the smallest tile)"
+    return tile, overlap, how
 
 
 def decode(vae, latent, budget_bytes, why_not_native, core, spatial_upscale):
     """ComfyUI's tiled decode inside the budget. Returns (image, report text)."""
     video = latent.dim() == 5
-    model, why_unknown = (None, "the estimator core is not loaded either") if core is None else recognised_vae(core, vae)
-    if model is None:
-        # ComfyUI's decode_tiled picks its own tiles when given none (comfy/sd.py): no copy of them here.
-        tile, overlap = None, None
-        how = f"ComfyUI's default tiles ({why_unknown})"
-        peak = None
-    else:
-        tile, overlap, peak = plan_tile(core, model, latent, spatial_upscale, budget_bytes)
-        budget_text = "no budget" if budget_bytes is None else f"budget {budget_bytes / 2**30:.2f} GiB"
-        how = f"tile from Headroom's plan for {model} at {budget_text}"
-        if peak is not None:
-            how += f", planned peak {peak / 2**30:.2f} GiB"
-            if budget_bytes is not None and peak > budget_bytes:
-                how += " (over the budget even at the smallest tile)"
+    tile, overlap, how = _planned_tile(core, vae, latent, spatial_upscale, budget_bytes)
     kwargs = {} if tile is None else {"tile_x": tile, "tile_y": tile, "overlap": overlap}
     if video:
         kwargs["overlap_t"] = 1  # whole clip per tile where ComfyUI allows it: temporal seams blink

@@ -54,7 +54,7 @@ def _request_error(function, body):
     return str(e.value)
 
 
-JSON_ENTRIES = ["estimate", "plan", "apply_preset", "suggest_preset", "recognise", "llm", "train"]
+JSON_ENTRIES = ["estimate", "plan", "apply_preset", "suggest_preset", "decode_tile", "recognise", "llm", "train"]
 CARD_ENTRIES = ["estimate", "plan", "apply_preset", "suggest_preset", "llm", "train"]
 
 

@@ -59,7 +59,9 @@ def test_tiles_come_from_the_estimate_and_fit_the_budget(no_native_decoder, budg
     budget = budget_gib * GIB
     # The tile fits, and the next larger candidate would not have (or there is none).
     assert real_tiled_peak(core, tile, 2048, 2048) <= budget
-    larger = [t for t in comfy_tiled_decode.TILE_CANDIDATES_LATENT if t > tile]
+    candidates = json.loads(core.decode_tile(json.dumps({"model": "flux-vae", "latent_width": 256,
+                                                         "latent_height": 256})))["candidates_latent"]
+    larger = [t for t in candidates if t > tile]
     if larger:
         assert real_tiled_peak(core, min(larger), 2048, 2048) > budget
     text = out["ui"]["text"][0]
@@ -76,6 +78,56 @@ def test_a_smaller_budget_gets_a_smaller_tile(no_native_decoder):
         vae_decode.HeadroomVAEDecode().decode({"samples": torch.randn(1, 16, 256, 256)}, vae, budget=budget)
         tiles.append(vae.tiled_calls[0]["tile_x"])
     assert tiles[0] < tiles[1]
+
+
+class CountingCore:
+    """The real core, counting the requests each decode costs."""
+
+    def __init__(self, core):
+        self.core, self.calls = core, []
+
+    def __getattr__(self, name):
+        function = getattr(self.core, name)
+
+        def counted(*args):
+            self.calls.append(name)
+            return function(*args)
+        return counted
+
+
+@pytest.mark.skipif(not core_built(), reason="the core library is not built")
+@pytest.mark.parametrize("budget", ["0.9", "1.6", "64"])
+def test_the_tile_is_one_core_request_per_decode(no_native_decoder, monkeypatch, budget):
+    """Issue 25: the core answers the tile (api::decode_tile); the node no longer prices candidate tiles
+    one estimate at a time (up to ten round trips per decode)."""
+    counting = CountingCore(native_loader.core())
+    monkeypatch.setattr(native_loader, "core", lambda: counting)
+    vae = FakeVAE(flux_vae_state_dict())
+    vae_decode.HeadroomVAEDecode().decode({"samples": torch.randn(1, 16, 256, 256)}, vae, budget=budget)
+    assert counting.calls.count("decode_tile") == 1 and "estimate" not in counting.calls, counting.calls
+    direct = json.loads(counting.core.decode_tile(json.dumps({"model": "flux-vae", "latent_width": 256,
+                                                              "latent_height": 256, "budget_bytes":
+                                                              int(float(budget) * GIB)})))
+    assert vae.tiled_calls[0]["tile_x"] == direct["tile_latent"]
+    assert vae.tiled_calls[0]["overlap"] == direct["overlap_latent"]
+
+
+def test_a_core_that_chooses_no_tile_leaves_comfyuis_default_tiles_and_says_why(no_native_decoder, monkeypatch):
+    """A core without decode_tile (an older build) or one that refuses the latent: ComfyUI's own tiles."""
+    import fakes
+
+    core = fakes.FakeCore()
+    core.recognise = lambda text: json.dumps({"model": "flux-vae", "recognised": {"role": "vae"}})
+
+    def refuse(text):
+        raise ValueError("function: unknown 'decode_tile'")
+    core.decode_tile = refuse
+    monkeypatch.setattr(native_loader, "core", lambda: core)
+    vae = FakeVAE(flux_vae_state_dict())
+    out = vae_decode.HeadroomVAEDecode().decode({"samples": torch.randn(1, 16, 32, 32)}, vae, budget="8")
+    assert vae.tiled_calls[0]["tile_x"] is None
+    text = out["ui"]["text"][0]
+    assert "ComfyUI's default tiles" in text and "unknown 'decode_tile'" in text
 
 
 def test_unknown_vae_or_no_core_uses_comfyuis_default_tiles_and_says_so(no_native_decoder, monkeypatch):

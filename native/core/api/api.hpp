@@ -17,8 +17,8 @@ using nlohmann::json;
 // unknown field, a field of the wrong kind or out of its range is an InputError naming the field (and, for
 // an unknown one, the closest accepted field and all of them). The card fields (gpu | vram_bytes | vram,
 // free_bytes) follow one rule set wherever they are taken (core/catalog/card_budget.hpp).
-// The table of an entry point by name ("estimate", "plan", "apply_preset", "suggest_preset", "inspect", "recognise",
-// "explain", "llm", "train"); null for another name.
+// The table of an entry point by name ("estimate", "plan", "apply_preset", "suggest_preset", "decode_tile", "inspect",
+// "recognise", "explain", "llm", "train"); null for another name.
 const request::Fields* fields_of(std::string_view entry);
 // The names fields_of answers, in the order docs/api.md lists them.
 const std::vector<std::string_view>& entry_names();
@@ -26,6 +26,7 @@ const request::Fields& estimate_fields();
 const request::Fields& plan_fields();
 const request::Fields& apply_preset_fields();
 const request::Fields& suggest_preset_fields();
+const request::Fields& decode_tile_fields();
 const request::Fields& inspect_fields();
 const request::Fields& recognise_fields();
 const request::Fields& explain_fields();
@@ -66,6 +67,15 @@ json apply_preset(const json& request);
 // peak_bytes}), changes, kinds, costs, judged_bytes} | null, ranked: [the same, best first, chosen
 // first], not_ranked: [{preset, reason}] (changes nothing, no verdict after it, needs a card)}.
 json suggest_preset(const json& request);
+
+// The tile for ComfyUI's own tiled decode (VAE.decode_tiled) inside a budget: what VAE Decode (Headroom)
+// runs when its native decoder does not load (core/estimate/decode_tile.hpp). Request {model (the VAE),
+// latent_width, latent_height, latent_frames?, batch?, spatial_upscale? (default: the VAE's stride),
+// budget_bytes? (absent: no budget)}. Every useful candidate tile is priced by the estimator's model of
+// VAEDecodeTiled, largest first, until one fits. Returns {model, tile_latent, overlap_latent, tile_px,
+// peak_bytes, budget_bytes, over_budget (even the smallest candidate is above the budget; the smallest is
+// answered), priced: [{tile_latent, tile_px, peak_bytes}] in the order tried, candidates_latent}.
+json decode_tile(const json& request);
 
 // Corrections from the user's own runs (docs/calibration.md). Request {runs: [run objects of the history,
 // newest first], card?: device, since?: unix seconds}. Returns {v: 1, rule: {min_runs, max_runs, factor_min, factor_max},

@@ -10,6 +10,7 @@ const request::Fields* fields_of(std::string_view entry) {
   if (entry == "plan") return &plan_fields();
   if (entry == "apply_preset") return &apply_preset_fields();
   if (entry == "suggest_preset") return &suggest_preset_fields();
+  if (entry == "decode_tile") return &decode_tile_fields();
   if (entry == "inspect") return &inspect_fields();
   if (entry == "recognise") return &recognise_fields();
   if (entry == "explain") return &explain_fields();
@@ -22,7 +23,7 @@ const request::Fields* fields_of(std::string_view entry) {
 
 const std::vector<std::string_view>& entry_names() {
   static const std::vector<std::string_view> names = {"estimate", "plan",      "apply_preset", "suggest_preset",
-                                                      "inspect",  "recognise", "explain",      "runs",
+                                                      "decode_tile", "inspect",  "recognise", "explain",      "runs",
                                                       "calibrate", "llm",      "train"};
   return names;
 }

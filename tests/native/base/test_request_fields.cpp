@@ -23,7 +23,8 @@ const std::map<std::string, std::function<json(const json&)>>& entries() {
   static const std::map<std::string, std::function<json(const json&)>> m = {
       {"estimate", api::estimate},        {"plan", api::plan},           {"apply_preset", api::apply_preset},
       {"inspect", api::inspect_request},  {"recognise", api::recognise}, {"explain", api::explain_request},
-      {"llm", api::llm},                  {"train", api::train},         {"suggest_preset", api::suggest_preset}};
+      {"llm", api::llm},                  {"train", api::train},         {"suggest_preset", api::suggest_preset},
+      {"decode_tile", api::decode_tile}};
   return m;
 }
 
@@ -37,6 +38,7 @@ json valid_with(const std::string& entry, const json& extra) {
   if (entry == "apply_preset") body = {{"workflow", json::object()}, {"preset", api::catalog()["presets"][0]["name"]}};
   if (entry == "llm") body = {{"params", 8}, {"layers", 32}, {"kv_heads", 8}, {"head_dim", 128}, {"context", 1000}};
   if (entry == "train") body = {{"params", 8}, {"method", "full"}};
+  if (entry == "decode_tile") body = {{"model", "flux-vae"}, {"latent_width", 64}, {"latent_height", 64}};
   body.update(extra);
   return body;
 }
@@ -171,6 +173,12 @@ TEST_CASE("a missing required field is named by every entry point that has one",
         INFO(name << "." << f.key);
         json body = json::object();
         if (name == "apply_preset" && f.key == "preset") body["workflow"] = json::object();
+        // The required fields listed before f present: the table names the first one missing.
+        if (name == "decode_tile")
+          for (const auto& before : *api::fields_of(name)) {
+            if (before.key == f.key) break;
+            if (before.required) body[std::string(before.key)] = valid_with(name, json::object())[std::string(before.key)];
+          }
         auto [field, message] = error_of(name, body);
         if (name == "apply_preset" && f.key == "workflow") continue;  // checked first: preset comes after
         CHECK(field == std::string(f.key));
