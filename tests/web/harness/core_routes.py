@@ -1,9 +1,11 @@
 """The pack's /headroom/plan, /headroom/presets, /headroom/apply-preset and /headroom/suggest-preset answered by the built core
 (build/capi, or $HEADROOM_BUILD_DIR/capi) for one fixed card, the rest by `mock`: the panel's figures in
 these tests are the core's own. None when the core is not built."""
-import ctypes
+import importlib
+import importlib.util
 import json
 import os
+import sys
 from pathlib import Path
 
 from .mock_routes import SNAPSHOT, mock
@@ -11,25 +13,29 @@ from .mock_routes import SNAPSHOT, mock
 REPO = Path(__file__).resolve().parents[3]
 
 
+def _pack_client():
+    """The pack's ctypes client (nodes/native/core_capi.py, the one the headroom_core wheel installs too),
+    with nodes/native mounted as its own package, as install.py mounts it."""
+    native, name = REPO / "nodes" / "native", "headroom_web_harness_native"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, native / "__init__.py",
+                                                      submodule_search_locations=[str(native)])
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return importlib.import_module(name + ".core_capi")
+
+
 def load_core():
     build = Path(os.environ.get("HEADROOM_BUILD_DIR", "build"))
-    lib_path = (build if build.is_absolute() else REPO / build) / "capi" / "libheadroom_core.so"
+    capi = _pack_client()
+    lib_path = (build if build.is_absolute() else REPO / build) / "capi" / capi.library_name()
     if not lib_path.is_file():
         return None
-    lib = ctypes.CDLL(str(lib_path))
-    lib.headroom_call.restype = ctypes.c_void_p
-    lib.headroom_call.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
-    lib.headroom_free.argtypes = [ctypes.c_void_p]
+    client = capi.CapiCore(lib_path)
 
     def call(function, request):
-        ptr = lib.headroom_call(function.encode(), json.dumps(request).encode())
-        try:
-            answer = json.loads(ctypes.string_at(ptr).decode())
-        finally:
-            lib.headroom_free(ptr)
-        if "ok" not in answer:
-            raise ValueError(answer["error"].get("message", "core error"))
-        return answer["ok"]
+        return json.loads(client.call_text(function, json.dumps(request)))
     return call
 
 
