@@ -11,15 +11,16 @@
 namespace headroom {
 namespace {
 
-// The estimator's largest image edge (estimate's width/height fields) and ComfyUI's smallest tile_size
-// of VAEDecodeTiled (nodes.py: min 64 px), below which the estimator refuses a tile.
+// The estimator's smallest and largest image edge (estimate's width/height fields) and ComfyUI's
+// smallest tile_size of VAEDecodeTiled (nodes.py: min 64 px), below which the estimator refuses a tile.
+constexpr int kMinEdgePx = 16;
 constexpr int kMaxEdgePx = 16384;
 constexpr int kMinTilePx = 64;
 constexpr int kMaxFrames = 10001;  // the estimator's longest clip (estimate's frames field)
 
 // The overlap ComfyUI gives its own tiles: a quarter of the tile (comfy/sd.py VAE.decode's OOM retry,
-// overlap = tile // 4), at least a few latent px so the feathered seams stay wide enough (2 along a
-// video's frames, which decode_tiled_3d also blends, 4 for images).
+// overlap = tile // 4), and at least 4 latent px for images, 2 for video: the least the pack's fallback
+// used before the core chose its tiles, kept so that no decode's seams change with the move.
 int overlap_for(int tile_latent, bool video, bool over_budget) {
   // Over the budget even at the smallest tile: the narrowest seam, the least extra area per tile.
   const int least = over_budget || video ? 2 : 4;
@@ -41,10 +42,11 @@ std::vector<int> useful_candidates(int edge) {
 }
 
 void check_size(const std::string& field, int latent_px, int upscale) {
-  if (static_cast<long long>(latent_px) * upscale > kMaxEdgePx)
+  const long long px = static_cast<long long>(latent_px) * upscale;
+  if (px < kMinEdgePx || px > kMaxEdgePx)
     throw InputError(field, field + " " + std::to_string(latent_px) + " x spatial_upscale " + std::to_string(upscale) +
-                                " = " + std::to_string(static_cast<long long>(latent_px) * upscale) +
-                                " px; expected at most " + std::to_string(kMaxEdgePx) + " px of output");
+                                " = " + std::to_string(px) + " px of output; expected " + std::to_string(kMinEdgePx) +
+                                " to " + std::to_string(kMaxEdgePx) + " px (the estimator's image sizes)");
 }
 
 }  // namespace

@@ -96,6 +96,7 @@ TEST_CASE("decode_tile: bad input names its field", "[decode_tile][api]") {
   CHECK(input_error_field([&] { tile_for(64, std::nullopt, "no-such-vae"); }) == "model");
   // 4096 latent px at 8x is 32768 px, past the estimator's largest image.
   CHECK(input_error_field([&] { tile_for(4096, std::nullopt); }) == "latent_width");
+  CHECK(input_error_field([&] { tile_for(1, std::nullopt); }) == "latent_width");  // 8 px: under 16
   CHECK(input_error_field([&] {
           api::decode_tile({{"model", "flux-vae"}, {"latent_width", 64}});
         }) == "latent_height");
