@@ -34,10 +34,19 @@ const Node* switched(const ReaderState& st, const Node& n, const ComfyNode& info
   return source_of(st.g, n, v->get<bool>() ? info.on_true : info.on_false);
 }
 
-// Follows MODEL back to the loader, adding the LoRAs on the way; a model patch passes its "model" input on.
+// The node behind the first of `inputs` that is linked: the latent a node that keeps (or scales) its size
+// hands on, or the model a patch (a LoRA, a guider) hands on (comfy_nodes.json latent_through_inputs and
+// model_through_inputs; an audio-video latent's size is its video part's).
+const Node* through(const ReaderState& st, const Node& n, const std::vector<std::string>& inputs) {
+  for (const auto& name : inputs)
+    if (const Node* from = source_of(st.g, n, name)) return from;
+  return nullptr;
+}
+
+// Follows MODEL back to the loader, adding the LoRAs on the way; a model patch hands its model input on.
 void trace_model(const ReaderState& st, const Node& sampler, SamplerJob& job) {
   const Node* guider = guider_of(st, sampler);
-  const Node* at = source_of(st.g, guider ? *guider : sampler, "model");
+  const Node* at = through(st, guider ? *guider : sampler, comfy_nodes().model_through_inputs);
   for (int hops = 0; at && hops < kMaxHops; ++hops) {
     if (auto it = st.diffusion_by_node.find(at->id); it != st.diffusion_by_node.end()) {
       job.diffusion = it->second;
@@ -49,7 +58,7 @@ void trace_model(const ReaderState& st, const Node& sampler, SamplerJob& job) {
       return;
     }
     const ComfyNode* info = node_info(at->type);
-    const Node* next = info->switch_widget.empty() ? source_of(st.g, *at, "model") : switched(st, *at, *info);
+    const Node* next = info->switch_widget.empty() ? through(st, *at, comfy_nodes().model_through_inputs) : switched(st, *at, *info);
     if (!next) {
       job.unknown = "its model comes from " + named(*at) + ", which loads no diffusion model Headroom reads";
       return;
@@ -57,15 +66,6 @@ void trace_model(const ReaderState& st, const Node& sampler, SamplerJob& job) {
     at = next;
   }
   job.unknown = at ? "its model input runs through over 64 nodes" : "no model input is linked";
-}
-
-// The input a latent passes through on a node that keeps (or scales) its size: ComfyUI's latent
-// inputs are named samples (LatentUpscaleBy, SetLatentNoiseMask), latent, latent_image, and an audio-video
-// latent's size is its video part's (LTXVConcatAVLatent's video_latent, LTXVSeparateAVLatent's av_latent).
-const Node* latent_through(const ReaderState& st, const Node& n) {
-  for (const char* name : {"samples", "latent", "latent_image", "video_latent", "av_latent"})
-    if (const Node* from = source_of(st.g, n, name)) return from;
-  return nullptr;
 }
 
 void trace_latent(const ReaderState& st, const Node& sampler, SamplerJob& job) {
@@ -92,10 +92,11 @@ void trace_latent(const ReaderState& st, const Node& sampler, SamplerJob& job) {
       return;
     }
     if (info->latent_scale > 1.0) scale *= info->latent_scale;
+    if (is_sampler(*at) && job.continues.empty()) job.continues = at->id;
     // An earlier sampling pass keeps the size (a refiner, the second expert of a two-pass run).
     const Node* next = is_sampler(*at)                ? source_of(st.g, *at, *latent_input(*at))
                        : !info->switch_widget.empty() ? switched(st, *at, *info)
-                                                      : latent_through(st, *at);
+                                                      : through(st, *at, comfy_nodes().latent_through_inputs);
     if (!next) {
       job.unknown = "its latent comes from " + named(*at) + ", whose output size Headroom does not read";
       return;
@@ -126,6 +127,7 @@ void trace_samplers(ReaderState& st) {
     SamplerJob job;
     job.node_id = n->id;
     job.type = n->type;
+    job.title = n->title;
     trace_model(st, *n, job);
     const std::string model_unknown = std::move(job.unknown);
     job.unknown.clear();
