@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <string>
+#include <vector>
 
 namespace headroom::workflow {
 namespace {
@@ -118,6 +120,45 @@ double trace_cfg(const ReaderState& st, const Node& sampler) {
   return -1;
 }
 
+// Every node `n` takes an input from, directly or through others: ComfyUI runs them before it.
+std::set<std::string> upstream(const Graph& g, const Node& n) {
+  std::set<std::string> seen;
+  std::vector<const Node*> stack{&n};
+  while (!stack.empty()) {
+    const Node* at = stack.back();
+    stack.pop_back();
+    for (const auto& in : at->inputs)
+      if (in.from_node && seen.insert(*in.from_node).second)
+        if (const Node* from = g.node(*in.from_node)) stack.push_back(from);
+  }
+  return seen;
+}
+
+// The samplers in the order ComfyUI runs them: one that feeds another (a depth pass before the model it
+// conditions, a first pass before its refiner) first, whatever their ids; unrelated ones in id order.
+void order_by_execution(ReaderState& st) {
+  std::vector<SamplerJob>& samplers = st.info.job.samplers;
+  std::vector<std::set<std::string>> before;
+  for (const auto& s : samplers) before.push_back(upstream(st.g, *st.g.node(s.node_id)));
+  std::vector<SamplerJob> ordered;
+  std::vector<bool> taken(samplers.size(), false);
+  while (ordered.size() < samplers.size()) {
+    std::size_t next = samplers.size();
+    for (std::size_t i = 0; i < samplers.size() && next == samplers.size(); ++i) {
+      if (taken[i]) continue;
+      bool waits = false;
+      for (std::size_t j = 0; j < samplers.size() && !waits; ++j)
+        waits = j != i && !taken[j] && before[i].count(samplers[j].node_id) > 0;
+      if (!waits) next = i;
+    }
+    if (next == samplers.size())  // samplers feeding each other (a cycle the graph let through): id order
+      next = static_cast<std::size_t>(std::find(taken.begin(), taken.end(), false) - taken.begin());
+    taken[next] = true;
+    ordered.push_back(samplers[next]);
+  }
+  samplers = std::move(ordered);
+}
+
 }  // namespace
 
 void trace_samplers(ReaderState& st) {
@@ -136,6 +177,7 @@ void trace_samplers(ReaderState& st) {
     job.cfg = trace_cfg(st, *n);
     st.info.job.samplers.push_back(std::move(job));
   }
+  order_by_execution(st);
 }
 
 }  // namespace headroom::workflow

@@ -202,3 +202,22 @@ TEST_CASE("a frontend-only node hands on the input comfy_nodes.json names", "[wo
   data["nodes"]["Pass"] = {{"virtual", true}, {"passes", 3}};
   CHECK_THROWS_WITH(load_comfy_nodes(data, "nodes-test.json"), Catch::Contains("passes"));
 }
+
+TEST_CASE("samplers are in the order ComfyUI runs them, not in the order of their ids", "[workflow][samplers][binding]") {
+  // The first pass renamed #90: by id ("8" < "90") it would come second, and FLUX.1 dev would not count
+  // as cached beside SDXL's pass that runs after it.
+  json wf = big_first_pass();
+  wf["90"] = wf["6"];
+  wf.erase("6");
+  wf["7"]["inputs"]["samples"] = {"90", 0};
+  const WorkflowInfo info = analyse_workflow(wf, "renamed");
+  REQUIRE(info.job.samplers.size() == 2);
+  CHECK(info.job.samplers[0].node_id == "90");
+  CHECK(info.job.samplers[1].node_id == "8");
+  Runtime big;
+  big.vram_bytes = 80 * kGiB;
+  const Job bound = bind_worst_sampler(info.job, big);
+  CHECK(bound.bound_sampler == "8");
+  REQUIRE(bound.other_diffusion.size() == 1);
+  CHECK(bound.other_diffusion[0].runs_before);
+}
