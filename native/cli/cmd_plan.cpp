@@ -97,6 +97,28 @@ void print_changes(const api::json& r) {
   }
 }
 
+// Each sampler as its own job (issue 19): by id, type and title, what it samples and its peak; the one
+// marked binds, and the stages above are its.
+void print_samplers(const api::json& r) {
+  if (!r.contains("samplers") || r["samplers"].size() < 2) return;
+  Table t;
+  t.add({"sampler", "model", "shape", "cfg", "peak"});
+  for (const auto& s : r["samplers"]) {
+    std::string name = text_of(s, "type") + " #" + text_of(s, "node_id");
+    if (!text_of(s, "title").empty()) name += " \"" + text_of(s, "title") + "\"";
+    std::string shape = "?";
+    if (s.value("size_known", false)) {
+      shape = std::to_string(s.value("width", 0)) + "x" + std::to_string(s.value("height", 0));
+      if (s.value("frames", 1) > 1) shape += "x" + std::to_string(s.value("frames", 1));
+    }
+    const std::string cfg = s["cfg"].is_number() ? fixed(s["cfg"].get<double>(), 1) : "-";
+    const std::string peak = s["peak_bytes"].is_number() ? bytes(s["peak_bytes"]) : "not sized: " + text_of(s, "unsized");
+    t.add({name, text_of(s, "model").empty() ? "?" : text_of(s, "model"), shape, cfg,
+           peak + (s.value("binding", false) ? " (binds)" : "")});
+  }
+  std::cout << "\nSamplers (the stages are the binding one's):\n" << t.text();
+}
+
 void print_table(const std::string& path, const api::json& r) {
   const auto& wf = r["workflow"];
   std::cout << "Workflow  " << path << " (" << wf["format"].get<std::string>() << " format)\n";
@@ -121,6 +143,7 @@ void print_table(const std::string& path, const api::json& r) {
       stages.add({text_of(s, "name"), bytes(s["peak_bytes"]), resident});
     }
     std::cout << "\n" << stages.text();
+    print_samplers(r);
     std::cout << "\nPeak " << bytes(r["peak_bytes"]) << " in " << text_of(r, "peak_stage") << ", at least "
               << bytes(r["required_bytes"]) << ": "
               << (r["verdict"].is_string() ? r["verdict"].get<std::string>() : "no card given") << " ("

@@ -40,8 +40,14 @@ def test_an_ltx2_template_runs_its_own_models_and_shape(name, model, frames):
     assert [t["model"] for t in job["text_encoders"]] == ["gemma3-12b"]
     assert job["text_encoders"][0]["precision"] == "nvfp4"  # gemma_3_12B_it_fp4_mixed
     assert job["vae"]["model"] == "ltx2-vae"
-    # EmptyLTXVLatentVideo 768x512, then LTXVLatentUpsampler (x2): the second sampler runs at 1536x1024.
-    assert (job["width"], job["height"], job["frames"]) == (1536, 1024, frames)
+    # EmptyLTXVLatentVideo 768x512, then LTXVLatentUpsampler (x2): the second sampler runs at 1536x1024,
+    # and the VAE decodes its latent. The job is the binding sampler's (issue 19): either pass, the decode
+    # is of the 1536x1024 latent.
+    passes = sorted((s["width"], s["height"], s["frames"]) for s in p["samplers"])
+    assert passes == [(768, 512, frames), (1536, 1024, frames)]
+    binding = next(s for s in p["samplers"] if s["binding"])
+    assert (job["width"], job["height"], job["frames"]) == (binding["width"], binding["height"], frames)
+    assert (job["width"] * job["decode_scale"], job["height"] * job["decode_scale"]) == (1536, 1024)
     stages = [s["name"] for s in p["stages"]]
     assert {"text_encode", "sample", "vae_decode"} <= set(stages)
     # The audio stage is not estimated yet, and the plan says so; the upsampler's size is.

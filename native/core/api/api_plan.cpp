@@ -18,6 +18,7 @@
 #include "core/plan/presets_apply.hpp"
 #include "core/base/units.hpp"
 #include "core/estimate/estimator.hpp"
+#include "core/estimate/sampler_binding.hpp"
 #include "core/workflow/workflow.hpp"
 
 namespace headroom::api {
@@ -204,6 +205,8 @@ json plan(const json& body) {
     put_verdict(out, Verdict::Unknown);
     return out;
   }
+  // The verdict, the stages and the plan are the binding sampler's, on this card (issue 19).
+  info.job = bind_worst_sampler(info.job, rt);
   Plan p = make_plan(info.job, rt);
   const bool any_widget = std::any_of(p.changes.begin(), p.changes.end(), [](const PlanChange& c) { return c.widget; });
   if (any_widget && preset_data().preset(kCardPreset)) {

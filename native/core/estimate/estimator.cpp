@@ -2,7 +2,9 @@
 #include "core/estimate/estimator.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <iomanip>
+#include <iterator>
 #include <locale>
 #include <sstream>
 #include <utility>
@@ -13,6 +15,7 @@
 #include "core/estimate/apply_calibration.hpp"
 #include "core/estimate/memory_model.hpp"
 #include "core/estimate/runtime_policy.hpp"
+#include "core/estimate/sampler_binding.hpp"
 #include "core/base/json_reader.hpp"
 #include "core/base/units.hpp"
 
@@ -96,6 +99,7 @@ std::uint64_t host_ram_needed(const ResolvedJob& rj, const Job& job) {
     if (generator_only(rj, g)) ram += g.weight_bytes;
   if (rj.clip_vision) ram += rj.clip_vision->weight_bytes;
   if (rj.vae) ram += rj.vae->weight_bytes;
+  for (const auto& o : rj.other_diffusion) ram += o.weight_bytes * std::max(1, o.model->experts);
   return ram;
 }
 
@@ -112,6 +116,8 @@ std::uint64_t host_ram_held(const ResolvedJob& rj, const Job& job, const Runtime
     if (gguf(t)) ram += t.weight_bytes;
   for (const auto& g : rj.generators)
     if (gguf(g) && generator_only(rj, g)) ram += g.weight_bytes;
+  for (const auto& o : rj.other_diffusion)
+    if (gguf(o)) ram += o.weight_bytes * std::max(1, o.model->experts);
   return ram;
 }
 
@@ -262,6 +268,8 @@ json sampler_job_json(const SamplerJob& s) {
             {"lora_bytes", s.lora_bytes},
             {"unknown", s.unknown.empty() ? json(nullptr) : json(s.unknown)}};
   if (s.seconds > 0) j["seconds"] = s.seconds;
+  j["title"] = s.title.empty() ? json(nullptr) : json(s.title);
+  j["continues"] = s.continues.empty() ? json(nullptr) : json(s.continues);
   return j;
 }
 
@@ -289,6 +297,11 @@ json job_to_json(const Job& job) {
   j["text_encoder_on_cpu"] = job.text_encoder_on_cpu;
   j["samplers"] = json::array();
   for (const auto& sj : job.samplers) j["samplers"].push_back(sampler_job_json(sj));
+  j["bound_sampler"] = job.bound_sampler.empty() ? json(nullptr) : json(job.bound_sampler);
+  j["other_diffusion"] = json::array();
+  for (const auto& o : job.other_diffusion)
+    j["other_diffusion"].push_back({{"model", component_json(o.model)}, {"runs_before", o.runs_before}});
+  j["decode_scale"] = job.decode_scale;
   j["notes"] = job.notes;
   return j;
 }
@@ -423,49 +436,45 @@ Stage decode_stage(const ResolvedJob& rj, const Runtime& runtime, const Policies
   return s;
 }
 
-// The job one sampler runs: the workflow's companions and decode with its own model, shape, cfg, LoRAs.
-Job sampler_job(const Job& job, const SamplerJob& s) {
-  Job j = job;
-  j.diffusion = s.diffusion;
-  if (s.size_known) {
-    j.width = s.seconds > 0 ? job.width : s.width;
-    j.height = s.seconds > 0 ? job.height : s.height;
-    j.frames = s.frames;
-    j.batch = s.batch;
-    if (s.seconds > 0) j.seconds = s.seconds;
-  }
-  if (s.cfg >= 0) j.cfg = s.cfg;
-  j.lora_bytes = s.lora_bytes;
-  j.samplers.clear();
-  j.notes.clear();
-  return j;
+// The model a sized sampler loads, for the samplers after it: ComfyUI keeps it on the card while it fits.
+void add_sampled(Loaded& loaded, const std::pair<std::string, std::uint64_t>& model) {
+  if (std::none_of(loaded.begin(), loaded.end(), [&](const auto& e) { return e.first == model.first; }))
+    loaded.push_back(model);
 }
 
-bool same_sampled(const Job& a, const Job& b) {
-  return a.diffusion && b.diffusion && a.diffusion->model == b.diffusion->model &&
-         a.diffusion->precision == b.diffusion->precision && a.diffusion->weight_bytes == b.diffusion->weight_bytes &&
-         a.width == b.width && a.height == b.height && a.frames == b.frames && a.batch == b.batch &&
-         a.seconds == b.seconds && a.cfg == b.cfg && a.lora_bytes == b.lora_bytes;
-}
-
-// Each sampler's sample stage under the same runtime and the same models cached before it; the worst binds.
+// Each sampler's sample stage under the same runtime, with the models cached before it: the companions'
+// and those of the samplers that ran before it (every loaded model is counted); the worst binds.
 std::vector<SamplerPeak> sampler_peaks(const Job& job, const Runtime& runtime, const Policies& p, const Loaded& earlier) {
+  struct Sized {
+    Job job;
+    Loaded before;
+    std::uint64_t peak;
+    std::pair<std::string, std::uint64_t> model;  // what it loads (name, bytes)
+  };
   std::vector<SamplerPeak> out;
-  std::vector<std::pair<Job, std::uint64_t>> sized;  // one sizing per distinct job (two passes of one model)
+  std::vector<Sized> sized;  // one sizing per distinct job and cache (two passes of one model)
+  Loaded before = earlier;
   for (const auto& s : job.samplers) {
     SamplerPeak sp{s, s.diffusion ? s.diffusion->model : "", std::nullopt, s.unknown, false};
     if (sp.unsized.empty() && (!s.diffusion || s.diffusion->model.empty() || !find_model(s.diffusion->model)))
       sp.unsized = "its model" + (s.diffusion ? " '" + s.diffusion->file + "'" : std::string()) + " is not in the catalog";
     if (sp.unsized.empty()) {
-      const Job j = sampler_job(job, s);
-      auto it = std::find_if(sized.begin(), sized.end(), [&](const auto& e) { return same_sampled(e.first, j); });
+      Job j = sampler_job(job, s);
+      // Its own model loaded by an earlier pass is the model itself (Wan 2.2's experts: sample_stage's).
+      Loaded cached;
+      std::copy_if(before.begin(), before.end(), std::back_inserter(cached),
+                   [&](const auto& e) { return e.first != j.diffusion->model; });
+      auto it = std::find_if(sized.begin(), sized.end(),
+                             [&](const Sized& e) { return same_sampled(e.job, j) && e.before == cached; });
       if (it == sized.end()) {
         ResolvedJob rj = resolve_job(j);
         upcast_fp8_like_comfyui(rj, runtime);
         mark_native_compute(rj, runtime);
-        it = sized.insert(sized.end(), {j, sample_stage(rj, j, p, earlier).peak_bytes});
+        const std::uint64_t peak = sample_stage(rj, j, p, cached).peak_bytes;
+        it = sized.insert(sized.end(), {std::move(j), cached, peak, {rj.diffusion->model->name, rj.diffusion->weight_bytes}});
       }
-      sp.peak_bytes = it->second;
+      sp.peak_bytes = it->peak;
+      add_sampled(before, it->model);
     }
     out.push_back(std::move(sp));
   }
@@ -476,14 +485,26 @@ std::vector<SamplerPeak> sampler_peaks(const Job& job, const Runtime& runtime, c
   return out;
 }
 
+// The decode runs on the latent of the last pass that continues this job's (Job::decode_scale).
+Stage decode_of(const ResolvedJob& rj, const Job& job, const Runtime& runtime, const Policies& p, const Loaded& earlier) {
+  if (job.decode_scale == 1.0) return decode_stage(rj, runtime, p, earlier);
+  Job decoded = job;
+  decoded.width = static_cast<int>(std::lround(job.width * job.decode_scale));
+  decoded.height = static_cast<int>(std::lround(job.height * job.decode_scale));
+  decoded.decode_scale = 1.0;
+  ResolvedJob drj = resolve_job(decoded);
+  upcast_fp8_like_comfyui(drj, runtime);
+  mark_native_compute(drj, runtime);
+  return decode_stage(drj, runtime, p, earlier);
+}
+
 // "2 samplers run: KSampler #8 (flux1-dev, 1024x1024, cfg 1) peaks at 30.1 GiB, ...": one note that
-// names each and the one that binds. The verdict is still the workflow's job's (the largest model at the
-// largest latent), which is at least the binding sampler's where every sampler is known.
+// names each and the one that binds, whose job the verdict and the plan are made on (sampler_binding.hpp).
 std::string samplers_note(const std::vector<SamplerPeak>& samplers) {
   std::string text = std::to_string(samplers.size()) + " samplers run:";
   for (std::size_t i = 0; i < samplers.size(); ++i) {
     const SamplerPeak& s = samplers[i];
-    text += (i ? "; " : " ") + s.job.type + " #" + s.job.node_id;
+    text += (i ? "; " : " ") + s.job.type + " #" + s.job.node_id + (s.job.title.empty() ? "" : " \"" + s.job.title + "\"");
     if (!s.peak_bytes) {
       text += ", not sized (" + s.unsized + ")";
       continue;
@@ -607,12 +628,15 @@ Estimate estimate(const Job& job, const Runtime& runtime) {
   Loaded earlier;
   stages_before_sample(est, rj, job, p, earlier);
   if (rj.vae) earlier.push_back({rj.vae->model->name, rj.vae->weight_bytes});
-  if (rj.diffusion) est.stages.push_back(sample_stage(rj, job, p, earlier));
   if (rj.diffusion && !job.samplers.empty()) {
     est.samplers = sampler_peaks(job, runtime, p, earlier);
     if (est.samplers.size() > 1) est.notes.push_back(samplers_note(est.samplers));
   }
-  if (rj.vae) est.stages.push_back(decode_stage(rj, runtime, p, earlier));
+  // The models of the samplers that ran before this job's stay cached while they fit.
+  for (std::size_t i = 0; i < rj.other_diffusion.size(); ++i)
+    if (job.other_diffusion[i].runs_before) add_loaded(earlier, rj.other_diffusion[i]);
+  if (rj.diffusion) est.stages.push_back(sample_stage(rj, job, p, earlier));
+  if (rj.vae) est.stages.push_back(decode_of(rj, job, runtime, p, earlier));
 
   apply_calibration(est, job, runtime.calibration);
 

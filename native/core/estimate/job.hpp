@@ -47,6 +47,14 @@ struct SamplerJob {
   double cfg = -1;                         // -1: no cfg read for it (the job's is used)
   std::uint64_t lora_bytes = 0;            // LoRAs patched into its model (read from headers)
   std::string unknown;                     // why its model or size is not known, naming the node
+  std::string continues;                   // the earlier sampler whose latent it samples again ("" = none)
+  std::string title;                       // the node's title in the workflow ("" = none given)
+};
+
+// A diffusion model another sampler of the workflow loads (issue 19: every loaded model is counted).
+struct OtherDiffusion {
+  Component model;
+  bool runs_before = false;  // its sampler runs before the job's: ComfyUI may still hold it on the card
 };
 
 struct Job {
@@ -74,6 +82,13 @@ struct Job {
   bool text_encoder_on_cpu = false;        // text encoders run on the CPU (--clip-on-cpu style)
 
   std::vector<SamplerJob> samplers;        // a workflow's samplers, each traced to its model and latent
+  // Set by bind_worst_sampler: the sampler whose job this is ("" = the workflow's job as assembled), and
+  // the other samplers' models, cached on the card while they fit and held in host RAM by the legacy loader.
+  std::string bound_sampler;
+  std::vector<OtherDiffusion> other_diffusion;
+  // The decoded image over the sampled latent, per side: a later pass that samples the bound sampler's
+  // latent again at a larger size (a 2x upscale pass) decodes the larger one. Size changes scale both.
+  double decode_scale = 1.0;
   std::vector<std::string> notes;          // what was inferred rather than read ("precision from file name")
 };
 

@@ -235,6 +235,9 @@ ResolvedJob resolve_job(const Job& job) {
   }
   if (job.clip_vision) r.clip_vision = resolve_component(*job.clip_vision, Role::ClipVision, "clip_vision");
   if (job.vae) r.vae = resolve_component(*job.vae, Role::Vae, "vae");
+  for (std::size_t i = 0; i < job.other_diffusion.size(); ++i)
+    r.other_diffusion.push_back(resolve_component(job.other_diffusion[i].model, Role::DiffusionModel,
+                                                  "other_diffusion[" + std::to_string(i) + "]"));
   if (!r.diffusion && r.text_encoders.empty() && !r.clip_vision && !r.vae)
     throw InputError("model", "the job names no model; give a diffusion model, a text encoder or a VAE");
 

@@ -29,6 +29,7 @@ struct ResolvedJob {
   std::vector<ResolvedComponent> generators;  // one per job.text_generations entry, in order
   std::optional<ResolvedComponent> clip_vision;
   std::optional<ResolvedComponent> vae;
+  std::vector<ResolvedComponent> other_diffusion;  // job.other_diffusion, in order
   const Job* job = nullptr;
   std::vector<std::string> notes;
 };

@@ -8,6 +8,7 @@
 #include "core/catalog/catalog.hpp"
 #include "core/catalog/verdict.hpp"
 #include "core/base/error.hpp"
+#include "core/estimate/sampler_binding.hpp"
 #include "core/plan/planner.hpp"
 #include "core/catalog/presets.hpp"
 #include "core/plan/change_search.hpp"
@@ -248,6 +249,7 @@ PresetResult apply_preset(const json& wf, const std::string& name, const Runtime
 
   PresetResult out;
   const Runtime rt = target_runtime_for(*preset, request_runtime);
+  info.job = bind_worst_sampler(info.job, rt);  // the preset sizes the binding sampler's job, as the plan does
   out.target_bytes = usable_bytes(rt);
   Estimate before = estimate(info.job, rt);
   out.judged_on_request = request_runtime.has_card();
@@ -294,6 +296,7 @@ PresetResult apply_preset(const json& wf, const std::string& name, const Runtime
 
   // 4. The after-peak of the rewritten workflow, parsed again.
   WorkflowInfo after = workflow::analyse_workflow(rw.workflow(), source, options);
+  after.job = bind_worst_sampler(after.job, rt);
   out.target_after = estimate(after.job, rt);
   out.after = out.judged_on_request ? estimate(after.job, judged) : out.target_after;
   out.after_peak = out.after.peak_bytes;

@@ -153,7 +153,7 @@ void upscaled_size(ReaderState& st) {
   const int w = static_cast<int>(std::lround(job.width * st.latent_scale));
   const int h = static_cast<int>(std::lround(job.height * st.latent_scale));
   st.notes().push_back("a latent upsampler enlarges the " + std::to_string(job.width) + "x" + std::to_string(job.height) +
-                       " latent " + json_preview(st.latent_scale, 8) + "x and a second sampler runs on it: sized at " +
+                       " latent " + json_preview(st.latent_scale, 8) + "x and a second sampler runs on it at " +
                        std::to_string(w) + "x" + std::to_string(h));
   job.width = w;
   job.height = h;

@@ -156,7 +156,7 @@ ComfyNode read_node(const std::string& type, const json& j, const Reader& r, con
               "cfg_at_least", "decode", "tile_widget", "mode_widget", "output", "neutral", "virtual",
               "value_outputs", "size_from_image", "switch", "run_note", "generates", "stage", "image_input",
               "image_through", "image_size", "image_size_unknown", "latent_scale", "image_total_pixels",
-              "audio_latent", "image_file", "resolution"});
+              "audio_latent", "image_file", "resolution", "passes"});
   ComfyNode n;
   n.type = type;
   n.source = r.text(j, "source");
@@ -188,6 +188,11 @@ ComfyNode read_node(const std::string& type, const json& j, const Reader& r, con
   n.output = r.flag(j, "output");
   n.neutral = r.flag(j, "neutral");
   n.is_virtual = r.flag(j, "virtual");
+  if (auto it = j.find("passes"); it != j.end()) {
+    if (!it->is_string()) r.fail("passes", "expected the name of the input the node hands on, got " + it->dump());
+    if (!n.is_virtual) r.fail("passes", "is only read for virtual nodes (the frontend removes them before queueing)");
+    n.passes = it->get<std::string>();
+  }
   if (j.contains("value_outputs")) n.value_outputs = r.words(j["value_outputs"], "value_outputs", true);
   n.size_from_image = r.flag(j, "size_from_image");
   n.run_note = r.text(j, "run_note");
@@ -199,6 +204,18 @@ ComfyNode read_node(const std::string& type, const json& j, const Reader& r, con
   read_switch_and_generator(j, r, n);
   read_stage(j, r, n);
   return n;
+}
+
+// {"inputs": [input names], "source": ...} under `key`, or none when the section is absent.
+std::vector<std::string> input_list(const json& data, const char* key, const std::string& file) {
+  auto section = data.find(key);
+  if (section == data.end()) return {};
+  Reader r{file, key};
+  if (!section->is_object()) r.fail("(section)", "expected {\"inputs\": [input names], \"source\": ...}");
+  r.known(*section, {"inputs", "source"});
+  if (!section->contains("inputs")) r.fail("inputs", "is missing");
+  r.text(*section, "source", true);
+  return r.words((*section)["inputs"], "inputs");
 }
 
 }  // namespace
@@ -224,14 +241,10 @@ ComfyNodes load_comfy_nodes(const json& data, const std::string& file) {
     out.weight_dtypes[value] = p.get<std::string>();
   }
   // Optional: without it no sampled latent is traced to an unknown node (sizes fall back to the notes).
-  if (auto sampled = data.find("sampled_latent_inputs"); sampled != data.end()) {
-    if (!sampled->is_object()) top.fail("sampled_latent_inputs", "expected {\"inputs\": [input names], \"source\": ...}");
-    Reader sr{file, "sampled_latent_inputs"};
-    sr.known(*sampled, {"inputs", "source"});
-    if (!sampled->contains("inputs")) sr.fail("inputs", "is missing");
-    out.sampled_latent_inputs = sr.words((*sampled)["inputs"], "inputs");
-    sr.text(*sampled, "source", true);
-  }
+  out.sampled_latent_inputs = input_list(data, "sampled_latent_inputs", file);
+  // Optional: without them a sampler's latent or model is traced no further than the node next to it.
+  out.latent_through_inputs = input_list(data, "latent_through_inputs", file);
+  out.model_through_inputs = input_list(data, "model_through_inputs", file);
   auto nodes = data.find("nodes");
   if (nodes == data.end() || !nodes->is_object() || nodes->empty())
     top.fail("nodes", "expected an object {class_type: {...}}");

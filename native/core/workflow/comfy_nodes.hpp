@@ -77,6 +77,9 @@ struct ComfyNode {
   DecodeKind decode = DecodeKind::None;
   std::string tile_widget, mode_widget;
   bool output = false, neutral = false, is_virtual = false;
+  // The input a virtual node hands on unchanged (a Reroute's one input, named ""): the frontend removes the
+  // node before queueing, so a link to it is a link to what feeds that input. None: it passes nothing on.
+  std::optional<std::string> passes;
   // A node whose outputs pass widget values on (PrimitiveInt's value, WanCameraEmbedding's width,
   // height and length): output slot -> the widget it passes ("" = not a value).
   std::vector<std::string> value_outputs;
@@ -100,6 +103,9 @@ struct ComfyNodes {
   std::map<std::string, LoaderRole> loader_roles;
   std::map<std::string, std::string> weight_dtypes;  // UNETLoader weight_dtype -> canonical precision
   std::vector<std::string> sampled_latent_inputs;    // a sampler's input carrying the latent it denoises
+  // The inputs a known node takes the latent it hands on from (its size kept, or scaled by latent_scale),
+  // and the model it patches and hands on: a sampler's latent and model are traced back through them.
+  std::vector<std::string> latent_through_inputs, model_through_inputs;
   const ComfyNode* find(const std::string& type) const;
 };
 

@@ -12,9 +12,10 @@ void link_past_virtual_nodes(Graph& g) {
     for (auto& in : n.inputs)
       for (int hops = 0; in.from_node && hops < 64; ++hops) {
         const Node* from = g.node(*in.from_node);
-        if (!from || !is_virtual(from->type) || from->inputs.empty() || !from->inputs.front().from_node) break;
-        in.from_slot = from->inputs.front().from_slot;
-        in.from_node = from->inputs.front().from_node;
+        const Input* through = from ? passed_input(*from) : nullptr;
+        if (!through || !through->from_node) break;
+        in.from_slot = through->from_slot;
+        in.from_node = through->from_node;
       }
 }
 

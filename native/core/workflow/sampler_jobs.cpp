@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <string>
+#include <vector>
 
 namespace headroom::workflow {
 namespace {
@@ -34,10 +36,19 @@ const Node* switched(const ReaderState& st, const Node& n, const ComfyNode& info
   return source_of(st.g, n, v->get<bool>() ? info.on_true : info.on_false);
 }
 
-// Follows MODEL back to the loader, adding the LoRAs on the way; a model patch passes its "model" input on.
+// The node behind the first of `inputs` that is linked: the latent a node that keeps (or scales) its size
+// hands on, or the model a patch (a LoRA, a guider) hands on (comfy_nodes.json latent_through_inputs and
+// model_through_inputs; an audio-video latent's size is its video part's).
+const Node* through(const ReaderState& st, const Node& n, const std::vector<std::string>& inputs) {
+  for (const auto& name : inputs)
+    if (const Node* from = source_of(st.g, n, name)) return from;
+  return nullptr;
+}
+
+// Follows MODEL back to the loader, adding the LoRAs on the way; a model patch hands its model input on.
 void trace_model(const ReaderState& st, const Node& sampler, SamplerJob& job) {
   const Node* guider = guider_of(st, sampler);
-  const Node* at = source_of(st.g, guider ? *guider : sampler, "model");
+  const Node* at = through(st, guider ? *guider : sampler, comfy_nodes().model_through_inputs);
   for (int hops = 0; at && hops < kMaxHops; ++hops) {
     if (auto it = st.diffusion_by_node.find(at->id); it != st.diffusion_by_node.end()) {
       job.diffusion = it->second;
@@ -49,7 +60,7 @@ void trace_model(const ReaderState& st, const Node& sampler, SamplerJob& job) {
       return;
     }
     const ComfyNode* info = node_info(at->type);
-    const Node* next = info->switch_widget.empty() ? source_of(st.g, *at, "model") : switched(st, *at, *info);
+    const Node* next = info->switch_widget.empty() ? through(st, *at, comfy_nodes().model_through_inputs) : switched(st, *at, *info);
     if (!next) {
       job.unknown = "its model comes from " + named(*at) + ", which loads no diffusion model Headroom reads";
       return;
@@ -57,15 +68,6 @@ void trace_model(const ReaderState& st, const Node& sampler, SamplerJob& job) {
     at = next;
   }
   job.unknown = at ? "its model input runs through over 64 nodes" : "no model input is linked";
-}
-
-// The input a latent passes through on a node that keeps (or scales) its size: ComfyUI's latent
-// inputs are named samples (LatentUpscaleBy, SetLatentNoiseMask), latent, latent_image, and an audio-video
-// latent's size is its video part's (LTXVConcatAVLatent's video_latent, LTXVSeparateAVLatent's av_latent).
-const Node* latent_through(const ReaderState& st, const Node& n) {
-  for (const char* name : {"samples", "latent", "latent_image", "video_latent", "av_latent"})
-    if (const Node* from = source_of(st.g, n, name)) return from;
-  return nullptr;
 }
 
 void trace_latent(const ReaderState& st, const Node& sampler, SamplerJob& job) {
@@ -92,10 +94,11 @@ void trace_latent(const ReaderState& st, const Node& sampler, SamplerJob& job) {
       return;
     }
     if (info->latent_scale > 1.0) scale *= info->latent_scale;
+    if (is_sampler(*at) && job.continues.empty()) job.continues = at->id;
     // An earlier sampling pass keeps the size (a refiner, the second expert of a two-pass run).
     const Node* next = is_sampler(*at)                ? source_of(st.g, *at, *latent_input(*at))
                        : !info->switch_widget.empty() ? switched(st, *at, *info)
-                                                      : latent_through(st, *at);
+                                                      : through(st, *at, comfy_nodes().latent_through_inputs);
     if (!next) {
       job.unknown = "its latent comes from " + named(*at) + ", whose output size Headroom does not read";
       return;
@@ -117,6 +120,45 @@ double trace_cfg(const ReaderState& st, const Node& sampler) {
   return -1;
 }
 
+// Every node `n` takes an input from, directly or through others: ComfyUI runs them before it.
+std::set<std::string> upstream(const Graph& g, const Node& n) {
+  std::set<std::string> seen;
+  std::vector<const Node*> stack{&n};
+  while (!stack.empty()) {
+    const Node* at = stack.back();
+    stack.pop_back();
+    for (const auto& in : at->inputs)
+      if (in.from_node && seen.insert(*in.from_node).second)
+        if (const Node* from = g.node(*in.from_node)) stack.push_back(from);
+  }
+  return seen;
+}
+
+// The samplers in the order ComfyUI runs them: one that feeds another (a depth pass before the model it
+// conditions, a first pass before its refiner) first, whatever their ids; unrelated ones in id order.
+void order_by_execution(ReaderState& st) {
+  std::vector<SamplerJob>& samplers = st.info.job.samplers;
+  std::vector<std::set<std::string>> before;
+  for (const auto& s : samplers) before.push_back(upstream(st.g, *st.g.node(s.node_id)));
+  std::vector<SamplerJob> ordered;
+  std::vector<bool> taken(samplers.size(), false);
+  while (ordered.size() < samplers.size()) {
+    std::size_t next = samplers.size();
+    for (std::size_t i = 0; i < samplers.size() && next == samplers.size(); ++i) {
+      if (taken[i]) continue;
+      bool waits = false;
+      for (std::size_t j = 0; j < samplers.size() && !waits; ++j)
+        waits = j != i && !taken[j] && before[i].count(samplers[j].node_id) > 0;
+      if (!waits) next = i;
+    }
+    if (next == samplers.size())  // samplers feeding each other (a cycle the graph let through): id order
+      next = static_cast<std::size_t>(std::find(taken.begin(), taken.end(), false) - taken.begin());
+    taken[next] = true;
+    ordered.push_back(samplers[next]);
+  }
+  samplers = std::move(ordered);
+}
+
 }  // namespace
 
 void trace_samplers(ReaderState& st) {
@@ -126,6 +168,7 @@ void trace_samplers(ReaderState& st) {
     SamplerJob job;
     job.node_id = n->id;
     job.type = n->type;
+    job.title = n->title;
     trace_model(st, *n, job);
     const std::string model_unknown = std::move(job.unknown);
     job.unknown.clear();
@@ -134,6 +177,7 @@ void trace_samplers(ReaderState& st) {
     job.cfg = trace_cfg(st, *n);
     st.info.job.samplers.push_back(std::move(job));
   }
+  order_by_execution(st);
 }
 
 }  // namespace headroom::workflow

@@ -7,7 +7,7 @@
 
 namespace headroom::workflow {
 
-// Fills st.info.job.samplers, one per sampler node that runs, in node order.
+// Fills st.info.job.samplers, one per sampler node that runs, in the order ComfyUI runs them.
 void trace_samplers(ReaderState& st);
 
 }  // namespace headroom::workflow

@@ -35,6 +35,17 @@ namespace {
 constexpr int kMaxSubgraphDepth = 8;  // nested subgraphs deeper than this are refused (cycles)
 constexpr int kSubgraphInput = -10;   // LiteGraph pseudo-node ids of a subgraph's input/output panels
 constexpr int kSubgraphOutput = -20;
+constexpr std::size_t kMaxTitleChars = 80;  // a title longer than a table cell is cut
+
+// The title a node object carries (UI: "title", API: "_meta.title"), cut for notes; "" when it has none
+// or it only repeats the node's type.
+std::string title_of(const json& jn, const std::string& type) {
+  const json* t = nullptr;
+  if (jn.contains("title")) t = &jn["title"];
+  else if (jn.contains("_meta") && jn["_meta"].is_object() && jn["_meta"].contains("title")) t = &jn["_meta"]["title"];
+  if (!t || !t->is_string() || t->get<std::string>() == type) return "";
+  return text_preview(t->get<std::string>(), kMaxTitleChars);
+}
 
 // `where` is only rendered when the id is bad: error text is never built on the happy path.
 std::string id_text(const json& id, const std::string& source, const Pointer& where) {
@@ -264,6 +275,7 @@ class Flattener {
       n.type = type;
       n.mode = mode;
       n.where = np;
+      n.title = title_of(jn, type);
       n.inputs = std::move(inputs);
       read_widgets(jn, np, n);
       graph_.nodes[flat] = std::move(n);
@@ -337,6 +349,18 @@ bool looks_like_api(const json& wf) {
   return typed;
 }
 
+// An API prompt links by node id: a link to an id the prompt lacks is a broken prompt (ComfyUI refuses
+// it), never a missing input the figures quietly do without.
+void refuse_dangling_links(const Graph& g, const Pointer& at, const std::string& source) {
+  for (const auto& [id, n] : g.nodes)
+    for (const auto& in : n.inputs)
+      if (in.from_node && !g.node(*in.from_node))
+        throw FileFormatError(source, (at / id / "inputs" / in.name).to_string() + ": " + n.type + " #" + id +
+                                          "'s input '" + in.name + "' links to output " + std::to_string(in.from_slot) +
+                                          " of node '" + text_preview(*in.from_node) + "', which is not in the prompt; "
+                                          "link it to a node of the prompt (export it again from ComfyUI)");
+}
+
 Graph build_api(const json& wf, const Pointer& at, const std::string& source) {
   if (wf.size() > kMaxWorkflowNodes)
     throw FileFormatError(source, (at.empty() ? std::string("the prompt") : at.to_string()) + ": " +
@@ -354,6 +378,7 @@ Graph build_api(const json& wf, const Pointer& at, const std::string& source) {
     n.id = it.key();
     n.type = untyped ? std::string(kNoClassType) : jn["class_type"].get<std::string>();
     n.where = np;
+    n.title = title_of(jn, n.type);
     if (jn.contains("inputs")) {
       if (!jn["inputs"].is_object()) throw FileFormatError(source, np.to_string() + "/inputs: expected an object");
       for (auto ii = jn["inputs"].begin(); ii != jn["inputs"].end(); ++ii) {
@@ -373,6 +398,7 @@ Graph build_api(const json& wf, const Pointer& at, const std::string& source) {
     }
     g.nodes[n.id] = std::move(n);
   }
+  refuse_dangling_links(g, at, source);
   return g;
 }
 

@@ -53,6 +53,7 @@ struct Node {
   int mode = 0;
   std::vector<Input> inputs;
   Pointer where;        // the node object in the source JSON
+  std::string title;    // the title the workflow gives it (UI "title", API "_meta.title"); "" = none
 
   const Input* input(const std::string& name) const;
 };

@@ -81,10 +81,15 @@ const Node* source_of(const Graph& g, const Node& n, const std::string& name) {
   const Input* in = n.input(name);
   const Node* from = in && in->from_node ? g.node(*in->from_node) : nullptr;
   for (int hops = 0; from && is_virtual(from->type) && hops < 64; ++hops) {
-    const Input* through = from->inputs.empty() ? nullptr : &from->inputs.front();
+    const Input* through = passed_input(*from);
     from = through && through->from_node ? g.node(*through->from_node) : nullptr;
   }
   return from;
+}
+
+const Input* passed_input(const Node& n) {
+  const ComfyNode* info = node_info(n.type);
+  return info && info->is_virtual && info->passes ? n.input(*info->passes) : nullptr;
 }
 
 }  // namespace headroom::workflow

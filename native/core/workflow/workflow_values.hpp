@@ -28,4 +28,7 @@ std::optional<json> resolved_value(const Graph& g, const Node& n, const std::str
 // The node feeding input `name`, through Reroutes and other frontend-only nodes; nullptr when unlinked.
 const Node* source_of(const Graph& g, const Node& n, const std::string& name);
 
+// The input a frontend-only node hands on (comfy_nodes.json "passes"); nullptr for any other node.
+const Input* passed_input(const Node& n);
+
 }  // namespace headroom::workflow

@@ -2,6 +2,7 @@
 // loader (through LoRA loaders, model patches and Reroutes) and to the latent node that sizes it, and the
 // estimate sizes each sampler's sample stage and marks the worst as binding.
 #include <algorithm>
+#include <fstream>
 #include <string>
 
 #include "catch.hpp"
@@ -49,25 +50,11 @@ json sdxl_two_pass(const std::string& second_latent, double second_cfg) {
   return wf;
 }
 
-// A Flux image sampler beside a Wan 2.1 video sampler, in API format.
+// A Flux image sampler (#8) beside a Wan 2.1 video sampler (#9), in API format (tests/data/workflows).
 json flux_and_wan() {
-  json wf = json::parse(R"({
-    "1": {"class_type": "UNETLoader", "inputs": {"unet_name": "flux1-dev.safetensors", "weight_dtype": "default"}},
-    "2": {"class_type": "UNETLoader", "inputs": {"unet_name": "wan2.1_t2v_14B_fp16.safetensors", "weight_dtype": "default"}},
-    "3": {"class_type": "CLIPLoader", "inputs": {"clip_name": "umt5_xxl_fp8_e4m3fn_scaled.safetensors", "type": "wan"}},
-    "4": {"class_type": "CLIPTextEncode", "inputs": {"text": "a", "clip": ["3", 0]}},
-    "5": {"class_type": "EmptySD3LatentImage", "inputs": {"width": 1024, "height": 1024, "batch_size": 1}},
-    "6": {"class_type": "EmptyHunyuanLatentVideo", "inputs": {"width": 832, "height": 480, "length": 81, "batch_size": 1}},
-    "7": {"class_type": "ModelSamplingSD3", "inputs": {"model": ["2", 0], "shift": 8}},
-    "10": {"class_type": "VAELoader", "inputs": {"vae_name": "wan_2.1_vae.safetensors"}},
-    "13": {"class_type": "SaveImage", "inputs": {"images": ["11", 0], "filename_prefix": "a"}},
-    "14": {"class_type": "SaveImage", "inputs": {"images": ["12", 0], "filename_prefix": "b"}}
-  })");
-  wf["8"] = ksampler("1", "5", 1.0);
-  wf["9"] = ksampler("7", "6", 6.0);
-  wf["11"] = save("8", "10");
-  wf["12"] = save("9", "10");
-  return wf;
+  std::ifstream in(std::string(HEADROOM_SOURCE_DIR) + "/tests/data/workflows/two_samplers_flux_wan.json");
+  REQUIRE(in);
+  return json::parse(in);
 }
 
 const SamplerJob& sampler(const Job& job, const std::string& id) {
