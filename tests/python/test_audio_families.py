@@ -22,6 +22,13 @@ EXPECTED = {
     "audio_ace_step_1_t2a_song": ("ace-step-v1-3.5b", ["umt5-base"], "ace-step-v1-dcae", 120),
     "audio_ace_step_1_t2a_instrumentals": ("ace-step-v1-3.5b", ["umt5-base"], "ace-step-v1-dcae", 30),
     "audio_stable_audio_example": ("stable-audio-open-1.0", ["t5-base"], "stable-audio-oobleck-vae", 47.6),
+    # The Stable Audio 3 templates feed EmptyLatentAudio the subgraph's 150 s; Qwen3.5 2B rewrites the prompt.
+    "audio_stable_audio_3_medium": ("stable-audio-3-medium", ["t5gemma-b-b-ul2", "qwen3.5-2b"],
+                                    "stable-audio-3-same-l-vae", 150),
+    "audio_stable_audio_3_medium_base": ("stable-audio-3-medium-base", ["t5gemma-b-b-ul2", "qwen3.5-2b"],
+                                         "stable-audio-3-same-l-vae", 150),
+    # MiniMax Music 3: the latent takes the text encode's seconds, at most the max_duration the subgraph gives (60 s).
+    "audio_minimax_music_3": ("minimax-music-3", ["minimax-music-3-text-encoder"], "minimax-music-3-dav", 60),
 }
 
 
@@ -115,4 +122,55 @@ def test_stable_audio_3_is_not_stable_audio_open(tmp_path):
     a = _with(tmp_path, "audio_stable_audio_example", "stable-audio-open-1.0.safetensors",
               "stable_audio_3_medium.safetensors")
     by_file = {l["file"]: l["model"] for l in a["workflow"]["loaders"] if l["role"] in ("diffusion", "checkpoint")}
-    assert not by_file["stable_audio_3_medium.safetensors"]
+    assert by_file["stable_audio_3_medium.safetensors"] == "stable-audio-3-medium"
+
+
+def test_minimax_music_3_writes_25_codes_a_second_and_samples_in_windows():
+    a = plan("audio_minimax_music_3")
+    gen = _stage(a, "text_generate")
+    # 60 s of 25 Hz frames: up to 1500 tokens of the 8.4 B language model, before the DiT runs.
+    assert any("writes up to 1500 tokens" in n for n in a["workflow"]["notes"])
+    assert any(k.startswith("weights:minimax-music-3-text-encoder") for k in gen["breakdown"])
+    sample = _stage(a, "sample")
+    # 60 s x 86.13 = 5168 positions in windows of 689, 344 apart: 15 windows of 689 + 1 timestep token.
+    assert any("690 tokens per sequence" in n and "15 windows per step" in n for n in sample["notes"])
+    assert any("taken at max_duration" in n for n in a["workflow"]["notes"])
+
+
+def test_a_longer_song_costs_the_language_model_more_but_not_the_dit(tmp_path):
+    short = plan("audio_minimax_music_3")
+    w = json.loads((FOLDER / "audio_minimax_music_3.json").read_text())
+    outer = next(n for n in w["nodes"] if n["type"] == "ac99f841-a3de-4329-9564-953b81cf9e16")
+    i = outer["widgets_values"].index(60)
+    outer["widgets_values"][i] = 240
+    long = _plan_file(tmp_path, json.dumps(w))
+    assert long["job"]["seconds"] == 240
+    assert _stage(long, "sample")["breakdown"]["activations"] == _stage(short, "sample")["breakdown"]["activations"]
+    gen = lambda a: _stage(a, "text_generate")["breakdown"]
+    assert sum(gen(long).values()) > sum(gen(short).values())
+
+
+@pytest.mark.parametrize("name", ["audio_yue2_text2music", "audio_yue2_music_cover"])
+def test_yue2_stays_unknown_naming_its_checkpoint(name):
+    # YuE2's widths (comfy/ldm/yue2/model.py) are not in a source Headroom could read: its checkpoint is not a
+    # catalog model, never a near family, and the plan says so.
+    a = plan(name)
+    assert a["verdict"] == "unknown"
+    assert a["not_covered"]["file"] == "yue2_3b_int8_convrot.safetensors"
+    assert "is not in the catalog" in a["reason"]
+
+
+@pytest.mark.parametrize("name,model", [
+    ("utility_seedvr2_3b_int8_upscale_image", "seedvr2-3b"),
+    ("utility_seedvr2_7b_int8_upscale_image", "seedvr2-7b"),
+    ("utility_seedvr2_3b_int8_upscale_video", "seedvr2-3b"),
+])
+def test_seedvr2_is_recognised_but_sized_by_the_loaded_input(name, model):
+    a = plan(name)
+    loaders = {l["role"]: l for l in a["workflow"]["loaders"]}
+    assert loaders["diffusion"]["model"] == model and loaders["diffusion"]["precision"] == "int8_convrot"
+    assert loaders["vae"]["model"] == "seedvr2-ema-vae"
+    # The latent is the loaded image or video enlarged by ResizeImageMaskNode (4x, 2x): unknown, and the
+    # reason names that node, never a default size that ends in "fits".
+    assert not a["workflow"]["size_known"]
+    assert a["verdict"] == "unknown" and "ResizeImageMaskNode" in a["verdict_reason"]

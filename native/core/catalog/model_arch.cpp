@@ -43,6 +43,7 @@ constexpr Range kBlocks{0, 1 << 16};          // a block count that may be absen
 constexpr Range kLayerParams{1, 1e12};        // the largest linear or block of a model
 constexpr Range kMultiple{0, 1e3};            // live activations per token, in units of the width
 constexpr Range kElemsPerPixel{0, 1e6};       // a VAE's live elements per pixel
+constexpr Range kFixedElems{0, 1e10};         // an audio decoder's live elements that do not grow with the clip
 constexpr Range kFactor{0, 1e5};              // ComfyUI's memory_usage_factor and decode constants
 constexpr Range kCopies{0, 64};
 constexpr Range kUpsamples{0, 8};
@@ -158,6 +159,13 @@ DiffusionArch read_diffusion(const JsonFields& entry) {
     audio->text("source");  // which latent node sets the rate: for people, but it must be there
     a.audio_latents_per_second = audio->number("latents_per_second", kLatentsPerSecond);
     a.audio_rows = audio->integer("rows", kWidth);
+    if (auto window = audio->optional_integer("window_latents", kWidth)) {
+      a.audio_window_latents = *window;
+      a.audio_window_hop = audio->integer("window_hop", kWidth);
+      if (a.audio_window_hop > a.audio_window_latents)
+        audio->fail("window_hop", "expected at most window_latents (" + std::to_string(*window) +
+                                      "): windows that leave gaps would not cover the clip");
+    }
     if (a.vae_stride != std::array<int, 3>{1, 1, 1})
       arch.fail("vae_stride", "expected [1, 1, 1] for an audio model (arch.audio sets its latent's length)");
   }
@@ -225,6 +233,7 @@ VaeArch read_vae(const JsonFields& entry) {
   if (kind == "audio_samples") {
     // Live elements per output sample, in the same field the full-frame decoders give per pixel.
     a.decode.elems_per_output_px = dec.number("elems_per_output_sample", kElemsPerPixel);
+    a.decode.fixed_elems = dec.optional_number("fixed_elems", kFixedElems).value_or(0);
     a.encode.elems_per_input_px = enc.number("elems_per_input_sample", kElemsPerPixel);
   } else if (kind == "causal_per_latent_frame") {
     a.decode.causal_per_latent_frame = true;

@@ -80,6 +80,11 @@ struct DiffusionArch {
   // positions, patched by patch[1] x patch[2]; 0 = an image or video model, sized in pixels.
   double audio_latents_per_second = 0;
   int audio_rows = 1;
+  // A DiT that runs on windows of at most `audio_window_latents` positions, `audio_window_hop` apart, and
+  // averages the overlaps (MiniMax Music 3): one pass holds a window's tokens, a step runs every window.
+  // 0 = the whole clip in one pass.
+  int audio_window_latents = 0;
+  int audio_window_hop = 0;
   bool audio() const { return audio_latents_per_second > 0; }
   int temporal_stride() const { return vae_stride[0]; }
   int spatial_stride() const { return vae_stride[2]; }
@@ -107,6 +112,7 @@ struct VaeDecodeCost {
   double single_frame_elems_per_output_px = 0, chunk_elems_per_output_px = 0;
   double cache_elems_per_output_px = 0;       // causal cache, part of the chunk figure
   double output_copies = 0;                   // RGB clip copies alive while it grows on the GPU
+  double fixed_elems = 0;                     // audio decoders: live elements whatever the clip's length
 };
 
 struct VaeEncodeCost {

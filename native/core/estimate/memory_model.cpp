@@ -280,7 +280,12 @@ SampleGeometry sample_geometry(const ModelInfo& m, const Job& job) {
     g.latent_h = static_cast<std::uint64_t>(arch.audio_rows);
     g.latent_w = audio_latent_length(job.seconds, arch.audio_latents_per_second);
   }
-  const std::uint64_t per_frame = ceil_div(g.latent_h, arch.patch[1]) * ceil_div(g.latent_w, arch.patch[2]);
+  std::uint64_t run_w = g.latent_w;  // the positions one pass of the model sees
+  if (const auto window = static_cast<std::uint64_t>(arch.audio_window_latents); window && g.latent_w > window) {
+    run_w = window;
+    g.windows = 1 + ceil_div(g.latent_w - window, static_cast<std::uint64_t>(arch.audio_window_hop));
+  }
+  const std::uint64_t per_frame = ceil_div(g.latent_h, arch.patch[1]) * ceil_div(run_w, arch.patch[2]);
   const bool ref_tokens = arch.image_conditioning == ImageConditioning::ReferenceTokens;
   const std::uint64_t refs = ref_tokens ? static_cast<std::uint64_t>(job.reference_images) : 0;
   g.image_tokens = g.latent_frames * per_frame * (1 + refs);
@@ -445,6 +450,21 @@ std::optional<StageDemand> vae_encode_demand(const ResolvedJob& rj) {
   return d;
 }
 
+namespace {
+
+// What one pass of a transformer attends over, for the sample stage's notes.
+std::string sequence_note(const DiffusionArch& arch, const SampleGeometry& g, const Job& job) {
+  std::string note = std::to_string(g.sequence_tokens) + " tokens per sequence";
+  if (g.windows > 1)
+    note += " (one window of " + std::to_string(arch.audio_window_latents) + " latent positions; " +
+            std::to_string(g.windows) + " windows per step)";
+  if (job.reference_images && arch.image_conditioning == ImageConditioning::ReferenceTokens)
+    note += " (incl. " + std::to_string(job.reference_images) + " reference image(s))";
+  return note + "; SDPA/flash attention, no NxN score matrix";
+}
+
+}  // namespace
+
 StageDemand sample_demand(const ResolvedJob& rj, const DemandOptions& o) {
   const Job& job = *rj.job;
   const ResolvedComponent& dc = *rj.diffusion;
@@ -500,17 +520,13 @@ StageDemand sample_demand(const ResolvedJob& rj, const DemandOptions& o) {
   d.comfy_minimum_bytes = comfy_sampling_estimate(rj, job.batch);
   const double n = static_cast<double>(g.sequence_tokens);
   d.flops_per_pass = unet ? eff_batch * (2.0 * m.params * n + up.attention_flops)
-                          : eff_batch * (2.0 * m.params * n + 4.0 * n * n * arch.hidden * blocks);
+                          : eff_batch * g.windows * (2.0 * m.params * n + 4.0 * n * n * arch.hidden * blocks);
   d.passes = (job.cfg != 1.0 && !o.cfg_batched) ? 2 : 1;
 
   if (unet)
     d.notes.push_back("UNet of " + std::to_string(arch.levels.size()) + " levels from a " + std::to_string(g.latent_w) + "x" +
                       std::to_string(g.latent_h) + " latent: the input blocks' outputs are kept for the skip connections");
-  else d.notes.push_back(std::to_string(g.sequence_tokens) + " tokens per sequence" +
-                    (job.reference_images && arch.image_conditioning == ImageConditioning::ReferenceTokens
-                         ? " (incl. " + std::to_string(job.reference_images) + " reference image(s))"
-                         : std::string()) +
-                    "; SDPA/flash attention, no NxN score matrix");
+  else d.notes.push_back(sequence_note(arch, g, job));
   if (job.cfg != 1.0)
     d.notes.push_back(o.cfg_batched ? "cfg " + std::to_string(job.cfg).substr(0, 4) + ": cond and uncond batched (x2 activations)"
                                     : "cfg " + std::to_string(job.cfg).substr(0, 4) +
@@ -538,15 +554,28 @@ StageDemand audio_decode_demand(const ResolvedJob& rj, const DemandOptions& o) {
   d.resident_labels.push_back(vae.name);
   d.transient["activations"] =
       static_cast<std::uint64_t>(arch.decode.elems_per_output_px * samples * vae_compute_bytes(*rj.vae)) * images;
-  const double latents = samples / std::max(1, arch.audio_samples_per_latent);
-  d.notes.push_back("audio decode of " + std::to_string(static_cast<std::uint64_t>(samples)) +
-                    " samples per channel in one pass");
+  // A fixed working set (MiniMax Music 3's DAV) stays whole in the retry's shorter pieces.
+  const auto fixed = static_cast<std::uint64_t>(arch.decode.fixed_elems * vae_compute_bytes(*rj.vae));
+  double latents = samples / std::max(1, arch.audio_samples_per_latent);
+  if (job.decode_mode == DecodeMode::Tiled && job.decode_tile_px > 0 && latents > job.decode_tile_px) {
+    // VAEDecodeAudioTiled: tile_size latent positions at a time along the clip, one tile's working set live.
+    const double tile = job.decode_tile_px;
+    d.transient["activations"] = static_cast<std::uint64_t>(d.transient["activations"] * (tile / latents));
+    d.notes.push_back("tiled audio decode: " + std::to_string(job.decode_tile_px) + " latent positions of " +
+                      std::to_string(static_cast<std::uint64_t>(latents)) + " at a time");
+    latents = tile;
+  } else {
+    d.notes.push_back("audio decode of " + std::to_string(static_cast<std::uint64_t>(samples)) +
+                      " samples per channel in one pass");
+  }
+  if (fixed) d.transient["fixed_working_set"] = fixed;
   const double tile = runtime_constant("audio_retry_tile_latents");
   if (latents > tile) {
     StageDemand fb = d;
     fb.fallback.clear();
     fb.notes.clear();
     for (auto& t : fb.transient) t.second = static_cast<std::uint64_t>(t.second * (tile / latents));
+    if (fixed) fb.transient["fixed_working_set"] = fixed;
     fb.slowdown = runtime_constant("audio_retry_slowdown");
     fb.notes.push_back("ComfyUI's automatic retry after an OOM in the full decode: " + std::to_string(static_cast<int>(tile)) +
                        " latent positions at a time along the clip");

@@ -42,6 +42,7 @@ struct SampleGeometry {
   std::uint64_t image_tokens = 0;      // per batch element, including Kontext reference tokens
   std::uint64_t sequence_tokens = 0;   // attention sequence per batch element (+ text for Flux)
   std::uint64_t comfy_area = 0;        // ComfyUI's memory_required area per batch element
+  std::uint64_t windows = 1;           // passes per step of a windowed audio DiT, each over image_tokens
 };
 SampleGeometry sample_geometry(const ModelInfo& model, const Job& job);
 

@@ -134,9 +134,15 @@ void read_switch_and_generator(const json& j, const Reader& r, ComfyNode& n) {
   if (auto it = j.find("generates"); it != j.end()) {
     if (!it->is_object()) r.fail("generates", "expected {input, max_tokens}");
     Reader gr{r.file, r.where + ".generates"};
-    gr.known(*it, {"input", "max_tokens"});
+    gr.known(*it, {"input", "max_tokens", "tokens_per_unit"});
     n.generator_input = gr.text(*it, "input", true);
     n.new_tokens_widget = gr.text(*it, "max_tokens", true);
+    if (auto per = it->find("tokens_per_unit"); per != it->end()) {
+      if (!per->is_number() || !(per->get<double>() > 0) || per->get<double>() > 1000)
+        gr.fail("tokens_per_unit", "expected the tokens written per unit of max_tokens, above 0 and at most 1000, got " +
+                                       per->dump());
+      n.new_tokens_per_unit = per->get<double>();
+    }
   }
 }
 

@@ -93,6 +93,9 @@ struct ComfyNode {
   // A node that runs a loaded text encoder as a language model (TextGenerate): the input carrying the
   // encoder and the widget giving how many tokens it may write.
   std::string generator_input, new_tokens_widget;
+  // Tokens written per unit of that widget: 1 for a token count (TextGenerate's max_length), 25 for a
+  // duration in seconds of 25 Hz audio frames (MiniMaxMusic3TextEncode's max_duration).
+  double new_tokens_per_unit = 1;
   // The estimator's stage whose memory this node uses when it runs ("" = none of them): the run recorder
   // files a measured node under the stage the estimate predicted for it.
   std::string stage;

@@ -1,5 +1,7 @@
 #include "core/workflow/read_generations.hpp"
 
+#include <cmath>
+
 #include "core/base/json_reader.hpp"
 #include "core/catalog/catalog.hpp"
 
@@ -7,10 +9,12 @@ namespace headroom::workflow {
 
 void read_generation(ReaderState& st, const Node& n, const ComfyNode& info) {
   const Node* from = source_of(st.g, n, info.generator_input);
-  auto tokens = resolved_value(st.g, n, info.new_tokens_widget);
-  const bool whole = tokens && tokens->is_number_integer() && tokens->get<long long>() >= 1 &&
-                     tokens->get<long long>() <= (1 << 20);
-  st.generations.push_back({n.type + " #" + n.id, from ? from->id : "", whole ? tokens->get<int>() : 0});
+  auto value = resolved_value(st.g, n, info.new_tokens_widget);
+  // A token count must be whole; a duration (tokens_per_unit != 1) is any number, rounded once scaled.
+  const bool readable = value && (info.new_tokens_per_unit == 1 ? value->is_number_integer() : value->is_number());
+  const double tokens = readable ? value->get<double>() * info.new_tokens_per_unit : 0;
+  const bool in_range = tokens >= 1 && tokens <= (1 << 20);
+  st.generations.push_back({n.type + " #" + n.id, from ? from->id : "", in_range ? static_cast<int>(std::lround(tokens)) : 0});
 }
 
 void resolve_generations(ReaderState& st) {

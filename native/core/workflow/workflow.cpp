@@ -71,7 +71,10 @@ void visit(ReaderState& st, const Node& n) {
   if (info->reference_image) return reference_image(st, n);
   // A latent upsampler does not set the size: a second sampler runs on its larger latent, which sets the peak.
   if (info->latent_scale > 1.0) st.latent_scale = std::max(st.latent_scale, info->latent_scale);
-  if (!info->generator_input.empty()) return read_generation(st, n, *info);
+  if (!info->generator_input.empty()) {
+    if (!info->run_note.empty()) st.notes().push_back(n.type + " #" + n.id + ": " + info->run_note);
+    return read_generation(st, n, *info);
+  }
   if (!info->run_note.empty()) st.notes().push_back(n.type + " #" + n.id + ": " + info->run_note);
   if (!passive(*info)) st.info.unknown_nodes.push_back({n.id, n.type, ""});
 }

@@ -125,7 +125,15 @@ TEST_CASE("every canonical name of issue #2 is in the catalog with its role", "[
       {"ernie-image", Role::DiffusionModel},     {"ernie-image-turbo", Role::DiffusionModel},
       {"ministral-3-3b", Role::TextEncoder},     {"ernie-image-prompt-enhancer", Role::TextEncoder},
       {"ideogram4", Role::DiffusionModel},       {"ideogram4-unconditional", Role::DiffusionModel},
-      {"hidream-o1-image", Role::DiffusionModel}, {"hidream-o1-image-dev", Role::DiffusionModel}};
+      {"hidream-o1-image", Role::DiffusionModel}, {"hidream-o1-image-dev", Role::DiffusionModel},
+      // Issue 26, audio families part 2: Stable Audio 3 medium (post-trained, base), its SAME-L VAE, T5Gemma B and the
+      // Qwen3.5 2B prompt writer; MiniMax Music 3 (DiT, language-model encoder, DAV); SeedVR2 3B and 7B and their VAE.
+      {"stable-audio-3-medium", Role::DiffusionModel}, {"stable-audio-3-medium-base", Role::DiffusionModel},
+      {"stable-audio-3-same-l-vae", Role::Vae},   {"t5gemma-b-b-ul2", Role::TextEncoder},
+      {"qwen3.5-2b", Role::TextEncoder},          {"minimax-music-3", Role::DiffusionModel},
+      {"minimax-music-3-text-encoder", Role::TextEncoder}, {"minimax-music-3-dav", Role::Vae},
+      {"seedvr2-3b", Role::DiffusionModel},       {"seedvr2-7b", Role::DiffusionModel},
+      {"seedvr2-ema-vae", Role::Vae}};
   for (const auto& [name, role] : names) {
     const ModelInfo& m = resolve_model(name);
     CHECK(m.name == name);

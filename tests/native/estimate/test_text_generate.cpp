@@ -23,6 +23,15 @@ const Stage* stage(const Estimate& e, const std::string& name) {
   return nullptr;
 }
 
+// An API-format KSampler over the outputs 0 of the nodes named.
+json ksampler(const std::string& model, const std::string& positive, const std::string& negative, const std::string& latent,
+              int steps, double cfg) {
+  return {{"class_type", "KSampler"},
+          {"inputs", {{"model", json::array({model, 0})}, {"positive", json::array({positive, 0})},
+                      {"negative", json::array({negative, 0})}, {"latent_image", json::array({latent, 0})}, {"seed", 1},
+                      {"steps", steps}, {"cfg", cfg}, {"sampler_name", "euler"}, {"scheduler", "simple"}, {"denoise", 1}}}};
+}
+
 // CLIPLoader `file` -> TextGenerate (max_length `tokens`) -> CLIPTextEncode -> KSampler -> SaveLatent.
 json upsampled_workflow(const std::string& generator_file, int tokens) {
   json wf;
@@ -33,10 +42,7 @@ json upsampled_workflow(const std::string& generator_file, int tokens) {
              {"inputs", {{"clip", json::array({"3", 0})}, {"prompt", "a fox"}, {"max_length", tokens}, {"sampling_mode", "off"}}}};
   wf["5"] = {{"class_type", "CLIPTextEncode"}, {"inputs", {{"text", json::array({"4", 0})}, {"clip", json::array({"2", 0})}}}};
   wf["6"] = {{"class_type", "EmptyLatentImage"}, {"inputs", {{"width", 1024}, {"height", 1024}, {"batch_size", 1}}}};
-  wf["7"] = {{"class_type", "KSampler"},
-             {"inputs", {{"model", json::array({"1", 0})}, {"positive", json::array({"5", 0})}, {"negative", json::array({"5", 0})},
-                         {"latent_image", json::array({"6", 0})}, {"seed", 1}, {"steps", 8}, {"cfg", 1}, {"sampler_name", "euler"},
-                         {"scheduler", "simple"}, {"denoise", 1}}}};
+  wf["7"] = ksampler("1", "5", "5", "6", 8, 1);
   wf["8"] = {{"class_type", "SaveLatent"}, {"inputs", {{"samples", json::array({"7", 0})}, {"filename_prefix", "x"}}}};
   return wf;
 }
@@ -115,4 +121,47 @@ TEST_CASE("text_generate: a broken generates entry names the node and the key", 
   }
   data["nodes"]["TextGenerate"]["generates"] = json{{"input", "clip"}};
   CHECK_THROWS_WITH(workflow::load_comfy_nodes(data, "comfy_nodes.json"), Catch::Contains("max_tokens"));
+}
+
+namespace {
+
+// MiniMax Music 3 as its template wires it: the text encode's seconds output sizes the latent.
+json music_workflow(double max_duration) {
+  json wf;
+  wf["1"] = {{"class_type", "UNETLoader"}, {"inputs", {{"unet_name", "minimax_music3_dit_fp16.safetensors"}, {"weight_dtype", "default"}}}};
+  wf["2"] = {{"class_type", "CLIPLoader"},
+             {"inputs", {{"clip_name", "minimax_music3_text_encoder_pruned_int8_convrot.safetensors"}, {"type", "minimax"}}}};
+  wf["3"] = {{"class_type", "MiniMaxMusic3TextEncode"},
+             {"inputs", {{"clip", json::array({"2", 0})}, {"caption", "lo-fi"}, {"lyrics", "[Instrumental]"}, {"seed", 1},
+                         {"max_duration", max_duration}, {"cfg_scale", 1.7}, {"top_k", 50}}}};
+  wf["4"] = {{"class_type", "EmptyMiniMaxMusic3LatentAudio"}, {"inputs", {{"seconds", json::array({"3", 1})}, {"batch_size", 1}}}};
+  wf["5"] = {{"class_type", "ConditioningZeroOut"}, {"inputs", {{"conditioning", json::array({"3", 0})}}}};
+  wf["6"] = ksampler("1", "3", "5", "4", 30, 1.7);
+  wf["7"] = {{"class_type", "SaveLatent"}, {"inputs", {{"samples", json::array({"6", 0})}, {"filename_prefix", "x"}}}};
+  return wf;
+}
+
+}  // namespace
+
+TEST_CASE("text_generate: a duration budget writes tokens_per_unit tokens a second", "[workflow][text_generate]") {
+  const auto info = workflow::analyse_workflow(music_workflow(60.5), "music");
+  REQUIRE(info.job.text_generations.size() == 1);
+  // 60.5 s of 25 Hz frames: 1512.5, rounded to 1513 tokens; the latent takes the same 60.5 s, the longest song.
+  CHECK(info.job.text_generations[0].new_tokens == 1513);
+  CHECK(info.job.text_generations[0].model.model == "minimax-music-3-text-encoder");
+  CHECK(info.size_known);
+  CHECK(info.job.seconds == Approx(60.5));
+  const auto shorter = workflow::analyse_workflow(music_workflow(30), "music");
+  REQUIRE(shorter.job.text_generations.size() == 1);
+  CHECK(shorter.job.text_generations[0].new_tokens == 750);
+}
+
+TEST_CASE("text_generate: tokens_per_unit must be a positive number", "[workflow][text_generate]") {
+  json data = data_file("comfy_nodes.json");
+  REQUIRE(data["nodes"].contains("MiniMaxMusic3TextEncode"));
+  data["nodes"]["MiniMaxMusic3TextEncode"]["generates"]["tokens_per_unit"] = 0;
+  CHECK_THROWS_WITH(workflow::load_comfy_nodes(data, "comfy_nodes.json"),
+                    Catch::Contains("MiniMaxMusic3TextEncode") && Catch::Contains("tokens_per_unit") && Catch::Contains("above 0"));
+  data["nodes"]["MiniMaxMusic3TextEncode"]["generates"]["tokens_per_unit"] = "25";
+  CHECK_THROWS_WITH(workflow::load_comfy_nodes(data, "comfy_nodes.json"), Catch::Contains("tokens_per_unit"));
 }
