@@ -262,6 +262,7 @@ json sampler_job_json(const SamplerJob& s) {
             {"lora_bytes", s.lora_bytes},
             {"unknown", s.unknown.empty() ? json(nullptr) : json(s.unknown)}};
   if (s.seconds > 0) j["seconds"] = s.seconds;
+  if (s.tokens > 0) j["tokens"] = s.tokens;
   return j;
 }
 
@@ -280,6 +281,7 @@ json job_to_json(const Job& job) {
   j["height"] = job.height;
   j["frames"] = job.frames;
   if (job.seconds > 0) j["seconds"] = job.seconds;
+  if (job.tokens > 0) j["tokens"] = job.tokens;
   j["batch"] = job.batch;
   j["cfg"] = job.cfg;
   j["reference_images"] = job.reference_images;
@@ -307,6 +309,7 @@ Job default_job(const std::string& model) {
     job.cfg = defs.cfg;
     job.reference_images = defs.reference_images;
     job.seconds = defs.seconds;
+    job.tokens = defs.tokens;
   };
   switch (m.role) {
     case Role::DiffusionModel:
@@ -320,9 +323,9 @@ Job default_job(const std::string& model) {
     case Role::ClipVision: job.clip_vision = comp(m.name); break;
     case Role::Vae:
       job.vae = comp(m.name);
-      // A video or audio VAE alone decodes the shape of the first model that uses it.
+      // A video, audio or token VAE alone decodes the shape of the first model that uses it.
       for (const auto& o : catalog_data().models)
-        if (o.companion_vae == m.name && o.defaults && (m.vae->video() || m.vae->audio())) {
+        if (o.companion_vae == m.name && o.defaults && (m.vae->video() || m.vae->audio() || m.vae->decode.latent_tokens)) {
           apply_defaults(*o.defaults);
           break;
         }
@@ -428,11 +431,14 @@ Job sampler_job(const Job& job, const SamplerJob& s) {
   Job j = job;
   j.diffusion = s.diffusion;
   if (s.size_known) {
-    j.width = s.seconds > 0 ? job.width : s.width;
-    j.height = s.seconds > 0 ? job.height : s.height;
+    // A 1-D latent (an audio clip, shape tokens) has no pixels: the job keeps its own width and height.
+    const bool one_dim = s.seconds > 0 || s.tokens > 0;
+    j.width = one_dim ? job.width : s.width;
+    j.height = one_dim ? job.height : s.height;
     j.frames = s.frames;
     j.batch = s.batch;
     if (s.seconds > 0) j.seconds = s.seconds;
+    if (s.tokens > 0) j.tokens = s.tokens;
   }
   if (s.cfg >= 0) j.cfg = s.cfg;
   j.lora_bytes = s.lora_bytes;
@@ -445,7 +451,7 @@ bool same_sampled(const Job& a, const Job& b) {
   return a.diffusion && b.diffusion && a.diffusion->model == b.diffusion->model &&
          a.diffusion->precision == b.diffusion->precision && a.diffusion->weight_bytes == b.diffusion->weight_bytes &&
          a.width == b.width && a.height == b.height && a.frames == b.frames && a.batch == b.batch &&
-         a.seconds == b.seconds && a.cfg == b.cfg && a.lora_bytes == b.lora_bytes;
+         a.seconds == b.seconds && a.tokens == b.tokens && a.cfg == b.cfg && a.lora_bytes == b.lora_bytes;
 }
 
 // Each sampler's sample stage under the same runtime and the same models cached before it; the worst binds.
