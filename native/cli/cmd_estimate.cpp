@@ -83,7 +83,8 @@ void print_estimate(const json& r) {
     what = job["clip_vision"]["model"].get<std::string>() + " (" + job["clip_vision"]["precision"].get<std::string>() + ")";
   else
     what = job["text_encoders"][0]["model"].get<std::string>() + " (" + job["text_encoders"][0]["precision"].get<std::string>() + ")";
-  std::cout << what << "  " << job["width"].get<int>() << "x" << job["height"].get<int>();
+  if (job.contains("tokens")) std::cout << what << "  " << job["tokens"].get<int>() << " shape tokens";
+  else std::cout << what << "  " << job["width"].get<int>() << "x" << job["height"].get<int>();
   if (job["frames"].get<int>() > 1) std::cout << "x" << job["frames"].get<int>() << " frames";
   std::cout << ", batch " << job["batch"].get<int>() << ", cfg " << fixed1(job["cfg"].get<double>());
   if (r.contains("gpu")) std::cout << "  on " << r["gpu"]["name"].get<std::string>();

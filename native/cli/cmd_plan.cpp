@@ -75,7 +75,8 @@ void print_job(const api::json& j) {
     std::cout << (model.empty() ? "'" + text_of(j["diffusion"], "file") + "' (not in the catalog)" : model) << " "
               << precision_text(j["diffusion"]);
   }
-  std::cout << ", " << j.value("width", 0) << "x" << j.value("height", 0);
+  if (j.contains("tokens")) std::cout << ", " << j.value("tokens", 0) << " shape tokens";
+  else std::cout << ", " << j.value("width", 0) << "x" << j.value("height", 0);
   if (j.value("frames", 1) > 1) std::cout << "x" << j.value("frames", 1) << " frames";
   std::cout << ", batch " << j.value("batch", 1) << "\n";
 }

@@ -78,6 +78,7 @@ void apply_run_fields(const request::Request& request, Job& job) {
   job.height = static_cast<int>(request.integer_or("height", job.height));
   job.frames = static_cast<int>(request.integer_or("frames", job.frames));
   job.seconds = request.number_or("seconds", job.seconds);
+  job.tokens = static_cast<int>(request.integer_or("tokens", job.tokens));
   job.batch = static_cast<int>(request.integer_or("batch", job.batch));
   job.cfg = request.number_or("cfg", job.cfg);
   job.reference_images = static_cast<int>(request.integer_or("reference_images", job.reference_images));
@@ -121,6 +122,7 @@ const request::Fields& estimate_fields() {
       {"height", Kind::Int, "image height in px", 16, 16384, {}, false, "height"},
       {"frames", Kind::Int, "video frames", 1, 10001, {}, false, "frames"},
       {"seconds", Kind::Number, "audio length in seconds (audio models)", 0, 3600, {}, false, "seconds"},
+      {"tokens", Kind::Int, "latent shape tokens (token-latent models: Hunyuan3D)", 0, 65536, {}, false, "tokens"},
       {"batch", Kind::Int, "images or videos at once", 1, 1024, {}, false, "batch"},
       {"cfg", Kind::Number, "CFG scale; other than 1 may batch cond and uncond", 0, 100, {}, false, "cfg"},
       {"reference_images", Kind::Int, "Kontext reference images", 0, 16, {}, false, "references"},

@@ -152,6 +152,9 @@ DiffusionArch read_diffusion(const JsonFields& entry) {
   a.largest_block_params = arch.number("largest_block_params", kLayerParams);
   a.block_prefetch_params = block_prefetch_of(arch);
   a.image_conditioning = read_conditioning(arch);
+  a.latent_layers = arch.optional_flag("latent_layers").value_or(false);
+  a.token_latent = arch.optional_flag("token_latent").value_or(false);
+  if (a.token_latent && a.latent_layers) arch.fail("token_latent", "a latent is either shape tokens or image layers, not both");
   a.activation = activation_of(entry, arch);
   a.levels = read_levels(arch);
   if (!a.levels.empty()) a.conv_hidden_multiple = arch.number("conv_hidden_multiple", kMultiple);
@@ -247,8 +250,13 @@ VaeArch read_vae(const JsonFields& entry) {
   } else if (kind == "full_frame") {
     a.decode.elems_per_output_px = dec.number("elems_per_output_px", kElemsPerPixel);
     a.encode.elems_per_input_px = enc.number("elems_per_input_px", kElemsPerPixel);
+  } else if (kind == "latent_tokens") {
+    a.decode.latent_tokens = true;
+    a.decode.elems_per_latent_token = dec.number("elems_per_latent_token", kElemsPerPixel);
+    a.decode.grid_bytes = dec.number("grid_bytes", {0, 1e12});
+    a.encode.elems_per_input_px = enc.number("elems_per_input_point", kElemsPerPixel);
   } else {
-    dec.fail("kind", "expected full_frame, causal_per_latent_frame or audio_samples, got '" + kind + "'");
+    dec.fail("kind", "expected full_frame, causal_per_latent_frame, audio_samples or latent_tokens, got '" + kind + "'");
   }
   a.comfy_decode_constant = value_of(entry, "comfy_decode_constant");
   return a;
@@ -262,6 +270,7 @@ JobDefaults read_defaults(const JsonFields& f) {
   d.cfg = f.optional_number("cfg", kCfg).value_or(d.cfg);
   d.reference_images = f.optional_integer("reference_images", kReferenceImages).value_or(d.reference_images);
   d.seconds = f.optional_number("seconds", kSeconds).value_or(d.seconds);
+  d.tokens = f.optional_integer("tokens", {1, 65536}).value_or(d.tokens);
   // Not computed with, but shown to users with the model (headroom models --json, the nodes' catalog).
   f.optional_integer("steps", {1, 10000});
   f.optional_text("source");

@@ -69,6 +69,12 @@ struct DiffusionArch {
   // make_prefetch_queue, used by the model's block loop); 0 = the model streams layer by layer.
   double block_prefetch_params = 0;
   ImageConditioning image_conditioning = ImageConditioning::None;
+  // "arch.latent_layers": the latent's frame axis stacks separate images (a composite and its layers)
+  // that share one sequence, without temporal compression; each is decoded as an image of its own.
+  bool latent_layers = false;
+  // "arch.token_latent": the latent is a set of shape tokens ([batch, latent_channels, tokens], the
+  // Hunyuan3D DiTs), sized by the job's tokens rather than by pixels; each token is one sequence position.
+  bool token_latent = false;
   Activation activation;
   // UNets only ("arch.levels"): empty for transformers. At a level with attention the activation phases
   // apply with hidden = its channels and ffn = channels x ffn/hidden; a convolution-only level keeps
@@ -113,6 +119,11 @@ struct VaeDecodeCost {
   double cache_elems_per_output_px = 0;       // causal cache, part of the chunk figure
   double output_copies = 0;                   // RGB clip copies alive while it grows on the GPU
   double fixed_elems = 0;                     // audio decoders: live elements whatever the clip's length
+  // Token VAEs (kind latent_tokens, the Hunyuan3D ShapeVAE): elements per latent token (its decoder
+  // transformer) and the bytes of the query grid it evaluates, which follow the node's grid, not the tokens.
+  bool latent_tokens = false;
+  double elems_per_latent_token = 0;
+  double grid_bytes = 0;
 };
 
 struct VaeEncodeCost {
@@ -162,6 +173,7 @@ struct JobDefaults {
   int width = 1024, height = 1024, frames = 1, reference_images = 0;
   double cfg = 1.0;
   double seconds = 0;  // audio models: the clip length their latent node starts with
+  int tokens = 0;      // token-latent models: the shape tokens their latent node starts with
 };
 
 }  // namespace headroom

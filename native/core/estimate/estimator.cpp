@@ -270,6 +270,7 @@ json sampler_job_json(const SamplerJob& s) {
   if (s.seconds > 0) j["seconds"] = s.seconds;
   j["title"] = s.title.empty() ? json(nullptr) : json(s.title);
   j["continues"] = s.continues.empty() ? json(nullptr) : json(s.continues);
+  if (s.tokens > 0) j["tokens"] = s.tokens;
   return j;
 }
 
@@ -288,6 +289,7 @@ json job_to_json(const Job& job) {
   j["height"] = job.height;
   j["frames"] = job.frames;
   if (job.seconds > 0) j["seconds"] = job.seconds;
+  if (job.tokens > 0) j["tokens"] = job.tokens;
   j["batch"] = job.batch;
   j["cfg"] = job.cfg;
   j["reference_images"] = job.reference_images;
@@ -320,6 +322,7 @@ Job default_job(const std::string& model) {
     job.cfg = defs.cfg;
     job.reference_images = defs.reference_images;
     job.seconds = defs.seconds;
+    job.tokens = defs.tokens;
   };
   switch (m.role) {
     case Role::DiffusionModel:
@@ -333,9 +336,9 @@ Job default_job(const std::string& model) {
     case Role::ClipVision: job.clip_vision = comp(m.name); break;
     case Role::Vae:
       job.vae = comp(m.name);
-      // A video or audio VAE alone decodes the shape of the first model that uses it.
+      // A video, audio or token VAE alone decodes the shape of the first model that uses it.
       for (const auto& o : catalog_data().models)
-        if (o.companion_vae == m.name && o.defaults && (m.vae->video() || m.vae->audio())) {
+        if (o.companion_vae == m.name && o.defaults && (m.vae->video() || m.vae->audio() || m.vae->decode.latent_tokens)) {
           apply_defaults(*o.defaults);
           break;
         }

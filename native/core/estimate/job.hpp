@@ -43,6 +43,7 @@ struct SamplerJob {
   std::optional<Component> diffusion;      // the model its MODEL input comes from; none when not traced
   int width = 0, height = 0, frames = 1, batch = 1;
   double seconds = 0;                      // an audio latent's length
+  int tokens = 0;                          // a token latent's length (EmptyLatentHunyuan3Dv2)
   bool size_known = false;                 // false: the latent it denoises has no size Headroom reads
   double cfg = -1;                         // -1: no cfg read for it (the job's is used)
   std::uint64_t lora_bytes = 0;            // LoRAs patched into its model (read from headers)
@@ -71,6 +72,9 @@ struct Job {
   // Length of an audio model's clip (EmptyLatentAudio's seconds): its latent is 1-D, so width, height and
   // frames do not size it. 0 for image and video jobs.
   double seconds = 0;
+  // Shape tokens of a token latent (EmptyLatentHunyuan3Dv2's resolution: [batch, 64, tokens]); 0 for
+  // the other jobs, which pixels size.
+  int tokens = 0;
   int batch = 1;
   double cfg = 1.0;                        // cfg != 1 runs cond and uncond in one batch in ComfyUI
   int reference_images = 0;                // Kontext reference latents appended as tokens (output-sized)

@@ -212,6 +212,7 @@ ResolvedJob resolve_job(const Job& job) {
   check_range("frames", job.frames, 1, 10001, "a frame count");
   check_range("batch", job.batch, 1, 1024, "a batch size");
   check_range("reference_images", job.reference_images, 0, 16, "a number of reference images");
+  check_range("tokens", job.tokens, 0, 65536, "a number of latent tokens");
   if (!(job.seconds >= 0.0 && job.seconds <= 3600.0))
     throw InputError("seconds", "expected an audio length from 0 to 3600 seconds, got " + std::to_string(job.seconds));
   check_range("blocks_swapped", job.blocks_swapped, 0, 1000, "a number of blocks");
@@ -245,13 +246,18 @@ ResolvedJob resolve_job(const Job& job) {
     const ModelInfo& m = *r.diffusion->model;
     const DiffusionArch& arch = diffusion_of(m);
     const int ts = arch.temporal_stride();
-    if (!arch.video() && job.frames != 1)
+    if (!arch.video() && !arch.latent_layers && job.frames != 1)
       throw InputError("frames", m.name + " is an image model; frames must be 1, got " + std::to_string(job.frames));
     if (arch.audio() && !(job.seconds > 0))
       throw InputError("seconds", m.name + " is an audio model; expected the clip's length in seconds (above 0), got " +
                                       std::to_string(job.seconds));
     if (!arch.audio() && job.seconds != 0)
       throw InputError("seconds", m.name + " is not an audio model; seconds must be 0, got " + std::to_string(job.seconds));
+    if (arch.token_latent && job.tokens <= 0)
+      throw InputError("tokens", m.name + " samples a latent of shape tokens; expected their number (EmptyLatentHunyuan3Dv2's "
+                                 "resolution, 1 to 65536), got " + std::to_string(job.tokens));
+    if (!arch.token_latent && job.tokens != 0)
+      throw InputError("tokens", m.name + " does not sample a token latent; tokens must be 0, got " + std::to_string(job.tokens));
     if (job.blocks_swapped > arch.blocks)
       throw InputError("blocks_swapped", m.name + " has " + std::to_string(arch.blocks) + " blocks; cannot swap " +
                                              std::to_string(job.blocks_swapped));
@@ -264,6 +270,9 @@ ResolvedJob resolve_job(const Job& job) {
   if (r.vae && vae_of(*r.vae->model).audio() && !(job.seconds > 0))
     throw InputError("seconds", r.vae->model->name + " decodes audio; expected the clip's length in seconds (above 0), got " +
                                     std::to_string(job.seconds));
+  if (r.vae && vae_of(*r.vae->model).decode.latent_tokens && job.tokens <= 0)
+    throw InputError("tokens", r.vae->model->name + " decodes a latent of shape tokens; expected their number (1 to 65536), got " +
+                                   std::to_string(job.tokens));
   if (r.vae && !vae_of(*r.vae->model).video() && job.frames != 1 && !r.diffusion)
     throw InputError("frames", r.vae->model->name + " decodes images; frames must be 1, got " + std::to_string(job.frames));
   return r;
@@ -272,9 +281,15 @@ ResolvedJob resolve_job(const Job& job) {
 SampleGeometry sample_geometry(const ModelInfo& m, const Job& job) {
   const DiffusionArch& arch = diffusion_of(m);
   SampleGeometry g;
-  g.latent_frames = latent_frames_for(job, arch.temporal_stride());
+  // A layered latent keeps every layer as a frame of its own: no temporal compression.
+  g.latent_frames = arch.latent_layers ? static_cast<std::uint64_t>(job.frames) : latent_frames_for(job, arch.temporal_stride());
   g.latent_h = ceil_div(job.height, arch.spatial_stride());
   g.latent_w = ceil_div(job.width, arch.spatial_stride());
+  if (arch.token_latent) {  // a set of shape tokens: one sequence position each, whatever the width and height say
+    g.latent_frames = 1;
+    g.latent_h = 1;
+    g.latent_w = static_cast<std::uint64_t>(job.tokens);
+  }
   if (arch.audio()) {  // a 1-D clip: rows x positions along time, whatever the width and height say
     g.latent_frames = 1;
     g.latent_h = static_cast<std::uint64_t>(arch.audio_rows);
@@ -288,9 +303,11 @@ SampleGeometry sample_geometry(const ModelInfo& m, const Job& job) {
   const std::uint64_t per_frame = ceil_div(g.latent_h, arch.patch[1]) * ceil_div(run_w, arch.patch[2]);
   const bool ref_tokens = arch.image_conditioning == ImageConditioning::ReferenceTokens;
   const std::uint64_t refs = ref_tokens ? static_cast<std::uint64_t>(job.reference_images) : 0;
-  g.image_tokens = g.latent_frames * per_frame * (1 + refs);
+  // A reference image is one frame beside a layered latent's frames, and one per frame of a clip.
+  const std::uint64_t frames_and_refs = arch.latent_layers ? g.latent_frames + refs : g.latent_frames * (1 + refs);
+  g.image_tokens = frames_and_refs * per_frame;
   g.sequence_tokens = g.image_tokens + (arch.text_in_sequence ? static_cast<std::uint64_t>(arch.text_tokens) : 0);
-  g.comfy_area = g.latent_frames * g.latent_h * g.latent_w * (1 + refs);
+  g.comfy_area = frames_and_refs * g.latent_h * g.latent_w;
   return g;
 }
 
@@ -306,6 +323,9 @@ std::uint64_t comfy_sampling_estimate(const ResolvedJob& rj, int batch) {
 
 std::uint64_t comfy_decode_estimate(const ResolvedJob& rj) {
   if (!rj.vae) return 0;
+  if (const VaeArch& v = vae_of(*rj.vae->model); v.decode.latent_tokens)  // per latent token (comfy/sd.py ShapeVAE)
+    return static_cast<std::uint64_t>(v.comfy_decode_constant * static_cast<double>(rj.job->tokens) * rj.job->batch *
+                                      vae_compute_bytes(*rj.vae));
   if (const VaeArch& v = vae_of(*rj.vae->model); v.audio())  // ComfyUI's memory_used_decode grows with the samples
     return static_cast<std::uint64_t>(v.comfy_decode_constant * static_cast<double>(audio_output_samples(*rj.job, v)) *
                                       vae_compute_bytes(*rj.vae));
@@ -542,16 +562,22 @@ StageDemand sample_demand(const ResolvedJob& rj, const DemandOptions& o) {
 
 // An audio VAE decodes the whole clip at once (VAEDecodeAudio); after an OOM ComfyUI retries it in
 // overlapping pieces along time (comfy/sd.py VAE.decode, decode_tiled_1d), a share of the clip at a time.
+// The decode stage with the VAE's weights resident, before its working set is added.
+StageDemand decode_stage(const ResolvedJob& rj) {
+  StageDemand d;
+  d.name = "vae_decode";
+  d.weights.push_back({rj.vae->model->name, rj.vae->weight_bytes});
+  d.resident_labels.push_back(rj.vae->model->name);
+  return d;
+}
+
 StageDemand audio_decode_demand(const ResolvedJob& rj, const DemandOptions& o) {
   const Job& job = *rj.job;
   const ModelInfo& vae = *rj.vae->model;
   const VaeArch& arch = vae_of(vae);
   const double samples = static_cast<double>(audio_output_samples(job, arch));
   const int images = o.vae_batch > 0 ? std::min(o.vae_batch, job.batch) : job.batch;
-  StageDemand d;
-  d.name = "vae_decode";
-  d.weights.push_back({vae.name, rj.vae->weight_bytes});
-  d.resident_labels.push_back(vae.name);
+  StageDemand d = decode_stage(rj);
   d.transient["activations"] =
       static_cast<std::uint64_t>(arch.decode.elems_per_output_px * samples * vae_compute_bytes(*rj.vae)) * images;
   // A fixed working set (MiniMax Music 3's DAV) stays whole in the retry's shorter pieces.
@@ -584,7 +610,44 @@ StageDemand audio_decode_demand(const ResolvedJob& rj, const DemandOptions& o) {
   return d;
 }
 
+// A token VAE (the Hunyuan3D ShapeVAE) runs its decoder transformer over the latent tokens, then evaluates
+// the occupancy of a query grid chunk by chunk: activations grow with the tokens, the grid is a constant.
+StageDemand token_decode_demand(const ResolvedJob& rj, const DemandOptions& o) {
+  const Job& job = *rj.job;
+  const ModelInfo& vae = *rj.vae->model;
+  const VaeDecodeCost& dec = vae_of(vae).decode;
+  const int images = o.vae_batch > 0 ? std::min(o.vae_batch, job.batch) : job.batch;
+  StageDemand d = decode_stage(rj);
+  d.transient["activations"] =
+      static_cast<std::uint64_t>(dec.elems_per_latent_token * job.tokens * vae_compute_bytes(*rj.vae)) * images;
+  d.transient["query_grid"] = static_cast<std::uint64_t>(dec.grid_bytes) * images;
+  d.notes.push_back("shape decode of " + std::to_string(job.tokens) + " latent tokens, then the occupancy grid");
+  return d;
+}
+
+// LatentCutToBatch puts a layered latent's frames into the batch: the VAE decodes them as single images,
+// as many per call as ComfyUI's batch split allows (all of them unless vae_batch says fewer), even where the
+// VAE is a video VAE (Qwen-Image's Wan 2.1 VAE), which otherwise decodes one clip per call.
+StageDemand layered_decode_demand(const ResolvedJob& rj, const DemandOptions& o) {
+  Job one = *rj.job;
+  one.batch = 1;
+  one.frames = 1;
+  ResolvedJob as_one = rj;
+  as_one.job = &one;
+  StageDemand d = vae_decode_demand(as_one, o);
+  const int images = rj.job->frames * rj.job->batch;
+  const int per_call = o.vae_batch > 0 ? std::min(o.vae_batch, images) : images;
+  for (const char* key : {"activations", "output_buffers"})
+    if (auto it = d.transient.find(key); it != d.transient.end()) it->second *= static_cast<std::uint64_t>(per_call);
+  d.notes.push_back("the " + std::to_string(rj.job->frames) + " layer frames are decoded as " + std::to_string(images) +
+                    " images, " + std::to_string(per_call) + " per call");
+  return d;
+}
+
 StageDemand vae_decode_demand(const ResolvedJob& rj, const DemandOptions& o) {
+  if (vae_of(*rj.vae->model).decode.latent_tokens) return token_decode_demand(rj, o);
+  if (rj.diffusion && diffusion_of(*rj.diffusion->model).latent_layers && rj.job->frames > 1)
+    return layered_decode_demand(rj, o);
   const Job& job = *rj.job;
   const ModelInfo& vae = *rj.vae->model;
   if (vae_of(vae).audio()) return audio_decode_demand(rj, o);
@@ -621,10 +684,7 @@ StageDemand vae_decode_demand(const ResolvedJob& rj, const DemandOptions& o) {
     }
   }
 
-  StageDemand d;
-  d.name = "vae_decode";
-  d.weights.push_back({vae.name, rj.vae->weight_bytes});
-  d.resident_labels.push_back(vae.name);
+  StageDemand d = decode_stage(rj);
   const int images = video ? 1 : (o.vae_batch > 0 ? std::min(o.vae_batch, job.batch) : job.batch);
   // Video: one clip per call; the batch runs clip by clip (batch_number from free memory).
   DecodeCost c = decode_cost(rj, job.height, job.width, frames, images);

@@ -22,7 +22,7 @@ const SamplerJob* sampler_by_id(const Job& job, const std::string& id) {
 const SamplerJob& last_pass(const Job& job, const SamplerJob& bound) {
   const SamplerJob* widest = &bound;
   for (const auto& s : job.samplers) {
-    if (!s.size_known || s.seconds > 0) continue;
+    if (!s.size_known || s.seconds > 0 || s.tokens > 0) continue;
     const SamplerJob* at = &s;
     for (int hops = 0; at && !at->continues.empty() && hops < 64; ++hops) {
       at = sampler_by_id(job, at->continues);
@@ -69,11 +69,14 @@ Job sampler_job(const Job& job, const SamplerJob& s) {
   Job j = job;
   j.diffusion = s.diffusion;
   if (s.size_known) {
-    j.width = s.seconds > 0 ? job.width : s.width;
-    j.height = s.seconds > 0 ? job.height : s.height;
+    // A 1-D latent (an audio clip, shape tokens) has no pixels: the job keeps its own width and height.
+    const bool one_dim = s.seconds > 0 || s.tokens > 0;
+    j.width = one_dim ? job.width : s.width;
+    j.height = one_dim ? job.height : s.height;
     j.frames = s.frames;
     j.batch = s.batch;
     if (s.seconds > 0) j.seconds = s.seconds;
+    if (s.tokens > 0) j.tokens = s.tokens;
   }
   if (s.cfg >= 0) j.cfg = s.cfg;
   j.lora_bytes = s.lora_bytes;
@@ -89,7 +92,7 @@ bool same_sampled(const Job& a, const Job& b) {
   return a.diffusion && b.diffusion && a.diffusion->model == b.diffusion->model &&
          a.diffusion->precision == b.diffusion->precision && a.diffusion->weight_bytes == b.diffusion->weight_bytes &&
          a.width == b.width && a.height == b.height && a.frames == b.frames && a.batch == b.batch &&
-         a.seconds == b.seconds && a.cfg == b.cfg && a.lora_bytes == b.lora_bytes;
+         a.seconds == b.seconds && a.tokens == b.tokens && a.cfg == b.cfg && a.lora_bytes == b.lora_bytes;
 }
 
 Job bind_worst_sampler(const Job& job, const Estimate& est) {

@@ -127,6 +127,9 @@ std::optional<ChangeOutcome> batch(const ChangeContext& c) {
 std::optional<ChangeOutcome> frames(const ChangeContext& c) {
   const SearchSpec& s = c.search;
   if (c.job.frames <= s.min_frames) return std::nullopt;
+  // A layered image's frames are the layers asked for, not a clip's length on the 4k+1 grid.
+  const ModelInfo* m = c.job.diffusion ? find_model_of(*c.job.diffusion) : nullptr;
+  if (m && m->diffusion && m->diffusion->latent_layers) return std::nullopt;
   const int hi = c.job.frames - s.frames_step;
   int lo = s.min_frames;
   if (hi < lo) return std::nullopt;
@@ -143,6 +146,7 @@ std::optional<ChangeOutcome> frames(const ChangeContext& c) {
 
 std::optional<ChangeOutcome> resolution(const ChangeContext& c) {
   if (c.job.seconds > 0) return std::nullopt;  // an audio clip has no resolution; its length is the user's
+  if (c.job.tokens > 0) return std::nullopt;   // nor a set of shape tokens (Hunyuan3D): no pixels to shrink
   std::vector<Job> candidates;
   const int m = c.search.resolution_multiple_px;
   for (double f : c.search.resolution_scales) {

@@ -118,6 +118,24 @@ void audio_length(ReaderState& st) {
   }
 }
 
+// A token-latent model is sized by its shape tokens: tokens read beside another kind of model are dropped,
+// and a token-latent model without them takes its default (the size stays unknown).
+void token_length(ReaderState& st) {
+  Job& job = st.info.job;
+  const ModelInfo* m = job.diffusion && !job.diffusion->model.empty() ? find_model(job.diffusion->model) : nullptr;
+  const bool tokens = m && m->diffusion && m->diffusion->token_latent;
+  if (!tokens && job.tokens > 0) {
+    st.notes().push_back("a latent of " + std::to_string(job.tokens) + " shape tokens runs beside a model that does not "
+                         "sample shape tokens; they are not counted");
+    job.tokens = 0;
+  } else if (tokens && job.tokens <= 0) {
+    job.tokens = m->defaults && m->defaults->tokens > 0 ? m->defaults->tokens : 3072;
+    st.info.size_known = false;
+    st.notes().push_back("the shape-token latent's length is not set by a node Headroom reads; assumed " +
+                         std::to_string(job.tokens) + " tokens");
+  }
+}
+
 // The first node behind a sampler's latent input (Reroutes are already linked past) that `accept`
 // accepts, as the node the size follows.
 template <typename Accept>
@@ -223,7 +241,9 @@ void assemble_job(ReaderState& st) {
   choose_diffusion(st);
   if (job.text_encoders.empty() && !st.checkpoint_text_encoders.empty()) job.text_encoders = st.checkpoint_text_encoders;
   if (!job.vae && st.checkpoint_vae) job.vae = st.checkpoint_vae;
+  if (!job.clip_vision && st.checkpoint_clip_vision) job.clip_vision = st.checkpoint_clip_vision;
   audio_length(st);
+  token_length(st);
   size(st);
   cfg(st);
   decode_mode(st);

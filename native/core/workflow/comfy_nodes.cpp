@@ -74,11 +74,13 @@ ResolutionRule read_resolution(const json& j, const Reader& r) {
 // a node that computes a latent's sides (resolution).
 void read_latent_rules(const json& j, const Reader& r, ComfyNode& n) {
   if (auto it = j.find("latent"); it != j.end()) {
-    if (!it->is_object()) r.fail("latent", "expected {width, height, batch[, length]}");
+    if (!it->is_object()) r.fail("latent", "expected {width, height, batch[, length or layers]}");
     Reader lr{r.file, r.where + ".latent"};
-    lr.known(*it, {"width", "height", "batch", "length"});
+    lr.known(*it, {"width", "height", "batch", "length", "layers"});
     n.latent = LatentSize{lr.text(*it, "width", true), lr.text(*it, "height", true), lr.text(*it, "batch"),
-                          lr.text(*it, "length")};
+                          lr.text(*it, "length"), lr.text(*it, "layers")};
+    if (!n.latent->length.empty() && !n.latent->layers.empty())
+      lr.fail("layers", "a latent counts either video frames (length) or image layers (layers), not both");
   }
   if (auto it = j.find("audio_latent"); it != j.end()) {
     if (!it->is_object()) r.fail("audio_latent", "expected {seconds, batch}");
@@ -87,8 +89,15 @@ void read_latent_rules(const json& j, const Reader& r, ComfyNode& n) {
     ar.known(*it, {"seconds", "batch"});
     n.audio_latent = AudioLatentSize{ar.text(*it, "seconds", true), ar.text(*it, "batch")};
   }
+  if (auto it = j.find("token_latent"); it != j.end()) {
+    if (!it->is_object()) r.fail("token_latent", "expected {tokens, batch}");
+    if (n.latent || n.audio_latent) r.fail("token_latent", "a node sets one kind of latent: latent, audio_latent or token_latent");
+    Reader tr{r.file, r.where + ".token_latent"};
+    tr.known(*it, {"tokens", "batch"});
+    n.token_latent = TokenLatentSize{tr.text(*it, "tokens", true), tr.text(*it, "batch")};
+  }
   n.latent_note = r.text(j, "note");
-  if (!n.latent_note.empty() && !n.latent && !n.audio_latent) r.fail("note", "is only read for latent nodes");
+  if (!n.latent_note.empty() && !n.latent && !n.audio_latent && !n.token_latent) r.fail("note", "is only read for latent nodes");
   if (auto it = j.find("resolution"); it != j.end()) n.resolution = read_resolution(*it, Reader{r.file, r.where + ".resolution"});
 }
 
@@ -162,7 +171,7 @@ ComfyNode read_node(const std::string& type, const json& j, const Reader& r, con
               "cfg_at_least", "decode", "tile_widget", "mode_widget", "output", "neutral", "virtual",
               "value_outputs", "size_from_image", "switch", "run_note", "generates", "stage", "image_input",
               "image_through", "image_size", "image_size_unknown", "latent_scale", "image_total_pixels",
-              "audio_latent", "image_file", "resolution", "passes"});
+              "audio_latent", "token_latent", "image_file", "resolution", "passes", "clip_vision_output"});
   ComfyNode n;
   n.type = type;
   n.source = r.text(j, "source");
@@ -192,6 +201,8 @@ ComfyNode read_node(const std::string& type, const json& j, const Reader& r, con
   n.tile_widget = r.text(j, "tile_widget");
   n.mode_widget = r.text(j, "mode_widget");
   n.output = r.flag(j, "output");
+  n.clip_vision_output = r.flag(j, "clip_vision_output");
+  if (n.clip_vision_output && n.loads != "checkpoint") r.fail("clip_vision_output", "is only read for checkpoint loaders");
   n.neutral = r.flag(j, "neutral");
   n.is_virtual = r.flag(j, "virtual");
   if (auto it = j.find("passes"); it != j.end()) {

@@ -23,12 +23,21 @@ struct LoaderRole {
 struct LatentSize {  // widget (or input) names
   std::string width, height, batch;  // batch "": always one (WanInfiniteTalkToVideo)
   std::string length;  // "" for image latents
+  // A layered latent (EmptyQwenImageLayeredLatentImage): the widget counting the layers; the latent holds
+  // them and the composite image, layers + 1 frames of one image each. "" for other latents.
+  std::string layers;
 };
 
 // An audio latent node (EmptyLatentAudio, EmptyAceStepLatentAudio): widget names of the clip's length
 // in seconds and of the batch. The model's arch.audio turns seconds into latent positions.
 struct AudioLatentSize {
   std::string seconds, batch;
+};
+
+// A token latent node (EmptyLatentHunyuan3Dv2): widget names of the number of shape tokens and of the
+// batch. A model with arch.token_latent samples one sequence position per token.
+struct TokenLatentSize {
+  std::string tokens, batch;
 };
 
 // One side of an image a node sets: a widget it reads, or a fixed figure (the largest of the Kontext
@@ -60,6 +69,7 @@ struct ComfyNode {
   std::string loads;                                // loader role ("" = not a loader)
   std::optional<LatentSize> latent;
   std::optional<AudioLatentSize> audio_latent;
+  std::optional<TokenLatentSize> token_latent;
   std::string latent_note;                          // caveat reported when the node sets the size
   std::string latent_from_image;                    // note text after "<type> #<id>": size follows an image
   // The image a latent_from_image node encodes (its input name), and how image sizes travel to it: a
@@ -80,6 +90,9 @@ struct ComfyNode {
   // The input a virtual node hands on unchanged (a Reroute's one input, named ""): the frontend removes the
   // node before queueing, so a link to it is a link to what feeds that input. None: it passes nothing on.
   std::optional<std::string> passes;
+  // A checkpoint loader that also outputs the checkpoint's CLIP vision model (ImageOnlyCheckpointLoader):
+  // the diffusion model's companion clip_vision joins the job.
+  bool clip_vision_output = false;
   // A node whose outputs pass widget values on (PrimitiveInt's value, WanCameraEmbedding's width,
   // height and length): output slot -> the widget it passes ("" = not a value).
   std::vector<std::string> value_outputs;

@@ -39,6 +39,19 @@ void read_latent(ReaderState& st, const Node& n, const ComfyNode& info) {
     return;
   }
   long long frames = len ? integer(len->value).value_or(1) : 1;
+  const auto layers = size.layers.empty() ? std::nullopt : st.ref(n, size.layers);
+  if (layers) {
+    // The composite image and each layer are one latent frame: layers + 1 images in one sequence.
+    const auto count = integer(layers->value);
+    if (!count || *count < 0) {
+      st.notes().push_back(n.type + " #" + n.id + ": " + size.layers + " is " + json_preview(layers->value, 40) +
+                           ", expected a whole number of layers from 0; size unknown");
+      return;
+    }
+    frames = *count + 1;
+    st.notes().push_back(n.type + " #" + n.id + ": " + std::to_string(*count) + " layers and the composite image, " +
+                         std::to_string(frames) + " latent frames sampled in one sequence");
+  }
   long long batch = b ? integer(b->value).value_or(1) : 1;
   // ComfyUI caps sizes at 16384 px and batches at 4096; beyond 2^20 the product below could overflow.
   constexpr long long kSane = 1 << 20;
@@ -64,14 +77,36 @@ void read_latent(ReaderState& st, const Node& n, const ComfyNode& info) {
   if (!info.latent_note.empty()) st.notes().push_back(info.latent_note);
 }
 
+namespace {
+
+// The batch widget of a 1-D latent (audio, shape tokens); batch_size when the rule names none.
+std::optional<WidgetRef> batch_ref(const ReaderState& st, const Node& n, const std::string& batch) {
+  return st.ref(n, batch.empty() ? std::string("batch_size") : batch);
+}
+
+// The widget giving a 1-D latent's length, or none (said in the notes) when other nodes compute it.
+std::optional<WidgetRef> length_ref(ReaderState& st, const Node& n, const std::string& length) {
+  auto r = st.ref(n, length);
+  if (!r) st.notes().push_back(n.type + " #" + n.id + ": " + length + " is computed by other nodes; size unknown");
+  return r;
+}
+
+// A 1-D latent that sets the job's size: its batch, the node it came from, and the batch widget to rewrite.
+void take_one_dim_size(ReaderState& st, const Node& n, const std::optional<WidgetRef>& b, long long batch) {
+  st.info.job.batch = static_cast<int>(batch);
+  st.info.latent_node = n.type;
+  st.info.size_known = true;
+  st.info.batch = b ? std::vector<WidgetRef>{*b} : std::vector<WidgetRef>{};
+}
+
+}  // namespace
+
 void read_audio_latent(ReaderState& st, const Node& n, const ComfyNode& info) {
   ++st.latent_nodes;
   const AudioLatentSize& size = *info.audio_latent;
-  auto sec = st.ref(n, size.seconds), b = st.ref(n, size.batch.empty() ? std::string("batch_size") : size.batch);
-  if (!sec) {
-    st.notes().push_back(n.type + " #" + n.id + ": " + size.seconds + " is computed by other nodes; size unknown");
-    return;
-  }
+  const auto b = batch_ref(st, n, size.batch);
+  const auto sec = length_ref(st, n, size.seconds);
+  if (!sec) return;
   const double seconds = sec->value.is_number() ? sec->value.get<double>() : -1;
   long long batch = b ? integer(b->value).value_or(1) : 1;
   if (!(seconds > 0 && seconds <= 3600) || batch < 1 || batch > 4096) {
@@ -82,10 +117,30 @@ void read_audio_latent(ReaderState& st, const Node& n, const ComfyNode& info) {
   st.latent_shapes[n.id] = {0, 0, 1, static_cast<int>(batch), seconds};
   if (st.info.size_known && seconds * batch <= st.info.job.seconds * st.info.job.batch) return;  // the longest clip sets the peak
   st.info.job.seconds = seconds;
-  st.info.job.batch = static_cast<int>(batch);
-  st.info.latent_node = n.type;
-  st.info.size_known = true;
-  st.info.batch = b ? std::vector<WidgetRef>{*b} : std::vector<WidgetRef>{};
+  take_one_dim_size(st, n, b, batch);
+}
+
+void read_token_latent(ReaderState& st, const Node& n, const ComfyNode& info) {
+  ++st.latent_nodes;
+  const TokenLatentSize& size = *info.token_latent;
+  const auto b = batch_ref(st, n, size.batch);
+  const auto t = length_ref(st, n, size.tokens);
+  if (!t) return;
+  const auto tokens = integer(t->value);
+  const long long batch = b ? integer(b->value).value_or(1) : 1;
+  if (!tokens || *tokens < 1 || *tokens > 65536 || batch < 1 || batch > 4096) {
+    st.notes().push_back(n.type + " #" + n.id + ": " + size.tokens + " is " + json_preview(t->value, 40) + ", batch " +
+                         std::to_string(batch) + ", expected 1 to 65536 tokens and a batch from 1 to 4096; size unknown");
+    return;
+  }
+  LatentShape shape;
+  shape.batch = static_cast<int>(batch);
+  shape.tokens = static_cast<int>(*tokens);
+  st.latent_shapes[n.id] = shape;
+  if (st.info.size_known && *tokens * batch <= static_cast<long long>(st.info.job.tokens) * st.info.job.batch) return;
+  st.info.job.tokens = shape.tokens;
+  take_one_dim_size(st, n, b, batch);
+  st.notes().push_back(n.type + " #" + n.id + ": a latent of " + std::to_string(*tokens) + " shape tokens");
 }
 
 void read_image_latent(ReaderState& st, const Node& n, const ComfyNode& info) {

@@ -11,6 +11,9 @@ void read_latent(ReaderState& st, const Node& n, const ComfyNode& info);
 // An audio latent: its size is the clip's length in seconds (a float widget) and the batch; the model's
 // arch.audio turns the seconds into latent positions.
 void read_audio_latent(ReaderState& st, const Node& n, const ComfyNode& info);
+// A token latent: its size is a number of shape tokens (an integer widget) and the batch; width, height
+// and frames do not apply.
+void read_token_latent(ReaderState& st, const Node& n, const ComfyNode& info);
 
 // A latent with the size of an image (inpaint, InstructPix2Pix, the Kontext rescale): the size is the
 // image's where the workflow sets it, else unknown (a loaded image's size is not in the workflow).

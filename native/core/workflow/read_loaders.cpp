@@ -5,6 +5,7 @@
 #include "core/catalog/catalog.hpp"
 #include "core/workflow/model_files.hpp"
 #include "core/workflow/workflow_names.hpp"
+#include "core/workflow/workflow_values.hpp"
 
 namespace headroom::workflow {
 
@@ -69,9 +70,9 @@ void read_diffusion(ReaderState& st, const Node& n, const std::string& file, con
 // A checkpoint bundles the companions of its diffusion model (Comfy-Org's flux1-dev-fp8 and
 // flux1-schnell-fp8 carry CLIP-L, an fp8 T5-XXL and the Flux VAE): an fp8 checkpoint holds its T5
 // encoder in fp8 too, the small CLIP in 16 bit.
-void checkpoint_companions(ReaderState& st, const Component& c) {
+void checkpoint_companions(ReaderState& st, const Component& c, bool clip_vision_output) {
   const ModelInfo* m = c.model.empty() ? nullptr : find_model(c.model);
-  if (m && (!m->companion_text_encoders.empty() || !m->companion_vae.empty())) {
+  if (m && (!m->companion_text_encoders.empty() || !m->companion_vae.empty() || !m->companion_clip_vision.empty())) {
     const PrecisionInfo* p = c.precision.empty() ? nullptr : find_precision(c.precision);
     const bool fp8 = p && p->kind == PrecisionKind::Fp8;
     std::string parts;
@@ -86,6 +87,10 @@ void checkpoint_companions(ReaderState& st, const Component& c) {
       st.checkpoint_vae = Component{m->companion_vae, "", std::nullopt, c.file};
       parts += (parts.empty() ? "" : " and ") + m->companion_vae;
     }
+    if (clip_vision_output && !m->companion_clip_vision.empty()) {  // a 3D checkpoint carries its image encoder (Hunyuan3D: DINOv2)
+      st.checkpoint_clip_vision = Component{m->companion_clip_vision, "", std::nullopt, c.file};
+      parts += (parts.empty() ? "" : " and ") + m->companion_clip_vision;
+    }
     st.notes().push_back("checkpoint '" + c.file + "' bundles " + parts);
   } else if (c.model.empty()) {
     st.notes().push_back("checkpoint '" + c.file + "' is not a catalog model; it cannot be estimated");
@@ -97,7 +102,8 @@ void read_checkpoint(ReaderState& st, const Node& n, const std::string& file, co
   st.diffusion_by_node[n.id] = c;
   st.diffusion.push_back(c);
   st.diffusion_files.push_back(file);
-  checkpoint_companions(st, c);
+  const ComfyNode* info = node_info(n.type);
+  checkpoint_companions(st, c, info && info->clip_vision_output);
 }
 
 void read_text_encoder(ReaderState& st, const Node& n, const std::string& file, const std::string& role, Loader& rec) {

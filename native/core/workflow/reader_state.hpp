@@ -32,6 +32,7 @@ struct PendingGeneration {
 struct LatentShape {
   int width = 0, height = 0, frames = 1, batch = 1;
   double seconds = 0;
+  int tokens = 0;
 };
 
 struct ReaderState {
@@ -46,6 +47,7 @@ struct ReaderState {
   std::set<std::string> reference_sources;  // "node:slot" feeding a ReferenceLatent
   std::vector<Component> checkpoint_text_encoders;
   std::optional<Component> checkpoint_vae;
+  std::optional<Component> checkpoint_clip_vision;  // ImageOnlyCheckpointLoader's CLIP_VISION output
   int latent_nodes = 0;
   double latent_scale = 1.0;  // the largest latent upsampler that runs
   bool one_pass = false;      // the job's diffusion model runs one forward pass, not a sampling loop

@@ -81,6 +81,7 @@ void trace_latent(const ReaderState& st, const Node& sampler, SamplerJob& job) {
       job.frames = s.frames;
       job.batch = s.batch;
       job.seconds = s.seconds;
+      job.tokens = s.tokens;
       job.size_known = true;
       return;
     }

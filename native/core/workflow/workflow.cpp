@@ -57,6 +57,7 @@ void visit(ReaderState& st, const Node& n) {
   if (!info->loads.empty()) return read_loader(st, n, info->loads);
   if (info->latent) return read_latent(st, n, *info);
   if (info->audio_latent) return read_audio_latent(st, n, *info);
+  if (info->token_latent) return read_token_latent(st, n, *info);
   if (!info->cfg_widget.empty()) return sampler_cfg(st, n, info->cfg_widget);
   if (info->cfg_at_least) {
     st.cfg = std::max(st.cfg, *info->cfg_at_least);  // several conditionings plus uncond run batched

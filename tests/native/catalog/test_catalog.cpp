@@ -71,6 +71,12 @@ TEST_CASE("every canonical name of issue #2 is in the catalog with its role", "[
       {"qwen-image", Role::DiffusionModel},      {"qwen-image-2512", Role::DiffusionModel},
       {"qwen-image-edit", Role::DiffusionModel}, {"qwen-image-edit-2509", Role::DiffusionModel},
       {"qwen-image-edit-2511", Role::DiffusionModel}, {"qwen2.5-vl-7b", Role::TextEncoder},
+      {"qwen-image-layered", Role::DiffusionModel}, {"qwen-image-layered-control", Role::DiffusionModel},
+      // Hunyuan3D 2.0 / 2.1 shape generation: the DiTs, their ShapeVAE and DINOv2 image encoders.
+      {"hunyuan3d-dit-v2", Role::DiffusionModel}, {"hunyuan3d-dit-v2-mv", Role::DiffusionModel},
+      {"hunyuan3d-dit-v2-mv-turbo", Role::DiffusionModel}, {"hunyuan3d-dit-v2.1", Role::DiffusionModel},
+      {"hunyuan3d-shape-vae", Role::Vae},        {"dinov2-giant", Role::ClipVision},
+      {"dinov2-large", Role::ClipVision},
       {"z-image-turbo", Role::DiffusionModel},   {"z-image", Role::DiffusionModel},
       {"chroma1-hd", Role::DiffusionModel},
       // Issue 26 part B: the LTX-2 / LTX-2.3 audio-video models, their Gemma 3 encoder and video VAE.
