@@ -231,18 +231,14 @@ AnchorPrefixes prefixes_of(const std::vector<const TensorRecord*>& tensors, cons
   return out;
 }
 
-// The entry's file_patterns as the catalog's matcher takes them. The catalog given here may be a caller's
-// own JSON, unchecked: a malformed pattern (not a list of non-empty strings) matches nothing.
+// The entry's file_patterns through the catalog's reader and matcher. The catalog given here may be a
+// caller's own JSON, unchecked: a malformed pattern matches nothing, the others still count.
 std::size_t file_name_score(const json& entry, const std::string& stem) {
   auto patterns = entry.find("file_patterns");
   if (patterns == entry.end() || !patterns->is_array()) return 0;
   std::vector<FilePattern> typed;
-  for (const auto& pattern : *patterns) {
-    if (!pattern.is_array()) continue;
-    FilePattern parts;
-    for (const auto& part : pattern) parts.push_back(part.is_string() ? part.get<std::string>() : std::string());
-    typed.push_back(std::move(parts));  // an empty part fails the match
-  }
+  for (const auto& pattern : *patterns)
+    if (auto p = read_file_pattern(pattern)) typed.push_back(std::move(*p));
   return file_patterns_score(typed, stem);
 }
 

@@ -270,7 +270,7 @@ TEST_CASE("recognise: a state dict in torch's dtype spelling", "[recognise][api]
 }
 
 TEST_CASE("recognise: broken name rules fail at load naming file, rule and key", "[recognise]") {
-  const json good = {{"file_names", {{"vae", json::array({{{"model", "flux-vae"}, {"all", {"fluxae"}}}})}}},
+  const json good = {{"file_names", {{"vae", json::array({{{"model", "flux-vae"}, {"file_patterns", {{"~fluxae"}}}}})}}},
                      {"model_configs", json::array({{{"config_class", "Flux"}, {"models", {"flux1-dev"}}}})}};
   CHECK(error_of(good).empty());
   json no_model = good;
@@ -282,14 +282,21 @@ TEST_CASE("recognise: broken name rules fail at load naming file, rule and key",
   e = error_of(typo);
   CHECK_THAT(e, Catch::Contains("model_configs[0]") && Catch::Contains("'dims'"));
   json empty_rule = good;
-  empty_rule["file_names"]["vae"][0].erase("all");
-  CHECK_THAT(error_of(empty_rule), Catch::Contains("file_names.vae[0]"));
-  json bad_any = good;
-  bad_any["file_names"]["vae"][0]["any"] = {"a", "b"};  // words, not lists of words
-  CHECK_THAT(error_of(bad_any), Catch::Contains("'any'"));
+  empty_rule["file_names"]["vae"][0].erase("file_patterns");
+  CHECK_THAT(error_of(empty_rule), Catch::Contains("file_names.vae[0]") && Catch::Contains("'file_patterns'"));
+  // The old grammar's keys are refused by name, so a rule written in it does not silently match nothing.
+  json old_grammar = good;
+  old_grammar["file_names"]["vae"][0]["all"] = {"fluxae"};
+  CHECK_THAT(error_of(old_grammar), Catch::Contains("'all'") && Catch::Contains("not a known key"));
+  json bad_pattern = good;
+  bad_pattern["file_names"]["vae"][0]["file_patterns"] = {"a", "b"};  // parts, not lists of parts
+  CHECK_THAT(error_of(bad_pattern), Catch::Contains("file_names.vae[0]") && Catch::Contains("'file_patterns[0]'"));
+  json refusals_only = good;
+  refusals_only["file_names"]["vae"][0]["file_patterns"] = {{"!~lora"}};  // would match every other name
+  CHECK_THAT(error_of(refusals_only), Catch::Contains("'file_patterns[0]'") && Catch::Contains("refusal"));
   // An unsized family names no model and says which source its widths lack.
   json unsized = good;
-  unsized["file_names"]["vae"][0] = {{"unsized", "Acme VAE"}, {"all", {"acme"}}, {"note", "no public widths"}};
+  unsized["file_names"]["vae"][0] = {{"unsized", "Acme VAE"}, {"file_patterns", {{"~acme"}}}, {"note", "no public widths"}};
   CHECK(error_of(unsized).empty());
   json both = unsized;
   both["file_names"]["vae"][0]["model"] = "flux-vae";
