@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "core/base/error.hpp"
+#include "core/base/json_reader.hpp"
 #include "core/base/text.hpp"
 #include "core/catalog/file_names.hpp"
 #include "core/inspect/gguf_header.hpp"
@@ -142,11 +143,6 @@ const json& catalog_entries(const json& catalog) {
     if (it != catalog.end() && it->is_array()) return *it;
   }
   return empty;
-}
-
-std::string str_field(const json& entry, const char* key) {
-  auto it = entry.find(key);
-  return it != entry.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
 std::vector<std::string> string_list(const json& section, const char* key) {
@@ -338,14 +334,14 @@ void name_from(ModelSummary& c, const std::vector<Match>& matches, const std::st
     return;
   }
   const Match& best = matches.front();
-  c.model = str_field(*best.entry, "name");
-  c.family = str_field(*best.entry, "family");
-  c.variant = str_field(*best.entry, "variant");
-  std::string role = str_field(*best.entry, "role");
+  c.model = text_of(*best.entry, "name");
+  c.family = text_of(*best.entry, "family");
+  c.variant = text_of(*best.entry, "variant");
+  std::string role = text_of(*best.entry, "role");
   if (!role.empty()) c.role = role;
   c.key_prefix = best.prefix;
   for (std::size_t i = 1; i < matches.size() && matches[i].score == best.score; ++i)
-    c.candidates.push_back(str_field(*matches[i].entry, "name"));
+    c.candidates.push_back(text_of(*matches[i].entry, "name"));
 }
 
 ModelSummary recognise_component(const std::vector<const TensorRecord*>& tensors, const std::string& format,
@@ -356,7 +352,7 @@ ModelSummary recognise_component(const std::vector<const TensorRecord*>& tensors
   auto matches = lora ? std::vector<Match>{} : recognise(tensors, index, catalog, stem);
   std::string role = lora ? "lora" : !prefix_role.empty() ? prefix_role : "unknown";
   if (!matches.empty()) {
-    std::string r = str_field(*matches.front().entry, "role");
+    std::string r = text_of(*matches.front().entry, "role");
     if (!r.empty()) role = r;
   }
   ModelSummary c = measure(tensors, index, format, role, formats);
