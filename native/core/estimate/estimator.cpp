@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "core/catalog/catalog.hpp"
+#include "core/estimate/job_models.hpp"
 #include "core/catalog/verdict.hpp"
 #include "core/base/error.hpp"
 #include "core/estimate/apply_calibration.hpp"
@@ -454,7 +455,7 @@ std::vector<SamplerPeak> sampler_peaks(const Job& job, const Runtime& runtime, c
   std::vector<std::pair<Job, std::uint64_t>> sized;  // one sizing per distinct job (two passes of one model)
   for (const auto& s : job.samplers) {
     SamplerPeak sp{s, s.diffusion ? s.diffusion->model : "", std::nullopt, s.unknown, false};
-    if (sp.unsized.empty() && (!s.diffusion || s.diffusion->model.empty() || !find_model(s.diffusion->model)))
+    if (sp.unsized.empty() && (!s.diffusion || !find_model_of(*s.diffusion)))
       sp.unsized = "its model" + (s.diffusion ? " '" + s.diffusion->file + "'" : std::string()) + " is not in the catalog";
     if (sp.unsized.empty()) {
       const Job j = sampler_job(job, s);
