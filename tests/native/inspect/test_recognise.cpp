@@ -305,3 +305,28 @@ TEST_CASE("recognise: broken name rules fail at load naming file, rule and key",
   silent["file_names"]["vae"][0].erase("note");
   CHECK_THAT(error_of(silent), Catch::Contains("file_names.vae[0]") && Catch::Contains("'note'"));
 }
+
+TEST_CASE("recognise: every comfy_nodes.json file_names pattern answers for a name made of its own parts", "[recognise]") {
+  // A rule that the rules before it always take is dead data: each pattern's positive parts, joined into a
+  // file name, must reach that pattern's rule first (order is the rules' priority).
+  int checked = 0;
+  for (const auto& [role, rules] : name_rules().file_names) {
+    for (std::size_t i = 0; i < rules.size(); ++i) {
+      for (const auto& pattern : rules[i].file_patterns) {
+        std::string name;
+        for (const auto& part : pattern) {
+          if (part[0] == '!') continue;
+          name += (name.empty() ? "" : "_") + part.substr(part.find_first_not_of("=~"));
+        }
+        const std::string stem = model_file_stem(name + ".safetensors");
+        std::size_t first = rules.size();
+        for (std::size_t j = 0; j < rules.size() && first == rules.size(); ++j)
+          if (file_patterns_score(rules[j].file_patterns, stem) > 0) first = j;
+        INFO(role << ": '" << name << "' should reach rule " << i);
+        CHECK(first == i);
+        ++checked;
+      }
+    }
+  }
+  CHECK(checked > 30);
+}
