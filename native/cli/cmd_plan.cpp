@@ -9,6 +9,7 @@
 #include "core/api/api.hpp"
 #include "core/catalog/verdict.hpp"
 #include "core/base/error.hpp"
+#include "core/base/json_reader.hpp"
 #include "core/base/units.hpp"
 #include "core/catalog/catalog.hpp"
 #include "core/workflow/workflow_graph.hpp"
@@ -47,13 +48,6 @@ const std::vector<FlagForm>& plan_flags() {
 std::string help_text() {
   std::string h = kHelp;
   return h.insert(h.find("  --models DIR"), flags_help(plan_flags()));
-}
-
-// A text field of the answer, "" where it is absent or null (the core answers null for "none", e.g. no
-// advice for a run whose size is unknown).
-std::string text_of(const api::json& o, const char* key) {
-  const auto it = o.find(key);
-  return it != o.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
 std::string bytes(const api::json& v) { return v.is_number() ? format_bytes(v.get<std::uint64_t>()) : "-"; }

@@ -143,4 +143,10 @@ std::string json_preview(const json& v, std::size_t max_chars) {
   return out.substr(0, cut) + "...";
 }
 
+std::string text_of(const nlohmann::json& object, const char* key) {
+  if (!object.is_object()) return "";
+  const auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
 }  // namespace headroom

@@ -27,6 +27,11 @@ struct JsonLimits {
 // the depth limit, or the top-level type found; never anything else for any input.
 nlohmann::json read_json(const std::string& text, const std::string& source, const JsonLimits& limits = {});
 
+// The string at `key` of `object`; "" where the key is absent, null or not a string, or `object` is not an
+// object (an answer's optional texts: the core answers null for "none"). Callers whose input must hold a
+// string there check it themselves and say so (request_fields, DataReader, JsonFields).
+std::string text_of(const nlohmann::json& object, const char* key);
+
 // At most `max_chars` of a compact rendering of `v` (strings with invalid UTF-8 replaced), "..." when cut.
 // Stops walking once the budget is spent, so a huge value costs no more than a small one.
 std::string json_preview(const nlohmann::json& v, std::size_t max_chars = 80);

@@ -69,20 +69,9 @@ std::unordered_map<std::string, std::size_t> build_keys(const std::vector<T>& it
 }
 
 std::vector<FilePattern> file_patterns_of(const JsonFields& entry) {
-  std::vector<FilePattern> out;
-  if (!entry.has("file_patterns")) return out;
-  const json& all = entry.array("file_patterns");
-  for (std::size_t i = 0; i < all.size(); ++i) {
-    const std::string at = "file_patterns[" + std::to_string(i) + "]";
-    FilePattern p;
-    if (all[i].is_array())
-      for (const auto& part : all[i])
-        if (part.is_string() && !part.get<std::string>().empty()) p.push_back(part.get<std::string>());
-    if (!all[i].is_array() || p.empty() || p.size() != all[i].size())
-      entry.fail(at.c_str(), "expected a non-empty array of non-empty strings");
-    out.push_back(std::move(p));
-  }
-  return out;
+  if (!entry.has("file_patterns")) return {};
+  return read_file_patterns(entry.array("file_patterns"), "file_patterns",
+                            [&](const std::string& key, const std::string& what) { entry.fail(key.c_str(), what); });
 }
 
 // The inspector reads "recognise" as it stands (inspect/inspector.cpp): its shape is checked here, so a
@@ -354,7 +343,7 @@ const Catalog& catalog_data() {
 const ModelInfo* find_model(const std::string& text) {
   const auto& c = catalog_data();
   if (const auto* m = exact_match(c.models, c.model_keys, text)) return m;
-  if (auto name = model_from_file_name(text)) return exact_match(c.models, c.model_keys, *name);
+  if (const ModelInfo* m = model_from_file_name(text)) return m;
   auto subs = substring_matches(c.models, text);
   if (subs.size() == 1) return subs[0];
   return nullptr;

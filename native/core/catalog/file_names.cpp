@@ -10,35 +10,82 @@
 namespace headroom {
 namespace {
 
-// A pattern matches when every part does; its score is the matched length (longest wins).
-bool pattern_matches(const std::string& stem, const FilePattern& pattern, std::size_t* score) {
+// A part's test: its operator ('!' refuses, '=' is the whole stem, '~' reads the squashed stem) and text.
+struct Part {
+  bool refuse = false, whole = false, squashed = false;
+  std::string text;
+};
+
+Part parse_part(const std::string& p) {
+  Part part;
+  std::size_t at = 0;
+  if (at < p.size() && p[at] == '!') part.refuse = true, ++at;
+  if (!part.refuse && at < p.size() && p[at] == '=') part.whole = true, ++at;
+  if (at < p.size() && p[at] == '~') part.squashed = true, ++at;
+  part.text = p.substr(at);
+  return part;
+}
+
+// A pattern matches when every part does; its score is the matched length (longest wins). The squashed
+// stem is made only for a pattern that asks for it.
+bool pattern_matches(const std::string& stem, std::string& squashed, const FilePattern& pattern, std::size_t* score) {
   if (pattern.empty()) return false;
   std::size_t total = 0;
   for (const std::string& p : pattern) {
-    if (p.empty()) return false;
-    if (p[0] == '!') {
-      if (stem.find(p.substr(1)) != std::string::npos) return false;
-    } else if (p[0] == '=') {
-      if (stem != p.substr(1)) return false;
-      total += p.size() - 1;
-    } else {
-      if (stem.find(p) == std::string::npos) return false;
-      total += p.size();
-    }
+    const Part part = parse_part(p);
+    if (part.text.empty()) return false;
+    if (part.squashed && squashed.empty()) squashed = squash(stem);
+    const std::string& in = part.squashed ? squashed : stem;
+    const bool found = part.whole ? in == part.text : in.find(part.text) != std::string::npos;
+    if (found == part.refuse) return false;
+    if (!part.refuse) total += part.text.size();
   }
   *score = total;
-  return true;
+  return total > 0;
 }
 
 }  // namespace
 
 std::size_t file_patterns_score(const std::vector<FilePattern>& patterns, const std::string& stem) {
   std::size_t best = 0;
+  std::string squashed;
   for (const auto& pattern : patterns) {
     std::size_t score = 0;
-    if (pattern_matches(stem, pattern, &score)) best = std::max(best, score);
+    if (pattern_matches(stem, squashed, pattern, &score)) best = std::max(best, score);
   }
   return best;
+}
+
+std::optional<FilePattern> read_file_pattern(const nlohmann::json& v) {
+  if (!v.is_array() || v.empty()) return std::nullopt;
+  FilePattern out;
+  bool positive = false;
+  for (const auto& part : v) {
+    if (!part.is_string() || parse_part(part.get<std::string>()).text.empty()) return std::nullopt;
+    out.push_back(part.get<std::string>());
+    positive = positive || !parse_part(out.back()).refuse;
+  }
+  if (!positive) return std::nullopt;
+  return out;
+}
+
+std::vector<FilePattern> read_file_patterns(const nlohmann::json& v, const std::string& key, const PatternFailure& fail) {
+  std::vector<FilePattern> out;
+  if (!v.is_array() || v.empty()) {
+    fail(key, "expected a non-empty array of patterns such as [[\"flux1\", \"dev\"], [\"=ae\"]]");
+    return {};
+  }
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    auto pattern = read_file_pattern(v[i]);
+    if (!pattern) {
+      fail(key + "[" + std::to_string(i) + "]",
+           "expected a non-empty array of non-empty strings ('x', '!x', '=x', '~x' or '!~x', the operator followed by "
+           "text), at least one of them not a '!' refusal");
+      return {};
+    }
+    out.push_back(std::move(*pattern));
+  }
+  return out;
 }
 
 std::string model_file_stem(const std::string& file_name) {
@@ -52,9 +99,9 @@ std::string model_file_stem(const std::string& file_name) {
   return s;
 }
 
-std::optional<std::string> model_from_file_name(const std::string& file_name) {
+const ModelInfo* model_from_file_name(const std::string& file_name) {
   std::string stem = model_file_stem(file_name);
-  if (stem.empty()) return std::nullopt;
+  if (stem.empty()) return nullptr;
   const ModelInfo* best = nullptr;
   std::size_t best_score = 0;
   for (const auto& m : catalog_data().models) {
@@ -63,8 +110,7 @@ std::optional<std::string> model_from_file_name(const std::string& file_name) {
       best_score = score;
     }
   }
-  if (!best) return std::nullopt;
-  return best->name;
+  return best;
 }
 
 namespace {

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "core/catalog/catalog.hpp"
+#include "core/estimate/job_models.hpp"
 #include "core/catalog/verdict.hpp"
 #include "core/base/error.hpp"
 #include "core/estimate/apply_calibration.hpp"
@@ -459,7 +460,7 @@ std::vector<SamplerPeak> sampler_peaks(const Job& job, const Runtime& runtime, c
   Loaded before = earlier;
   for (const auto& s : job.samplers) {
     SamplerPeak sp{s, s.diffusion ? s.diffusion->model : "", std::nullopt, s.unknown, false};
-    if (sp.unsized.empty() && (!s.diffusion || s.diffusion->model.empty() || !find_model(s.diffusion->model)))
+    if (sp.unsized.empty() && (!s.diffusion || !find_model_of(*s.diffusion)))
       sp.unsized = "its model" + (s.diffusion ? " '" + s.diffusion->file + "'" : std::string()) + " is not in the catalog";
     if (sp.unsized.empty()) {
       Job j = sampler_job(job, s);

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "core/base/error.hpp"
+#include "core/base/json_reader.hpp"
 #include "core/base/text.hpp"
 #include "core/catalog/file_names.hpp"
 #include "core/inspect/gguf_header.hpp"
@@ -144,11 +145,6 @@ const json& catalog_entries(const json& catalog) {
   return empty;
 }
 
-std::string str_field(const json& entry, const char* key) {
-  auto it = entry.find(key);
-  return it != entry.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
 std::vector<std::string> string_list(const json& section, const char* key) {
   std::vector<std::string> out;
   auto it = section.find(key);
@@ -231,18 +227,14 @@ AnchorPrefixes prefixes_of(const std::vector<const TensorRecord*>& tensors, cons
   return out;
 }
 
-// The entry's file_patterns as the catalog's matcher takes them. The catalog given here may be a caller's
-// own JSON, unchecked: a malformed pattern (not a list of non-empty strings) matches nothing.
+// The entry's file_patterns through the catalog's reader and matcher. The catalog given here may be a
+// caller's own JSON, unchecked: a malformed pattern matches nothing, the others still count.
 std::size_t file_name_score(const json& entry, const std::string& stem) {
   auto patterns = entry.find("file_patterns");
   if (patterns == entry.end() || !patterns->is_array()) return 0;
   std::vector<FilePattern> typed;
-  for (const auto& pattern : *patterns) {
-    if (!pattern.is_array()) continue;
-    FilePattern parts;
-    for (const auto& part : pattern) parts.push_back(part.is_string() ? part.get<std::string>() : std::string());
-    typed.push_back(std::move(parts));  // an empty part fails the match
-  }
+  for (const auto& pattern : *patterns)
+    if (auto p = read_file_pattern(pattern)) typed.push_back(std::move(*p));
   return file_patterns_score(typed, stem);
 }
 
@@ -342,14 +334,14 @@ void name_from(ModelSummary& c, const std::vector<Match>& matches, const std::st
     return;
   }
   const Match& best = matches.front();
-  c.model = str_field(*best.entry, "name");
-  c.family = str_field(*best.entry, "family");
-  c.variant = str_field(*best.entry, "variant");
-  std::string role = str_field(*best.entry, "role");
+  c.model = text_of(*best.entry, "name");
+  c.family = text_of(*best.entry, "family");
+  c.variant = text_of(*best.entry, "variant");
+  std::string role = text_of(*best.entry, "role");
   if (!role.empty()) c.role = role;
   c.key_prefix = best.prefix;
   for (std::size_t i = 1; i < matches.size() && matches[i].score == best.score; ++i)
-    c.candidates.push_back(str_field(*matches[i].entry, "name"));
+    c.candidates.push_back(text_of(*matches[i].entry, "name"));
 }
 
 ModelSummary recognise_component(const std::vector<const TensorRecord*>& tensors, const std::string& format,
@@ -360,7 +352,7 @@ ModelSummary recognise_component(const std::vector<const TensorRecord*>& tensors
   auto matches = lora ? std::vector<Match>{} : recognise(tensors, index, catalog, stem);
   std::string role = lora ? "lora" : !prefix_role.empty() ? prefix_role : "unknown";
   if (!matches.empty()) {
-    std::string r = str_field(*matches.front().entry, "role");
+    std::string r = text_of(*matches.front().entry, "role");
     if (!r.empty()) role = r;
   }
   ModelSummary c = measure(tensors, index, format, role, formats);

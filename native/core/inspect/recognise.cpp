@@ -1,9 +1,9 @@
-// The one recogniser (see recognise.hpp). Name rules are comfy_nodes.json data checked at load; the
-// matching grammar is the only code here.
+// The one recogniser (see recognise.hpp). Name rules are comfy_nodes.json data checked at load, in the
+// file-pattern format the catalog reads and matches (catalog/file_names.hpp); the precedence between
+// them is the only code here.
 #include "core/inspect/recognise.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <set>
 #include <unordered_set>
 
@@ -12,14 +12,11 @@
 #include "core/base/file_reader.hpp"
 #include "core/base/data_reader.hpp"
 #include "core/catalog/catalog.hpp"
-#include "core/base/text.hpp"
 
 namespace headroom {
 namespace {
 
 using nlohmann::json;
-
-bool has(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
 
 // --- comfy_nodes.json: typed, every field checked --------------------------------------------------
 
@@ -27,21 +24,16 @@ using Reader = DataReader;
 
 NameRule read_name_rule(const json& j, const Reader& r) {
   if (!j.is_object()) r.fail("rule", "expected an object");
-  r.known(j, {"model", "equals", "all", "any", "none", "note", "unsized"});
+  r.known(j, {"model", "file_patterns", "note", "unsized"});
   NameRule rule;
   rule.unsized = r.text(j, "unsized", false);
   rule.model = r.text(j, "model", rule.unsized.empty());
   if (!rule.model.empty() && !rule.unsized.empty())
     r.fail("unsized", "and model both set: a rule names a catalog model or a family Headroom cannot size, not both");
-  rule.equals = r.text(j, "equals", false);
   rule.note = r.text(j, "note", !rule.unsized.empty());  // an unsized family says which source its widths lack
-  if (j.contains("all")) rule.all = r.words(j["all"], "all");
-  if (j.contains("none")) rule.none = r.words(j["none"], "none");
-  if (j.contains("any")) {
-    if (!j["any"].is_array()) r.fail("any", "expected an array of word lists");
-    for (const auto& group : j["any"]) rule.any.push_back(r.words(group, "any"));
-  }
-  if (rule.equals.empty() && rule.all.empty() && rule.any.empty()) r.fail("all", "is missing (a rule needs equals, all or any)");
+  if (!j.contains("file_patterns")) r.fail("file_patterns", "is missing (a rule needs the names it matches)");
+  rule.file_patterns = read_file_patterns(j["file_patterns"], "file_patterns",
+                                          [&](const std::string& key, const std::string& what) { r.fail(key, what); });
   return rule;
 }
 
@@ -62,17 +54,6 @@ ConfigRule read_config_rule(const json& j, const Reader& r) {
   return rule;
 }
 
-bool matches(const NameRule& rule, const std::string& n) {
-  if (!rule.equals.empty() && n != rule.equals) return false;
-  for (const auto& w : rule.all)
-    if (!has(n, w)) return false;
-  for (const auto& group : rule.any)
-    if (std::none_of(group.begin(), group.end(), [&](const std::string& w) { return has(n, w); })) return false;
-  for (const auto& w : rule.none)
-    if (has(n, w)) return false;
-  return true;
-}
-
 // Canonical names of the catalog, for exact checks without the alias search of find_model.
 bool in_catalog(const std::string& name) {
   static const std::unordered_set<std::string> names = [] {
@@ -83,14 +64,15 @@ bool in_catalog(const std::string& name) {
   return names.count(name) > 0;
 }
 
-bool role_matches(const ModelInfo& m, const std::string& role) {
-  switch (m.role) {
-    case Role::DiffusionModel: return role == "diffusion" || role == "checkpoint";
-    case Role::TextEncoder: return role == "text_encoder";
-    case Role::ClipVision: return role == "clip_vision";
-    case Role::Vae: return role == "vae";
-  }
-  return false;
+// Whether a loader of `loader_role` loads a model of m's catalog role (a checkpoint bundles a diffusion model).
+bool role_matches(const ModelInfo& m, const std::string& loader_role) {
+  static const std::map<std::string, Role> loads = {{"diffusion", Role::DiffusionModel},
+                                                    {"checkpoint", Role::DiffusionModel},
+                                                    {"text_encoder", Role::TextEncoder},
+                                                    {"clip_vision", Role::ClipVision},
+                                                    {"vae", Role::Vae}};
+  const auto it = loads.find(loader_role);
+  return it != loads.end() && it->second == m.role;
 }
 
 }  // namespace
@@ -131,14 +113,14 @@ static bool named_by_rules(const std::string& role, const std::string& model) {
 
 NameRecognition recognise_file_name(const std::string& file, const std::string& loader_role) {
   NameRecognition g;
-  const std::string n = squash(path_file_name(file));
+  const std::string stem = model_file_stem(file);
   // A checkpoint is named after the diffusion model it bundles.
   const std::string rules_role = loader_role == "checkpoint" ? "diffusion" : loader_role;
   const NameRule* hit = nullptr;
   auto it = name_rules().file_names.find(rules_role);
   if (it != name_rules().file_names.end())
     for (const auto& rule : it->second)
-      if (matches(rule, n)) {
+      if (file_patterns_score(rule.file_patterns, stem) > 0) {
         hit = &rule;
         break;
       }
@@ -148,8 +130,7 @@ NameRecognition recognise_file_name(const std::string& file, const std::string& 
   // name a catalog model the rules never name (a family added since, such as a FLUX.2 file that a
   // "flux" rule would take for FLUX.1), so a new family is never taken for an older one.
   const ModelInfo* by_pattern = nullptr;
-  if (auto name = model_from_file_name(path_file_name(file)))
-    if (const ModelInfo* info = find_model(*name); info && role_matches(*info, loader_role)) by_pattern = info;
+  if (const ModelInfo* info = model_from_file_name(file); info && role_matches(*info, loader_role)) by_pattern = info;
   if (by_pattern && !named_by_rules(rules_role, by_pattern->name)) hit = nullptr;
   if (hit) {
     g.model = hit->model;

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/catalog/file_names.hpp"
 #include "core/inspect/inspector.hpp"
 
 namespace headroom {
@@ -28,8 +29,10 @@ struct NameRecognition {
 // (The precision alone: precision_from_file_name in catalog/file_names.hpp, the one rule set every reader uses.)
 
 // From a file name, for a loader of `loader_role` ("diffusion", "checkpoint", "text_encoder", "vae",
-// "clip_vision"). comfy_nodes.json `file_names` are asked first, because they carry the caveats of
-// near relatives (Flux Fill, Wan VACE); a name they do not know goes to models.json `file_patterns`.
+// "clip_vision"). comfy_nodes.json `file_names` (per role, ordered: the first rule whose file_patterns
+// match wins) are asked first, because they carry the caveats of near relatives (Flux Fill, Wan VACE);
+// a name they do not know goes to models.json `file_patterns` (the longest match wins). Both are the one
+// pattern format and matcher of catalog/file_names.hpp.
 // A rule naming a model the catalog lacks (a trimmed HEADROOM_DATA_DIR) is ignored.
 NameRecognition recognise_file_name(const std::string& file, const std::string& loader_role);
 
@@ -62,10 +65,9 @@ const std::vector<VaeKeyRule>& vae_key_rules();  // from comfy_nodes.json, loade
 // The comfy_nodes.json rules behind the two name recognisers, typed and checked once.
 struct NameRule {
   std::string model;
-  std::string equals;                          // the squashed name is exactly this ("" = no such test)
-  std::vector<std::string> all;                // every word occurs
-  std::vector<std::vector<std::string>> any;   // each list: at least one word occurs
-  std::vector<std::string> none;               // no word occurs
+  // The rule's names, in models.json's file_patterns format (catalog/file_names.hpp), matched by the
+  // same matcher; the rule matches when any pattern does.
+  std::vector<FilePattern> file_patterns;
   std::string note;                            // caveat to report ("" = none)
   // A family Headroom knows by name but cannot size (no public source gives its widths): its files are
   // named as that family and stay unknown, never taken for a near one. Set instead of `model`.

@@ -9,6 +9,7 @@
 
 #include "core/base/data_files.hpp"
 #include "core/base/error.hpp"
+#include "core/base/json_reader.hpp"
 #include "core/base/units.hpp"
 
 namespace headroom::oom {
@@ -30,10 +31,7 @@ std::string getu(const Report& r, const char* key) {
   return "";
 }
 
-std::string node(const Report& r) {
-  return r.extra.contains("comfy_node") && r.extra["comfy_node"].is_string() ? r.extra["comfy_node"].get<std::string>()
-                                                                            : "";
-}
+std::string node(const Report& r) { return text_of(r.extra, "comfy_node"); }
 
 std::string alloc_conf_var(const Report& r) {
   return r.backend == Backend::Rocm ? "PYTORCH_HIP_ALLOC_CONF" : "PYTORCH_CUDA_ALLOC_CONF";
@@ -43,9 +41,7 @@ std::string smi(const Report& r) { return r.backend == Backend::Rocm ? "rocm-smi
 
 bool comfy(const Report& r) { return r.app == "comfyui"; }
 
-std::string gets(const Report& r, const char* key) {
-  return r.extra.contains(key) && r.extra[key].is_string() ? r.extra[key].get<std::string>() : "";
-}
+std::string gets(const Report& r, const char* key) { return text_of(r.extra, key); }
 
 std::optional<u64> getn(const Report& r, const char* key) {
   if (!r.extra.contains(key)) return std::nullopt;

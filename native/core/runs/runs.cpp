@@ -31,11 +31,6 @@ std::optional<double> number(const json& e, const char* key) {
   return it->get<double>();
 }
 
-std::string text(const json& e, const char* key) {
-  auto it = e.find(key);
-  return it != e.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
 json max_of(const json& a, const json& b) {
   if (a.is_null()) return b;
   if (b.is_null()) return a;
@@ -100,7 +95,7 @@ json stage_model(const json& prediction, const std::string& stage) {
   json c = job[component];
   if (c.is_array()) c = c.empty() ? json(nullptr) : c[0];
   if (!c.is_object()) return nullptr;
-  std::string file = text(c, "file");
+  std::string file = text_of(c, "file");
   if (file.empty()) return nullptr;
   return path_file_name(file);  // the history holds file names only; an older line may hold more
 }
@@ -113,7 +108,7 @@ json predicted_stage(const json& prediction, const std::string& stage) {
     auto list = prediction.find(key);
     if (list == prediction.end() || !list->is_array()) continue;
     for (const auto& s : *list)
-      if (s.is_object() && text(s, "name") == stage) return s;
+      if (s.is_object() && text_of(s, "name") == stage) return s;
   }
   return nullptr;
 }
@@ -127,7 +122,7 @@ json stage_json(const Run& r, const std::string& name, const std::vector<const j
     const double w = number(*n, "wall_s").value_or(0);
     wall += w;
     json node_reserved = bytes_or_null(*n, "peak_reserved_bytes"), node_allocated = bytes_or_null(*n, "peak_allocated_bytes");
-    out["nodes"].push_back({{"id", text(*n, "id")}, {"type", text(*n, "type")}, {"wall_s", w},
+    out["nodes"].push_back({{"id", text_of(*n, "id")}, {"type", text_of(*n, "type")}, {"wall_s", w},
                             {"peak_reserved_bytes", node_reserved}, {"peak_allocated_bytes", node_allocated}});
     // The host memory a node added over the RSS it started from: on the CPU every tensor of the node is
     // there, so this is what the stage needed on that device (a GPU run stages weights there too).
@@ -181,7 +176,7 @@ json stages_json(const Run& r) {
   std::vector<std::string> order;
   std::map<std::string, std::vector<const json*>> by_stage;
   for (const auto& n : r.nodes) {
-    std::string s = stage_of(r, text(n, "id"));
+    std::string s = stage_of(r, text_of(n, "id"));
     if (!by_stage.count(s)) order.push_back(s);
     by_stage[s].push_back(&n);
   }
@@ -267,7 +262,7 @@ class Reader {
     auto v = number(e, "v");
     if (!v) return skip("damaged");
     if (*v > kHistoryVersion) return skip("newer_version");
-    const std::string ev = text(e, "ev"), id = text(e, "prompt_id");
+    const std::string ev = text_of(e, "ev"), id = text_of(e, "prompt_id");
     auto t = number(e, "t");
     if (ev.empty() || id.empty() || !t) return skip("damaged");
     if (!apply(ev, id, *t, e)) skip("damaged");
@@ -315,8 +310,8 @@ class Reader {
       Run& r = run_for(id, t, true);
       if (e.contains("runtime") && e["runtime"].is_object()) {
         const json& rt = e["runtime"];
-        r.runtime = {{"loader", text(rt, "loader").empty() ? json(nullptr) : json(text(rt, "loader"))},
-                     {"device", text(rt, "device").empty() ? json(nullptr) : json(text(rt, "device"))},
+        r.runtime = {{"loader", text_of(rt, "loader").empty() ? json(nullptr) : json(text_of(rt, "loader"))},
+                     {"device", text_of(rt, "device").empty() ? json(nullptr) : json(text_of(rt, "device"))},
                      {"vram_total_bytes", bytes_or_null(rt, "vram_total_bytes")}};
       }
       r.ram_total = bytes_or_null(e, "ram_total_bytes");
@@ -328,11 +323,11 @@ class Reader {
       if (!e.contains("prediction") || !e["prediction"].is_object()) return false;
       r.prediction = e["prediction"];
     } else if (ev == "node_start") {
-      r.current_node_id = text(e, "id");
-      r.current_node_type = text(e, "type");
+      r.current_node_id = text_of(e, "id");
+      r.current_node_type = text_of(e, "type");
       r.last.take(e);
     } else if (ev == "node") {
-      if (text(e, "id").empty()) return false;
+      if (text_of(e, "id").empty()) return false;
       r.nodes.push_back(e);
       r.last.take(e);
       point(r, t, e);
@@ -340,11 +335,11 @@ class Reader {
       r.last.take(e);
       point(r, t, e);
     } else if (ev == "end") {
-      const std::string outcome = text(e, "outcome");
+      const std::string outcome = text_of(e, "outcome");
       if (std::find(std::begin(kOutcomes), std::end(kOutcomes), outcome) == std::end(kOutcomes)) return false;
       r.outcome = outcome;
       r.ended = t;
-      r.message = text(e, "message").empty() ? json(nullptr) : json(text(e, "message"));
+      r.message = text_of(e, "message").empty() ? json(nullptr) : json(text_of(e, "message"));
     } else {
       return false;  // an event this version does not know
     }

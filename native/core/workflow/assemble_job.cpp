@@ -7,6 +7,7 @@
 
 #include "core/base/json_reader.hpp"
 #include "core/catalog/catalog.hpp"
+#include "core/estimate/job_models.hpp"
 #include "core/workflow/read_generations.hpp"
 #include "core/workflow/read_latents.hpp"
 #include "core/workflow/sampler_jobs.hpp"
@@ -17,7 +18,7 @@ namespace {
 // 2 a known sampled model, 1 an unknown one, 0 a known model that runs one forward pass (models.json one_pass).
 int standing(const Component& c) {
   if (c.model.empty()) return 1;
-  const ModelInfo* m = find_model(c.model);
+  const ModelInfo* m = find_model_of(c);
   return m && !m->one_pass.empty() ? 0 : 2;
 }
 
@@ -25,7 +26,7 @@ int standing(const Component& c) {
 // 0 when neither is known (an unknown model never wins over a known one).
 std::uint64_t component_bytes(const Component& c) {
   if (c.weight_bytes) return *c.weight_bytes;
-  const ModelInfo* m = c.model.empty() ? nullptr : find_model(c.model);
+  const ModelInfo* m = find_model_of(c);
   if (!m) return 0;
   const PrecisionInfo* p = find_precision(c.precision.empty() ? m->default_precision : c.precision);
   return p ? weight_bytes(*m, *p) * static_cast<std::uint64_t>(std::max(1, m->experts)) : 0;
@@ -39,7 +40,7 @@ std::uint64_t component_bytes(const Component& c) {
 // weights (Ideogram 4's conditional and unconditional files), the one that runs the text beside the
 // image has the longer sequence and so the larger activations.
 std::uint64_t sequence_text_tokens(const Component& c) {
-  const ModelInfo* m = c.model.empty() ? nullptr : find_model(c.model);
+  const ModelInfo* m = find_model_of(c);
   if (!m || !m->diffusion || !m->diffusion->text_in_sequence) return 0;
   return static_cast<std::uint64_t>(m->diffusion->text_tokens);
 }
@@ -62,7 +63,7 @@ std::size_t largest_diffusion(const std::vector<Component>& diffusion) {
 // picked one are named.
 void note_other_diffusion(ReaderState& st, std::size_t pick) {
   Job& job = st.info.job;
-  const ModelInfo* first = st.diffusion[0].model.empty() ? nullptr : find_model(st.diffusion[0].model);
+  const ModelInfo* first = find_model_of(st.diffusion[0]);
   const bool experts =
       st.diffusion.size() == 2 && st.diffusion[0].model == st.diffusion[1].model && first && first->experts == 2;
   if (experts) {
@@ -90,7 +91,7 @@ void choose_diffusion(ReaderState& st) {
   }
   const std::size_t pick = largest_diffusion(st.diffusion);
   job.diffusion = st.diffusion[pick];
-  if (const ModelInfo* picked = job.diffusion->model.empty() ? nullptr : find_model(job.diffusion->model);
+  if (const ModelInfo* picked = find_model_of(*job.diffusion);
       picked && !picked->one_pass.empty()) {
     st.one_pass = true;
     st.notes().push_back(picked->name + " runs as one forward pass (" + picked->one_pass + ")");
@@ -104,7 +105,7 @@ void choose_diffusion(ReaderState& st) {
 // for the other kind is dropped, and an audio model without one takes its default (the size stays unknown).
 void audio_length(ReaderState& st) {
   Job& job = st.info.job;
-  const ModelInfo* m = job.diffusion && !job.diffusion->model.empty() ? find_model(job.diffusion->model) : nullptr;
+  const ModelInfo* m = job.diffusion ? find_model_of(*job.diffusion) : nullptr;
   const bool audio = m && m->diffusion && m->diffusion->audio();
   if (!audio && job.seconds > 0) {
     st.notes().push_back("an audio latent of " + json_preview(job.seconds, 12) + " s runs beside a model that is not "

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "core/base/units.hpp"
+#include "core/catalog/catalog.hpp"
 #include "core/workflow/workflow_names.hpp"
 
 namespace headroom::workflow {
@@ -110,6 +111,8 @@ Component component(ReaderState& st, const Node& n, const std::string& file, con
   if (st.opt.reads_files()) read_header(st, n, c, role, rec);
   rec.model = c.model;
   rec.precision = c.precision;
+  // The one lookup of the name the file gave: the reader and the estimator use this entry from here on.
+  c.info = c.model.empty() ? nullptr : find_model(c.model);
   if (c.model.empty() && !c.weight_bytes) rec.size_source = "unknown";
   return c;
 }

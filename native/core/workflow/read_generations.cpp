@@ -4,6 +4,7 @@
 
 #include "core/base/json_reader.hpp"
 #include "core/catalog/catalog.hpp"
+#include "core/estimate/job_models.hpp"
 
 namespace headroom::workflow {
 
@@ -25,7 +26,7 @@ void resolve_generations(ReaderState& st) {
       continue;
     }
     const LoadedEncoder& e = it->second;
-    const ModelInfo* m = e.component.model.empty() ? nullptr : find_model(e.component.model);
+    const ModelInfo* m = find_model_of(e.component);
     if (!m || !m->encoder || m->encoder->kv_elems_per_token <= 0) {
       st.notes().push_back(p.node + ": its language model '" + e.file + "' is " +
                         (m ? "not known to write text (no arch.generation in models.json)" : "not in the catalog") +

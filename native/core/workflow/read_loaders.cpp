@@ -3,6 +3,7 @@
 #include <map>
 
 #include "core/catalog/catalog.hpp"
+#include "core/estimate/job_models.hpp"
 #include "core/workflow/model_files.hpp"
 #include "core/workflow/workflow_names.hpp"
 #include "core/workflow/workflow_values.hpp"
@@ -71,7 +72,7 @@ void read_diffusion(ReaderState& st, const Node& n, const std::string& file, con
 // flux1-schnell-fp8 carry CLIP-L, an fp8 T5-XXL and the Flux VAE): an fp8 checkpoint holds its T5
 // encoder in fp8 too, the small CLIP in 16 bit.
 void checkpoint_companions(ReaderState& st, const Component& c, bool clip_vision_output) {
-  const ModelInfo* m = c.model.empty() ? nullptr : find_model(c.model);
+  const ModelInfo* m = find_model_of(c);
   if (m && (!m->companion_text_encoders.empty() || !m->companion_vae.empty() || !m->companion_clip_vision.empty())) {
     const PrecisionInfo* p = c.precision.empty() ? nullptr : find_precision(c.precision);
     const bool fp8 = p && p->kind == PrecisionKind::Fp8;
@@ -80,15 +81,16 @@ void checkpoint_companions(ReaderState& st, const Component& c, bool clip_vision
     for (const auto& name : m->companion_text_encoders) {
       const ModelInfo* te = find_model(name);
       std::string precision = fp8 && te && te->family == "t5_encoder" ? "fp8_e4m3fn" : "";
-      st.checkpoint_text_encoders.push_back(Component{name, precision, std::nullopt, c.file});
+      st.checkpoint_text_encoders.push_back(Component{name, precision, std::nullopt, c.file, te});
       parts += (parts.empty() ? "" : ", ") + name + (precision.empty() ? "" : " (" + precision + ")");
     }
     if (!m->companion_vae.empty()) {
-      st.checkpoint_vae = Component{m->companion_vae, "", std::nullopt, c.file};
+      st.checkpoint_vae = Component{m->companion_vae, "", std::nullopt, c.file, find_model(m->companion_vae)};
       parts += (parts.empty() ? "" : " and ") + m->companion_vae;
     }
     if (clip_vision_output && !m->companion_clip_vision.empty()) {  // a 3D checkpoint carries its image encoder (Hunyuan3D: DINOv2)
-      st.checkpoint_clip_vision = Component{m->companion_clip_vision, "", std::nullopt, c.file};
+      st.checkpoint_clip_vision =
+          Component{m->companion_clip_vision, "", std::nullopt, c.file, find_model(m->companion_clip_vision)};
       parts += (parts.empty() ? "" : " and ") + m->companion_clip_vision;
     }
     st.notes().push_back("checkpoint '" + c.file + "' bundles " + parts);

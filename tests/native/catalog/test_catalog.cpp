@@ -17,6 +17,8 @@ namespace {
 
 std::string field_of(const std::function<void()>& f) { return support::input_error_field(f); }
 
+std::string name_of(const ModelInfo* m) { return m ? m->name : "(none)"; }
+
 std::string message_of(const std::function<void()>& f) {
   try {
     f();
@@ -161,23 +163,23 @@ TEST_CASE("aliases and ComfyUI file names resolve to canonical models", "[catalo
   CHECK(resolve_model("Wan2.1_T2V_1.3B").name == "wan2.1-t2v-1.3b");
   CHECK(resolve_model("kontext").name == "flux1-kontext-dev");
   // File names of the official templates (../shared/real-workflows/INDEX.md).
-  CHECK(*model_from_file_name("flux1-dev-kontext_fp8_scaled.safetensors") == "flux1-kontext-dev");
-  CHECK(*model_from_file_name("flux1-dev-fp8.safetensors") == "flux1-dev");
-  CHECK(*model_from_file_name("flux1-schnell.safetensors") == "flux1-schnell");
-  CHECK(*model_from_file_name("umt5_xxl_fp8_e4m3fn_scaled.safetensors") == "umt5-xxl");
-  CHECK(*model_from_file_name("t5xxl_fp16.safetensors") == "t5-xxl");
-  CHECK(*model_from_file_name("clip_l.safetensors") == "clip-l");
-  CHECK(*model_from_file_name("clip_vision_h.safetensors") == "clip-vision-h");
-  CHECK(*model_from_file_name("ae.safetensors") == "flux-vae");
-  CHECK(*model_from_file_name("wan_2.1_vae.safetensors") == "wan2.1-vae");
-  CHECK(*model_from_file_name("wan2.2_vae.safetensors") == "wan2.2-vae");
-  CHECK(*model_from_file_name("models/diffusion_models/wan2.2_i2v_high_noise_14B_fp8_scaled.safetensors") ==
+  CHECK(name_of(model_from_file_name("flux1-dev-kontext_fp8_scaled.safetensors")) == "flux1-kontext-dev");
+  CHECK(name_of(model_from_file_name("flux1-dev-fp8.safetensors")) == "flux1-dev");
+  CHECK(name_of(model_from_file_name("flux1-schnell.safetensors")) == "flux1-schnell");
+  CHECK(name_of(model_from_file_name("umt5_xxl_fp8_e4m3fn_scaled.safetensors")) == "umt5-xxl");
+  CHECK(name_of(model_from_file_name("t5xxl_fp16.safetensors")) == "t5-xxl");
+  CHECK(name_of(model_from_file_name("clip_l.safetensors")) == "clip-l");
+  CHECK(name_of(model_from_file_name("clip_vision_h.safetensors")) == "clip-vision-h");
+  CHECK(name_of(model_from_file_name("ae.safetensors")) == "flux-vae");
+  CHECK(name_of(model_from_file_name("wan_2.1_vae.safetensors")) == "wan2.1-vae");
+  CHECK(name_of(model_from_file_name("wan2.2_vae.safetensors")) == "wan2.2-vae");
+  CHECK(name_of(model_from_file_name("models/diffusion_models/wan2.2_i2v_high_noise_14B_fp8_scaled.safetensors")) ==
         "wan2.2-i2v-a14b");
-  CHECK(*model_from_file_name("wan2.2_t2v_low_noise_14B_fp8_scaled.safetensors") == "wan2.2-t2v-a14b");
-  CHECK(*model_from_file_name("wan2.2_ti2v_5B_fp16.safetensors") == "wan2.2-ti2v-5b");
-  CHECK(*model_from_file_name("wan2.1_i2v_480p_14B_fp16.safetensors") == "wan2.1-i2v-14b");
-  CHECK(*model_from_file_name("wan2.1_t2v_1.3B_fp16.safetensors") == "wan2.1-t2v-1.3b");
-  CHECK(*model_from_file_name("wan2.1_vace_14B_fp16.safetensors") == "wan2.1-vace-14b");
+  CHECK(name_of(model_from_file_name("wan2.2_t2v_low_noise_14B_fp8_scaled.safetensors")) == "wan2.2-t2v-a14b");
+  CHECK(name_of(model_from_file_name("wan2.2_ti2v_5B_fp16.safetensors")) == "wan2.2-ti2v-5b");
+  CHECK(name_of(model_from_file_name("wan2.1_i2v_480p_14B_fp16.safetensors")) == "wan2.1-i2v-14b");
+  CHECK(name_of(model_from_file_name("wan2.1_t2v_1.3B_fp16.safetensors")) == "wan2.1-t2v-1.3b");
+  CHECK(name_of(model_from_file_name("wan2.1_vace_14B_fp16.safetensors")) == "wan2.1-vace-14b");
   // Models we do not cover are not guessed.
   CHECK_FALSE(model_from_file_name("sigclip_vision_patch14_384.safetensors"));
   CHECK_FALSE(model_from_file_name("flux1-fill-dev.safetensors"));

@@ -1,10 +1,12 @@
-// The one file-pattern matcher (catalog/file_names): the name recogniser and the inspector's
-// tie-break both score models.json file_patterns through it.
+// The one file-pattern format, reader and matcher (catalog/file_names): models.json file_patterns, the
+// comfy_nodes.json file_names rules and the inspector's tie-break all go through it.
 #include "catch.hpp"
 #include "core/base/text.hpp"
 #include "core/catalog/catalog.hpp"
+#include "core/catalog/file_names.hpp"
 
 using namespace headroom;
+using nlohmann::json;
 
 TEST_CASE("file_patterns_score: every part must occur, the best pattern's matched length wins", "[catalog][file_names]") {
   const std::vector<FilePattern> patterns = {{"flux", "dev"}, {"flux", "dev", "fp8"}, {"flux", "!fill"}};
@@ -23,6 +25,31 @@ TEST_CASE("file_patterns_score: '=x' is the whole stem; an empty part or pattern
   CHECK(file_patterns_score({}, "wan21") == 0);
 }
 
+TEST_CASE("file_patterns_score: '~x' reads the squashed stem, '!~x' refuses there", "[catalog][file_names]") {
+  const std::vector<FilePattern> wan22_i2v = {{"~wan22", "~i2v", "!~lora"}};
+  for (const char* name : {"wan2.2_i2v_high_noise_14B_fp8", "Wan2_2-I2V-A14B", "wan22i2v"})
+    CHECK(file_patterns_score(wan22_i2v, model_file_stem(name)) == 5 + 3);
+  CHECK(file_patterns_score(wan22_i2v, model_file_stem("wan2.2_i2v_lo_ra_rank64")) == 0);  // "lora" once squashed
+  CHECK(file_patterns_score(wan22_i2v, model_file_stem("wan2.1_i2v_14B")) == 0);
+  // A plain part still reads the stem as it is: "wan22" is not in "wan2.2_i2v".
+  CHECK(file_patterns_score({{"wan22", "i2v"}}, model_file_stem("wan2.2_i2v")) == 0);
+}
+
+TEST_CASE("read_file_patterns: the one reader names the faulty pattern", "[catalog][file_names]") {
+  std::string key, what;
+  const PatternFailure fail = [&](const std::string& k, const std::string& w) { key = k, what = w; };
+  CHECK(read_file_patterns(json::parse(R"([["~flux", "!~lora"], ["=ae"]])"), "file_patterns", fail).size() == 2);
+  CHECK(key.empty());
+  for (const char* bad : {R"([["flux"], []])", R"([["flux"], ["!lora"]])", R"([["flux"], ["~"]])", R"([["flux"], [3]])"}) {
+    key.clear();
+    CHECK(read_file_patterns(json::parse(bad), "file_patterns", fail).empty());
+    CHECK(key == "file_patterns[1]");
+  }
+  key.clear();
+  read_file_patterns(json::parse(R"("flux")"), "file_patterns", fail);
+  CHECK(key == "file_patterns");
+}
+
 TEST_CASE("model_from_file_name takes the catalog model whose pattern scores best", "[catalog][file_names]") {
   // Every catalog model with patterns is found from a stem made of its own best pattern's parts.
   int checked = 0;
@@ -31,13 +58,11 @@ TEST_CASE("model_from_file_name takes the catalog model whose pattern scores bes
       std::string stem;
       bool plain = true;
       for (const auto& part : pattern) {
-        plain = plain && part[0] != '!' && part[0] != '=';
+        plain = plain && part[0] != '!' && part[0] != '=' && part[0] != '~';
         stem += part + "_";
       }
       if (!plain) continue;
-      const auto found = model_from_file_name(stem + ".safetensors");
-      REQUIRE(found);
-      const ModelInfo* other = find_model(*found);
+      const ModelInfo* other = model_from_file_name(stem + ".safetensors");
       REQUIRE(other);
       // The winner scores at least as well as the model the stem was made from.
       CHECK(file_patterns_score(other->file_patterns, model_file_stem(stem)) >=

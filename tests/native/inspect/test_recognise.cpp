@@ -270,7 +270,7 @@ TEST_CASE("recognise: a state dict in torch's dtype spelling", "[recognise][api]
 }
 
 TEST_CASE("recognise: broken name rules fail at load naming file, rule and key", "[recognise]") {
-  const json good = {{"file_names", {{"vae", json::array({{{"model", "flux-vae"}, {"all", {"fluxae"}}}})}}},
+  const json good = {{"file_names", {{"vae", json::array({{{"model", "flux-vae"}, {"file_patterns", {{"~fluxae"}}}}})}}},
                      {"model_configs", json::array({{{"config_class", "Flux"}, {"models", {"flux1-dev"}}}})}};
   CHECK(error_of(good).empty());
   json no_model = good;
@@ -282,14 +282,21 @@ TEST_CASE("recognise: broken name rules fail at load naming file, rule and key",
   e = error_of(typo);
   CHECK_THAT(e, Catch::Contains("model_configs[0]") && Catch::Contains("'dims'"));
   json empty_rule = good;
-  empty_rule["file_names"]["vae"][0].erase("all");
-  CHECK_THAT(error_of(empty_rule), Catch::Contains("file_names.vae[0]"));
-  json bad_any = good;
-  bad_any["file_names"]["vae"][0]["any"] = {"a", "b"};  // words, not lists of words
-  CHECK_THAT(error_of(bad_any), Catch::Contains("'any'"));
+  empty_rule["file_names"]["vae"][0].erase("file_patterns");
+  CHECK_THAT(error_of(empty_rule), Catch::Contains("file_names.vae[0]") && Catch::Contains("'file_patterns'"));
+  // The old grammar's keys are refused by name, so a rule written in it does not silently match nothing.
+  json old_grammar = good;
+  old_grammar["file_names"]["vae"][0]["all"] = {"fluxae"};
+  CHECK_THAT(error_of(old_grammar), Catch::Contains("'all'") && Catch::Contains("not a known key"));
+  json bad_pattern = good;
+  bad_pattern["file_names"]["vae"][0]["file_patterns"] = {"a", "b"};  // parts, not lists of parts
+  CHECK_THAT(error_of(bad_pattern), Catch::Contains("file_names.vae[0]") && Catch::Contains("'file_patterns[0]'"));
+  json refusals_only = good;
+  refusals_only["file_names"]["vae"][0]["file_patterns"] = {{"!~lora"}};  // would match every other name
+  CHECK_THAT(error_of(refusals_only), Catch::Contains("'file_patterns[0]'") && Catch::Contains("refusal"));
   // An unsized family names no model and says which source its widths lack.
   json unsized = good;
-  unsized["file_names"]["vae"][0] = {{"unsized", "Acme VAE"}, {"all", {"acme"}}, {"note", "no public widths"}};
+  unsized["file_names"]["vae"][0] = {{"unsized", "Acme VAE"}, {"file_patterns", {{"~acme"}}}, {"note", "no public widths"}};
   CHECK(error_of(unsized).empty());
   json both = unsized;
   both["file_names"]["vae"][0]["model"] = "flux-vae";
@@ -297,4 +304,29 @@ TEST_CASE("recognise: broken name rules fail at load naming file, rule and key",
   json silent = unsized;
   silent["file_names"]["vae"][0].erase("note");
   CHECK_THAT(error_of(silent), Catch::Contains("file_names.vae[0]") && Catch::Contains("'note'"));
+}
+
+TEST_CASE("recognise: every comfy_nodes.json file_names pattern answers for a name made of its own parts", "[recognise]") {
+  // A rule that the rules before it always take is dead data: each pattern's positive parts, joined into a
+  // file name, must reach that pattern's rule first (order is the rules' priority).
+  int checked = 0;
+  for (const auto& [role, rules] : name_rules().file_names) {
+    for (std::size_t i = 0; i < rules.size(); ++i) {
+      for (const auto& pattern : rules[i].file_patterns) {
+        std::string name;
+        for (const auto& part : pattern) {
+          if (part[0] == '!') continue;
+          name += (name.empty() ? "" : "_") + part.substr(part.find_first_not_of("=~"));
+        }
+        const std::string stem = model_file_stem(name + ".safetensors");
+        std::size_t first = rules.size();
+        for (std::size_t j = 0; j < rules.size() && first == rules.size(); ++j)
+          if (file_patterns_score(rules[j].file_patterns, stem) > 0) first = j;
+        INFO(role << ": '" << name << "' should reach rule " << i);
+        CHECK(first == i);
+        ++checked;
+      }
+    }
+  }
+  CHECK(checked > 30);
 }
