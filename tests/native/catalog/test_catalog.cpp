@@ -73,6 +73,9 @@ TEST_CASE("every canonical name of issue #2 is in the catalog with its role", "[
       {"qwen-image-edit-2511", Role::DiffusionModel}, {"qwen2.5-vl-7b", Role::TextEncoder},
       {"z-image-turbo", Role::DiffusionModel},   {"z-image", Role::DiffusionModel},
       {"chroma1-hd", Role::DiffusionModel},
+      // Issue 26 image DiTs part D: Lens and Lens Turbo (a 48-block dual-stream MMDiT of 1536) and GPT-OSS-20B.
+      {"lens", Role::DiffusionModel},            {"lens-turbo", Role::DiffusionModel},
+      {"gpt-oss-20b", Role::TextEncoder},
       // Issue 26 part B: the LTX-2 / LTX-2.3 audio-video models, their Gemma 3 encoder and video VAE.
       {"ltx2-19b", Role::DiffusionModel},        {"ltx2.3-22b", Role::DiffusionModel},
       {"gemma3-12b", Role::TextEncoder},         {"ltx2-vae", Role::Vae},
