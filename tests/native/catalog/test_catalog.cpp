@@ -76,6 +76,9 @@ TEST_CASE("every canonical name of issue #2 is in the catalog with its role", "[
       // Issue 26 image DiTs part D: Lens and Lens Turbo (a 48-block dual-stream MMDiT of 1536) and GPT-OSS-20B.
       {"lens", Role::DiffusionModel},            {"lens-turbo", Role::DiffusionModel},
       {"gpt-oss-20b", Role::TextEncoder},
+      // Chroma1 Radiance and PixelDiT sample pixels, with the pixel_space passthrough VAE.
+      {"chroma1-radiance", Role::DiffusionModel}, {"pixel-space", Role::Vae},
+      {"pixeldit-1300m", Role::DiffusionModel},
       // Issue 26 part B: the LTX-2 / LTX-2.3 audio-video models, their Gemma 3 encoder and video VAE.
       {"ltx2-19b", Role::DiffusionModel},        {"ltx2.3-22b", Role::DiffusionModel},
       {"gemma3-12b", Role::TextEncoder},         {"ltx2-vae", Role::Vae},
