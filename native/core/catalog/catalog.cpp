@@ -444,7 +444,8 @@ void check_precision_for_role(const ModelInfo& model, const PrecisionInfo& preci
 }
 
 std::uint64_t weight_bytes(const ModelInfo& model, const PrecisionInfo& precision) {
-  return precision.bytes_for(model.params);
+  const std::uint64_t keep = precision.quantised() && precision.bits_per_weight() < 16 ? model.unquantised_params : 0;
+  return precision.bytes_for(model.params - keep) + keep * 2;
 }
 
 double runtime_constant(std::string_view key) {

@@ -87,6 +87,8 @@ struct ModelInfo {
   // VAEs: quantised precisions an official file ships in (ComfyUI loads it with mixed-precision ops), which
   // a VAE otherwise cannot take; empty for most.
   std::vector<std::string> released_quantized;
+  // Of `params`, the weights official quantised files keep in 16 bit; 0 = every weight takes the precision.
+  std::uint64_t unquantised_params = 0;
   const nlohmann::json* data = nullptr;
 };
 

@@ -304,6 +304,13 @@ void read_model_figures(const JsonFields& entry, ModelInfo& m) {
   m.guidance_distilled = entry.optional_flag("guidance_distilled").value_or(false);
   m.fp8_file = entry.optional_text("fp8_file").value_or("");
   m.one_pass = entry.optional_text("one_pass").value_or("");
+  // Weights an official quantised release keeps in 16 bit (the attention and embedding of an nvfp4 MoE encoder):
+  // a quantised precision prices them at 2 bytes, so the estimate is the file's and not a lower bound.
+  if (auto keep = entry.optional_count("unquantised_params", {1, 1e13})) {
+    if (*keep >= m.params) entry.fail("unquantised_params", "expected fewer weights than params (" + std::to_string(m.params) + ")");
+    m.unquantised_params = *keep;
+    entry.text("unquantised_params_source");
+  }
   if (entry.has("released_quantized")) {
     m.released_quantized = entry.texts("released_quantized");
     entry.text("released_quantized_source");  // which official file: for people, but it must be there

@@ -178,11 +178,39 @@ void upscaled_size(ReaderState& st) {
   job.height = h;
 }
 
+// Two pipelines in one workflow (a text-to-image model, then a pixel decoder Headroom does not know upscaling its
+// output): the largest latent may be another model's. The picked model is sized at the latents its own samplers
+// denoise, when every one of them has a size read and none is the largest.
+void size_of_the_picked_model(ReaderState& st) {
+  Job& job = st.info.job;
+  if (!st.info.size_known || !job.diffusion || job.diffusion->model.empty()) return;
+  const SamplerJob* own = nullptr;
+  const SamplerJob* other = nullptr;
+  const auto pixels = [](const auto& s) { return 1LL * s.width * s.height * s.frames * s.batch; };
+  for (const auto& s : job.samplers) {
+    const bool mine = s.diffusion && s.diffusion->file == job.diffusion->file && s.diffusion->model == job.diffusion->model;
+    if (mine && !s.size_known) return;
+    if (mine && (!own || pixels(s) > pixels(*own))) own = &s;
+    if (!mine && s.size_known && (!other || pixels(s) > pixels(*other))) other = &s;
+  }
+  if (!own || !other || pixels(*own) >= pixels(job) || pixels(*other) < pixels(job)) return;
+  const std::string by = other->diffusion ? "'" + other->diffusion->file + "'" : other->type + " #" + other->node_id;
+  st.notes().push_back("the largest latent (" + std::to_string(job.width) + "x" + std::to_string(job.height) + ") is " +
+                       other->type + " #" + other->node_id + "'s, whose model is " + by + ", not " +
+                       job.diffusion->model + "; " + job.diffusion->model + " samples " + std::to_string(own->width) +
+                       "x" + std::to_string(own->height) + ", the size used");
+  job.width = own->width;
+  job.height = own->height;
+  job.frames = own->frames;
+  job.batch = own->batch;
+}
+
 void size(ReaderState& st) {
   Job& job = st.info.job;
   if (st.latent_nodes > 1) st.notes().push_back(std::to_string(st.latent_nodes) + " latent nodes run; the largest sets the size");
   size_from_image_latent(st);
   upscaled_size(st);
+  size_of_the_picked_model(st);
   find_unknown_size(st);
   if (const auto& u = st.info.size_from_unknown) {
     st.notes().push_back("the sampled latent's size follows " + u->type + " #" + u->id + ", " + u->why +

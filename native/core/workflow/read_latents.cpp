@@ -8,6 +8,28 @@
 
 namespace headroom::workflow {
 
+namespace {
+
+// The node a size input's value starts at: past value nodes (PrimitiveInt) whose own widget is linked, because
+// ComfyUI runs the linked value and the stored copy is stale (GetImageSize -> PrimitiveInt -> EmptyLatentImage).
+const Node* size_origin(const Graph& g, const Input* in) {
+  const Node* from = in && in->from_node ? g.node(*in->from_node) : nullptr;
+  int slot = in ? in->from_slot : 0;
+  for (int hops = 0; from && hops < 16; ++hops) {
+    const ComfyNode* info = node_info(from->type);
+    if (!info || slot < 0 || static_cast<std::size_t>(slot) >= info->value_outputs.size() ||
+        info->value_outputs[slot].empty())
+      break;
+    const Input* through = from->input(info->value_outputs[slot]);
+    if (!through || !through->from_node) break;
+    slot = through->from_slot;
+    from = g.node(*through->from_node);
+  }
+  return from;
+}
+
+}  // namespace
+
 void read_latent(ReaderState& st, const Node& n, const ComfyNode& info) {
   ++st.latent_nodes;
   const LatentSize& size = *info.latent;
@@ -24,9 +46,10 @@ void read_latent(ReaderState& st, const Node& n, const ComfyNode& info) {
     auto value = integer((*r)->value);
     const Input* in = n.input(*name);
     const Node* from = in && in->from_node ? st.g.node(*in->from_node) : nullptr;
-    if (from && node_info(from->type) && node_info(from->type)->size_from_image && value && *value > 0)
-      st.notes().push_back(n.type + " #" + n.id + ": " + *name + " comes from an input image (" + from->type + " #" +
-                        from->id + "); the workflow's stored " + std::to_string(*value) + " px is assumed");
+    const Node* origin = size_origin(st.g, in);
+    if (origin && node_info(origin->type) && node_info(origin->type)->size_from_image && value && *value > 0)
+      st.notes().push_back(n.type + " #" + n.id + ": " + *name + " comes from an input image (" + origin->type + " #" +
+                        origin->id + "); the workflow's stored " + std::to_string(*value) + " px is assumed");
     // Linked to a node that computes it (not one that passes a widget on): reported below.
     const ComfyNode* from_info = from ? node_info(from->type) : nullptr;
     if ((value && *value > 0) || (from && !(from_info && !from_info->value_outputs.empty()))) continue;

@@ -81,6 +81,18 @@ TEST_CASE("every canonical name of issue #2 is in the catalog with its role", "[
       {"dinov2-large", Role::ClipVision},
       {"z-image-turbo", Role::DiffusionModel},   {"z-image", Role::DiffusionModel},
       {"chroma1-hd", Role::DiffusionModel},
+      // Issue 26 image DiTs part D: Lens and Lens Turbo (a 48-block dual-stream MMDiT of 1536) and GPT-OSS-20B.
+      {"lens", Role::DiffusionModel},            {"lens-turbo", Role::DiffusionModel},
+      {"gpt-oss-20b", Role::TextEncoder},
+      // Chroma1 Radiance and PixelDiT sample pixels, with the pixel_space passthrough VAE.
+      {"chroma1-radiance", Role::DiffusionModel}, {"pixel-space", Role::Vae},
+      {"pixeldit-1300m", Role::DiffusionModel},
+      // NewBie-Image (a 36-layer Lumina 2 NextDiT) with Gemma 3 4B and Jina CLIP v2.
+      {"newbie-image-exp0.1", Role::DiffusionModel}, {"gemma3-4b", Role::TextEncoder},
+      {"jina-clip-v2", Role::TextEncoder},
+      // Ming-Image 0.1 Design (Z-Image's NextDiT without pad tokens), its MoE encoder and its VAE.
+      {"ming-image-0.1-design", Role::DiffusionModel}, {"ming-image-0.1-encoder", Role::TextEncoder},
+      {"ming-image-vae", Role::Vae},
       // Issue 26 part B: the LTX-2 / LTX-2.3 audio-video models, their Gemma 3 encoder and video VAE.
       {"ltx2-19b", Role::DiffusionModel},        {"ltx2.3-22b", Role::DiffusionModel},
       {"gemma3-12b", Role::TextEncoder},         {"ltx2-vae", Role::Vae},
