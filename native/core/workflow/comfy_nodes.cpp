@@ -202,7 +202,6 @@ ComfyNode read_node(const std::string& type, const json& j, const Reader& r, con
   n.mode_widget = r.text(j, "mode_widget");
   n.output = r.flag(j, "output");
   n.clip_vision_output = r.flag(j, "clip_vision_output");
-  if (n.clip_vision_output && n.loads != "checkpoint") r.fail("clip_vision_output", "is only read for checkpoint loaders");
   n.neutral = r.flag(j, "neutral");
   n.is_virtual = r.flag(j, "virtual");
   if (auto it = j.find("passes"); it != j.end()) {

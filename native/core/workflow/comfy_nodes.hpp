@@ -91,7 +91,7 @@ struct ComfyNode {
   // node before queueing, so a link to it is a link to what feeds that input. None: it passes nothing on.
   std::optional<std::string> passes;
   // A checkpoint loader that also outputs the checkpoint's CLIP vision model (ImageOnlyCheckpointLoader):
-  // the diffusion model's companion clip_vision joins the job.
+  // the diffusion model's companion clip_vision joins the job. Only the checkpoint reader asks for it.
   bool clip_vision_output = false;
   // A node whose outputs pass widget values on (PrimitiveInt's value, WanCameraEmbedding's width,
   // height and length): output slot -> the widget it passes ("" = not a value).

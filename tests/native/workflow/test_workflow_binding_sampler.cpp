@@ -117,7 +117,8 @@ TEST_CASE("a first pass that binds is decoded at the size of the pass that conti
   const WorkflowInfo info = analyse_workflow(big_first_pass(), "big_first_pass");
   REQUIRE(info.job.samplers.size() == 2);
   CHECK(info.job.samplers[1].continues == "6");
-  CHECK((info.job.width == 2048 && info.job.height == 2048));  // the assembled job: the largest latent
+  // The assembled job: the picked model (FLUX.1 dev) at the latent it samples, not SDXL's larger one.
+  CHECK((info.job.width == 1024 && info.job.height == 1024));
   // On 80 GiB FLUX.1 dev stays cached beside SDXL's 2048 pass, which so holds the most (about 37.5 GiB).
   Runtime big;
   big.vram_bytes = 80 * kGiB;
