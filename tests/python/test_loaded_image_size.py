@@ -112,17 +112,44 @@ def test_an_image_it_cannot_size_leaves_the_verdict_unknown_naming_loadimage(mon
     assert why in nc["why"], nc["why"]
 
 
-def test_the_cli_reads_the_input_folder(tmp_path):
+def cli_plan(tmp_path, workflow, size):
+    """The CLI's JSON plan of `workflow` with a `size` photo.png in the input folder it is given."""
     binary = (BUILD_DIR if BUILD_DIR.is_absolute() else REPO / BUILD_DIR) / "headroom"
     if not binary.is_file():
         pytest.skip(f"{binary} is not built")
-    Image.new("RGB", (1216, 832)).save(tmp_path / "photo.png")
-    (tmp_path / "wf.json").write_text(json.dumps(prompt("photo.png")))
+    Image.new("RGB", size).save(tmp_path / "photo.png")
+    (tmp_path / "wf.json").write_text(json.dumps(workflow))
     run = subprocess.run([str(binary), "plan", str(tmp_path / "wf.json"), "--vram", "24", "--json", "--input-dir",
                           str(tmp_path)], capture_output=True, text=True, timeout=60)
-    answer = json.loads(run.stdout)
+    return binary, run, json.loads(run.stdout)
+
+
+def test_the_cli_reads_the_input_folder(tmp_path):
+    binary, run, answer = cli_plan(tmp_path, prompt("photo.png"), (1216, 832))
     assert (answer["job"]["width"], answer["job"]["height"]) == (1216, 832)
     assert run.returncode in (0, 1)
     without = subprocess.run([str(binary), "plan", str(tmp_path / "wf.json"), "--vram", "24"], capture_output=True,
                              text=True, timeout=60)
     assert without.returncode == 3 and "LoadImage" in without.stdout
+
+
+def measured_prompt(image_name):
+    """A text-to-image prompt whose empty latent takes its sides from GetImageSize of a loaded image (the
+    edit templates' pattern: the output keeps the input's size)."""
+    p = prompt(image_name)
+    p["10"] = {"class_type": "GetImageSize", "inputs": {"image": ["2", 0]}}
+    p["11"] = {"class_type": "EmptyLatentImage", "inputs": {"width": ["10", 0], "height": ["10", 1], "batch_size": 1}}
+    p["4"]["inputs"]["latent_image"] = ["11", 0]
+    del p["3"]
+    return p
+
+
+def test_a_latent_getimagesize_measures_follows_the_image_file(tmp_path):
+    binary, _, answer = cli_plan(tmp_path, measured_prompt("photo.png"), (1344, 768))
+    assert (answer["job"]["width"], answer["job"]["height"]) == (1344, 768), answer["job"]
+    assert answer["verdict_id"] != "unknown"
+    without = subprocess.run([str(binary), "plan", str(tmp_path / "wf.json"), "--vram", "24", "--json"],
+                             capture_output=True, text=True, timeout=60)
+    assert without.returncode == 3
+    nc = json.loads(without.stdout)["not_covered"]
+    assert (nc["node_type"], nc["node_id"]) == ("LoadImage", "2"), nc

@@ -34,7 +34,7 @@ LoaderRole read_role(const json& j, const Reader& r) {
 // {"width": widget name or pixels, "height": ...}: a number is a fixed size, within ComfyUI's 16384.
 ImageSizeRule read_image_size(const json& j, const Reader& r) {
   if (!j.is_object()) r.fail("(entry)", "expected {width, height}, each a widget name or a number of pixels");
-  r.known(j, {"width", "height"});
+  r.known(j, {"width", "height", "when"});
   auto side = [&](const char* key) {
     ImageSide s;
     auto it = j.find(key);
@@ -48,7 +48,15 @@ ImageSizeRule read_image_size(const json& j, const Reader& r) {
     }
     return s;
   };
-  return {side("width"), side("height")};
+  ImageSizeRule rule{side("width"), side("height"), "", ""};
+  if (auto w = j.find("when"); w != j.end()) {
+    const Reader wr{r.file, r.where + ".when"};
+    if (!w->is_object()) wr.fail("(entry)", "expected {widget, is}: the mode widget and the mode the rule holds in");
+    wr.known(*w, {"widget", "is"});
+    rule.when_widget = wr.text(*w, "widget", true);
+    rule.when_value = wr.text(*w, "is", true);
+  }
+  return rule;
 }
 
 // {aspect_ratio, megapixels, multiple, minimum: widget names; ratios: {choice: [w, h]}} (ResolutionSelector).
@@ -170,7 +178,7 @@ ComfyNode read_node(const std::string& type, const json& j, const Reader& r, con
   r.known(j, {"source", "widgets", "loads", "latent", "note", "latent_from_image", "reference_image", "cfg",
               "cfg_at_least", "decode", "tile_widget", "mode_widget", "output", "neutral", "virtual",
               "value_outputs", "size_from_image", "switch", "run_note", "generates", "stage", "image_input",
-              "image_through", "image_size", "image_size_unknown", "latent_scale", "image_total_pixels",
+              "image_through", "image_size", "image_size_unknown", "latent_scale", "image_total_pixels", "image_scale_by",
               "audio_latent", "token_latent", "image_file", "resolution", "passes", "clip_vision_output"});
   ComfyNode n;
   n.type = type;
@@ -182,7 +190,6 @@ ComfyNode read_node(const std::string& type, const json& j, const Reader& r, con
   read_latent_rules(j, r, n);
   n.latent_from_image = r.text(j, "latent_from_image");
   n.image_input = r.text(j, "image_input");
-  if (!n.image_input.empty() && n.latent_from_image.empty()) r.fail("image_input", "is only read for latent_from_image nodes");
   n.image_through = r.text(j, "image_through");
   n.image_size_unknown = r.text(j, "image_size_unknown");
   n.image_file = r.text(j, "image_file");
@@ -190,6 +197,13 @@ ComfyNode read_node(const std::string& type, const json& j, const Reader& r, con
   if (auto it = j.find("image_total_pixels"); it != j.end()) {
     n.image_total_pixels = read_total_pixels(*it, r);
     if (n.image_size) r.fail("image_total_pixels", "and image_size both set the size: keep one");
+  }
+  if (auto it = j.find("image_scale_by"); it != j.end()) {
+    const Reader sr{r.file, r.where + ".image_scale_by"};
+    if (!it->is_object()) sr.fail("(entry)", "expected {factor, input}: the factor widget and the image input");
+    sr.known(*it, {"factor", "input"});
+    n.image_scale_by = ScaleByRule{sr.text(*it, "factor", true), sr.text(*it, "input", true)};
+    if (n.image_size || n.image_total_pixels) r.fail("image_scale_by", "and another size rule both set the size: keep one");
   }
   n.reference_image = r.flag(j, "reference_image");
   n.cfg_widget = r.text(j, "cfg");
@@ -211,6 +225,8 @@ ComfyNode read_node(const std::string& type, const json& j, const Reader& r, con
   }
   if (j.contains("value_outputs")) n.value_outputs = r.words(j["value_outputs"], "value_outputs", true);
   n.size_from_image = r.flag(j, "size_from_image");
+  if (!n.image_input.empty() && n.latent_from_image.empty() && !n.size_from_image)
+    r.fail("image_input", "is only read for latent_from_image and size_from_image nodes");
   n.run_note = r.text(j, "run_note");
   if (auto it = j.find("latent_scale"); it != j.end()) {
     if (!it->is_number() || it->get<double>() <= 1.0 || it->get<double>() > 8.0)

@@ -49,6 +49,14 @@ struct ImageSide {
 
 struct ImageSizeRule {
   ImageSide width, height;
+  // A node whose sides depend on a mode (ResizeImageMaskNode's resize_type): the rule holds only while the
+  // `when_widget` reads `when_value`; in another mode the size is unknown, naming the mode.
+  std::string when_widget, when_value;
+};
+
+// A node that scales its input image by a factor widget (ImageScaleBy): each side round(side x factor).
+struct ScaleByRule {
+  std::string factor, input;
 };
 
 // A node that scales its input image to a pixel count, keeping the aspect (ImageScaleToTotalPixels):
@@ -79,6 +87,7 @@ struct ComfyNode {
   std::string image_file;  // a node loading an image file of ComfyUI's input folder: the widget naming it
   std::optional<ImageSizeRule> image_size;
   std::optional<TotalPixelsRule> image_total_pixels;
+  std::optional<ScaleByRule> image_scale_by;
   // Outputs 0 and 1 are a width and a height computed from an aspect choice and a pixel count (ResolutionSelector).
   std::optional<ResolutionRule> resolution;
   bool reference_image = false;                     // adds one reference image (Kontext ReferenceLatent)

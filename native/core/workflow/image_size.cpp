@@ -22,11 +22,19 @@ std::optional<int> side(const Node& n, const ImageSide& s, const IntegerOf& inte
 struct Readers {
   const IntegerOf& integer_of;
   const NumberOf& number_of;
+  const TextOf& text_of;
   const LoadedImageSize& loaded;
 };
 
 
-ImageSize set_by(const Node& n, const ImageSizeRule& rule, const IntegerOf& integer_of) {
+ImageSize set_by(const Node& n, const ImageSizeRule& rule, const Readers& rd) {
+  if (!rule.when_widget.empty()) {
+    const auto mode = rd.text_of(n, rule.when_widget);
+    if (!mode || *mode != rule.when_value)
+      return unknown_image_size(n, "its " + rule.when_widget + " is '" + mode.value_or("") +
+                                       "', a mode whose output size Headroom derives only as '" + rule.when_value + "'");
+  }
+  const IntegerOf& integer_of = rd.integer_of;
   ImageSize out{side(n, rule.width, integer_of), side(n, rule.height, integer_of), n.id, n.type, "", ""};
   // ImageScale with 0 keeps the image's aspect from one side: the other one is the image's own.
   if (!out.known()) out.why = "its width/height are not both pixel counts the workflow gives";
@@ -100,6 +108,19 @@ ImageSize scaled_to_total(const Graph& g, const Node& n, const TotalPixelsRule& 
   return {static_cast<int>(w), static_cast<int>(h), n.id, n.type, "", note};
 }
 
+// ComfyUI's ImageScaleBy: each side round(side x factor) (Python's round: half to even, as std::nearbyint).
+ImageSize scaled_by(const Graph& g, const Node& n, const ScaleByRule& rule, const Readers& rd, int hops) {
+  const auto factor = rd.number_of(n, rule.factor);
+  if (!factor || !(*factor > 0) || *factor > 8)
+    return unknown_image_size(n, "its " + rule.factor + " is not a factor above 0 and at most 8 that the workflow gives");
+  const ImageSize in = walk(g, &n, rule.input, rd, hops + 1);
+  if (!in.known()) return in;
+  const long long w = static_cast<long long>(std::nearbyint(*in.width * *factor));
+  const long long h = static_cast<long long>(std::nearbyint(*in.height * *factor));
+  if (w < 1 || h < 1 || w > kMaxSide || h > kMaxSide) return unknown_image_size(n, "it scales outside 1 to 16384 px a side");
+  return {static_cast<int>(w), static_cast<int>(h), n.id, n.type, "", in.note};
+}
+
 ImageSize walk(const Graph& g, const Node* n, std::string input, const Readers& rd, int hops) {
   for (; hops < kMaxHops; ++hops) {
     const Input* in = n->input(input);
@@ -110,7 +131,12 @@ ImageSize walk(const Graph& g, const Node* n, std::string input, const Readers& 
     if (!info) return unknown_image_size(*n, "a node Headroom does not know");
     // A bypassed node passes its image on unchanged (ComfyUI links its output to the matching input).
     const bool bypassed = n->mode == kModeBypass;
-    if (info->image_size && !bypassed) return set_by(*n, *info->image_size, rd.integer_of);
+    if (info->image_size && !bypassed) return set_by(*n, *info->image_size, rd);
+    if (info->image_scale_by && !bypassed) return scaled_by(g, *n, *info->image_scale_by, rd, hops);
+    if (bypassed && info->image_scale_by) {
+      input = info->image_scale_by->input;
+      continue;
+    }
     if (info->image_total_pixels && !bypassed)
       return scaled_to_total(g, *n, *info->image_total_pixels, rd, hops);
     if (bypassed && info->image_total_pixels) {
@@ -134,10 +160,10 @@ ImageSize unknown_image_size(const Node& n, std::string why) {
 }
 
 ImageSize image_size_of(const Graph& g, const Node& latent_node, const IntegerOf& integer_of,
-                        const NumberOf& number_of, const LoadedImageSize& loaded) {
-  const Readers rd{integer_of, number_of, loaded};
+                        const NumberOf& number_of, const TextOf& text_of, const LoadedImageSize& loaded) {
+  const Readers rd{integer_of, number_of, text_of, loaded};
   const ComfyNode* info = comfy_nodes().find(latent_node.type);
-  if (info && info->image_size) return set_by(latent_node, *info->image_size, integer_of);
+  if (info && info->image_size) return set_by(latent_node, *info->image_size, rd);
   // A node that scales its own input image before making the latent (TextEncodeQwenImage21).
   if (info && info->image_total_pixels) return scaled_to_total(g, latent_node, *info->image_total_pixels, rd, 0);
   if (!info || info->image_input.empty())

@@ -28,12 +28,15 @@ using IntegerOf = std::function<std::optional<long long>(const Node&, const std:
 // ...and any number (ImageScaleToTotalPixels' megapixels).
 using NumberOf = std::function<std::optional<double>(const Node&, const std::string&)>;
 
+// ...and a text widget (a mode a size rule holds in: ResizeImageMaskNode's resize_type).
+using TextOf = std::function<std::optional<std::string>(const Node&, const std::string&)>;
+
 // ...and the size of the image a loading node (comfy_nodes.json image_file) loads, from its file.
 using LoadedImageSize = std::function<ImageSize(const Node&, const std::string& widget)>;
 
 // Starts at `latent_node` (a comfy_nodes.json latent_from_image node) and walks its image_input. Without
 // `loaded` (no input folder given) a loaded image ends the walk unknown.
 ImageSize image_size_of(const Graph& g, const Node& latent_node, const IntegerOf& integer_of,
-                        const NumberOf& number_of, const LoadedImageSize& loaded = {});
+                        const NumberOf& number_of, const TextOf& text_of, const LoadedImageSize& loaded = {});
 
 }  // namespace headroom::workflow

@@ -10,9 +10,10 @@ namespace headroom::workflow {
 
 namespace {
 
-// The node a size input's value starts at: past value nodes (PrimitiveInt) whose own widget is linked, because
-// ComfyUI runs the linked value and the stored copy is stale (GetImageSize -> PrimitiveInt -> EmptyLatentImage).
-const Node* size_origin(const Graph& g, const Input* in) {
+// The node a size input's value starts at, and its output slot: past value nodes (PrimitiveInt) whose own widget
+// is linked, because ComfyUI runs the linked value and the stored copy is stale (GetImageSize -> PrimitiveInt ->
+// EmptyLatentImage).
+std::pair<const Node*, int> size_origin(const Graph& g, const Input* in) {
   const Node* from = in && in->from_node ? g.node(*in->from_node) : nullptr;
   int slot = in ? in->from_slot : 0;
   for (int hops = 0; from && hops < 16; ++hops) {
@@ -25,7 +26,87 @@ const Node* size_origin(const Graph& g, const Input* in) {
     slot = through->from_slot;
     from = g.node(*through->from_node);
   }
-  return from;
+  return {from, slot};
+}
+
+// The size of the image `n` (a latent_from_image or size_from_image node) takes, traced back to the node that
+// sets it; a loaded image's file is read when the request gave ComfyUI's input folder.
+ImageSize traced_image_size(const ReaderState& st, const Node& n) {
+  return image_size_of(
+      st.g, n, [&st](const Node& m, const std::string& w) { return integer(resolved_value(st.g, m, w)); },
+      [&st](const Node& m, const std::string& w) -> std::optional<double> {
+        const auto v = resolved_value(st.g, m, w);
+        if (!v || !v->is_number()) return std::nullopt;
+        return v->get<double>();
+      },
+      [&st](const Node& m, const std::string& w) -> std::optional<std::string> {
+        const auto v = resolved_value(st.g, m, w);
+        if (!v || !v->is_string()) return std::nullopt;
+        return v->get<std::string>();
+      },
+      st.opt.input_dir.empty() ? LoadedImageSize{} : [&st](const Node& m, const std::string& w) {
+        return loaded_image_size(st.g, m, w, st.opt.input_dir);
+      });
+}
+
+// A latent side that ComfyUI computes from an input image (GetImageSize's width and height outputs): the
+// traced image's side, or unknown (said in `unknown`) — never the stale copy the latent node stores, which is
+// whatever the template's author last saw.
+std::optional<long long> side_from_image(const ReaderState& st, const Node& origin, int slot,
+                                         std::optional<UnknownNode>& unknown, bool& square) {
+  const ImageSize s = traced_image_size(st, origin);
+  square = !s.note.empty();
+  if (!s.known()) {
+    unknown = UnknownNode{s.node_id, s.node_type, s.why};
+    return std::nullopt;
+  }
+  if (slot == 0) return *s.width;
+  if (slot == 1) return *s.height;
+  return std::nullopt;
+}
+
+// A latent's width and height: literals, or the traced size of the input image they are computed from
+// (GetImageSize). False (said in the notes) when a side is a bad value or follows an image of unknown size.
+bool read_sides(ReaderState& st, const Node& n, const LatentSize& size, const std::optional<WidgetRef>& w,
+                const std::optional<WidgetRef>& h, std::optional<long long>& wi, std::optional<long long>& hi,
+                bool& traced) {
+  const std::pair<const std::string*, const std::optional<WidgetRef>*> sizes[] = {{&size.width, &w},
+                                                                                  {&size.height, &h}};
+  for (const auto& [name, r] : sizes) {
+    const Input* in = n.input(*name);
+    const auto [origin, slot] = size_origin(st.g, in);
+    if (origin && node_info(origin->type) && node_info(origin->type)->size_from_image) {
+      std::optional<UnknownNode> unknown;
+      bool square = false;  // only the image's pixel count is known: the side of that square
+      const auto side = side_from_image(st, *origin, slot, unknown, square);
+      if (!side) {
+        const UnknownNode u = unknown.value_or(UnknownNode{origin->id, origin->type, "an output Headroom does not size"});
+        if (!st.image_unknown) st.image_unknown = u;
+        st.latent_unknown[n.id] = u;
+        st.image_sized_latent = true;
+        st.notes().push_back(n.type + " #" + n.id + ": " + *name + " comes from an input image (" + origin->type +
+                             " #" + origin->id + ") whose size follows " + u.type + " #" + u.id + ", " + u.why +
+                             "; size unknown (the workflow's stored copy is not what ComfyUI runs)");
+        return false;
+      }
+      st.notes().push_back(n.type + " #" + n.id + ": " + *name + " is " + std::to_string(*side) +
+                           " px, the size of the input image (" + origin->type + " #" + origin->id + ")" +
+                           (square ? ", the side of a square of its pixel count (its aspect is unknown)" : ""));
+      (r == &w ? wi : hi) = *side;
+      traced = true;
+      continue;
+    }
+    if (!*r) continue;  // no literal: linked to a node that computes it (reported by the caller)
+    // A literal that is not a positive whole number is a bad value, not a computed one: say which.
+    auto value = integer((*r)->value);
+    const Node* from = in && in->from_node ? st.g.node(*in->from_node) : nullptr;
+    const ComfyNode* from_info = from ? node_info(from->type) : nullptr;
+    if ((value && *value > 0) || (from && !(from_info && !from_info->value_outputs.empty()))) continue;
+    st.notes().push_back(n.type + " #" + n.id + ": " + *name + " is " + json_preview((*r)->value, 40) +
+                         ", expected a whole number of pixels from 16 to 16384; size unknown");
+    return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -38,25 +119,8 @@ void read_latent(ReaderState& st, const Node& n, const ComfyNode& info) {
   std::optional<long long> wi, hi;
   if (w) wi = integer(w->value);
   if (h) hi = integer(h->value);
-  // A literal that is not a positive whole number is a bad value, not a computed one: say which.
-  const std::pair<const std::string*, const std::optional<WidgetRef>*> sizes[] = {{&size.width, &w},
-                                                                                  {&size.height, &h}};
-  for (const auto& [name, r] : sizes) {
-    if (!*r) continue;  // no literal: linked to a node that computes it (reported below)
-    auto value = integer((*r)->value);
-    const Input* in = n.input(*name);
-    const Node* from = in && in->from_node ? st.g.node(*in->from_node) : nullptr;
-    const Node* origin = size_origin(st.g, in);
-    if (origin && node_info(origin->type) && node_info(origin->type)->size_from_image && value && *value > 0)
-      st.notes().push_back(n.type + " #" + n.id + ": " + *name + " comes from an input image (" + origin->type + " #" +
-                        origin->id + "); the workflow's stored " + std::to_string(*value) + " px is assumed");
-    // Linked to a node that computes it (not one that passes a widget on): reported below.
-    const ComfyNode* from_info = from ? node_info(from->type) : nullptr;
-    if ((value && *value > 0) || (from && !(from_info && !from_info->value_outputs.empty()))) continue;
-    st.notes().push_back(n.type + " #" + n.id + ": " + *name + " is " + json_preview((*r)->value, 40) +
-                      ", expected a whole number of pixels from 16 to 16384; size unknown");
-    return;
-  }
+  bool traced = false;  // a side follows the input image: rewriting the stored copy would change nothing
+  if (!read_sides(st, n, size, w, h, wi, hi, traced)) return;
   if (!wi.has_value() || !hi.has_value() || *wi <= 0 || *hi <= 0) {
     st.notes().push_back(n.type + " #" + n.id + ": width/height are computed by other nodes; size unknown");
     return;
@@ -93,8 +157,8 @@ void read_latent(ReaderState& st, const Node& n, const ComfyNode& info) {
   st.info.latent_node = n.type;
   st.info.size_known = true;
   st.info.is_video = len.has_value();
-  st.info.width = {*w};
-  st.info.height = {*h};
+  st.info.width = w && !traced ? std::vector<WidgetRef>{*w} : std::vector<WidgetRef>{};
+  st.info.height = h && !traced ? std::vector<WidgetRef>{*h} : std::vector<WidgetRef>{};
   st.info.length = len ? std::vector<WidgetRef>{*len} : std::vector<WidgetRef>{};
   st.info.batch = b ? std::vector<WidgetRef>{*b} : std::vector<WidgetRef>{};
   if (!info.latent_note.empty()) st.notes().push_back(info.latent_note);
@@ -169,16 +233,7 @@ void read_token_latent(ReaderState& st, const Node& n, const ComfyNode& info) {
 void read_image_latent(ReaderState& st, const Node& n, const ComfyNode& info) {
   st.image_sized_latent = true;
   st.notes().push_back(n.type + " #" + n.id + info.latent_from_image);
-  const ImageSize s = image_size_of(
-      st.g, n, [&st](const Node& m, const std::string& w) { return integer(resolved_value(st.g, m, w)); },
-      [&st](const Node& m, const std::string& w) -> std::optional<double> {
-        const auto v = resolved_value(st.g, m, w);
-        if (!v || !v->is_number()) return std::nullopt;
-        return v->get<double>();
-      },
-      st.opt.input_dir.empty() ? LoadedImageSize{} : [&st](const Node& m, const std::string& w) {
-        return loaded_image_size(st.g, m, w, st.opt.input_dir);
-      });
+  const ImageSize s = traced_image_size(st, n);
   if (!s.known()) {
     if (!st.image_unknown) st.image_unknown = UnknownNode{s.node_id, s.node_type, s.why};
     st.latent_unknown[n.id] = UnknownNode{s.node_id, s.node_type, s.why};

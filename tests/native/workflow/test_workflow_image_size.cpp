@@ -176,3 +176,40 @@ TEST_CASE("ImageScaleToTotalPixels of a loaded image is sized at its pixel count
   CHECK(info.size_from_unknown->type == "ImageScaleToTotalPixels");
   CHECK(info.size_from_unknown->why.find("megapixels") != std::string::npos);
 }
+
+TEST_CASE("ImageScaleBy scales a known image by its factor, and a loaded one stays unknown", "[workflow][image_size]") {
+  json wf = fill_with_image({{"class_type", "ImageScaleBy"},
+                             {"inputs", {{"image", json::array({"11", 0})}, {"upscale_method", "lanczos"}, {"scale_by", 0.5}}}});
+  wf["11"] = scaled(1281, 720);
+  wf["12"] = load_image();
+  wf["11"]["inputs"]["image"] = json::array({"12", 0});
+  WorkflowInfo info = analyse_workflow(wf, "scale_by");
+  CHECK(info.size_known);
+  CHECK(info.job.width == 640);  // round(640.5): half to even, as Python's round in ComfyUI
+  CHECK(info.job.height == 360);
+  wf["10"]["inputs"]["image"] = json::array({"12", 0});
+  info = analyse_workflow(wf, "scale_by_loaded");
+  CHECK(!info.size_known);
+  REQUIRE(info.size_from_unknown);
+  CHECK(info.size_from_unknown->type == "LoadImage");
+}
+
+TEST_CASE("ResizeImageMaskNode sets the size in 'scale dimensions' and names any other mode", "[workflow][image_size]") {
+  const auto resize = [](const std::string& mode) {
+    return json{{"class_type", "ResizeImageMaskNode"},
+                {"inputs", {{"input", json::array({"11", 0})}, {"resize_type", mode}, {"resize_type.width", 1280},
+                            {"resize_type.height", 704}, {"resize_type.crop", "center"}, {"scale_method", "area"}}}};
+  };
+  json wf = fill_with_image(resize("scale dimensions"));
+  wf["11"] = load_image();
+  WorkflowInfo info = analyse_workflow(wf, "dimensions");
+  CHECK(info.size_known);
+  CHECK(info.job.width == 1280);
+  CHECK(info.job.height == 704);
+  wf["10"] = resize("scale longer dimension");
+  info = analyse_workflow(wf, "longer");
+  CHECK(!info.size_known);
+  REQUIRE(info.size_from_unknown);
+  CHECK(info.size_from_unknown->type == "ResizeImageMaskNode");
+  CHECK(info.size_from_unknown->why.find("'scale longer dimension'") != std::string::npos);
+}

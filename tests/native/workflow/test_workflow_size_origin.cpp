@@ -1,6 +1,7 @@
 // A latent side a PrimitiveInt passes on, whose own value is linked from GetImageSize (the Ming-Image edit template:
-// LoadImage -> GetImageSize -> PrimitiveInt -> EmptyLatentImage), runs with the image's size: the stored copy is
-// assumed and the notes say it comes from an input image, as for a latent fed by GetImageSize directly.
+// LoadImage -> GetImageSize -> PrimitiveInt -> EmptyLatentImage), runs with the image's size: the image is traced,
+// and where its size is not known (a loaded image without ComfyUI's input folder) the size is unknown, naming
+// LoadImage, never the stale copy the PrimitiveInt or the latent node stores.
 #include <string>
 
 #include "catch.hpp"
@@ -54,13 +55,31 @@ int notes_about_the_input_image(const WorkflowInfo& info) {
 
 }  // namespace
 
-TEST_CASE("a latent side passed on by a PrimitiveInt whose value GetImageSize sets is said to follow the image",
+TEST_CASE("a latent side passed on by a PrimitiveInt whose value GetImageSize sets follows the image",
           "[workflow][image_size]") {
   const WorkflowInfo info = analyse_workflow(primitive_sized(true), "primitive");
+  CHECK_FALSE(info.size_known);  // not the PrimitiveInts' stored 1024x768, nor the latent node's 512
+  REQUIRE(info.size_from_unknown);
+  CHECK(info.size_from_unknown->type == "LoadImage");
+  CHECK(info.size_from_unknown->id == "5");
+  CHECK(notes_about_the_input_image(info) == 1);  // the first side stops the reading
+}
+
+TEST_CASE("a latent side GetImageSize computes takes the size of the image it measures", "[workflow][image_size]") {
+  json wf = primitive_sized(true);
+  // An ImageScale to 832x1216 between the loaded image and GetImageSize sets the size whatever the file.
+  for (auto& n : wf["nodes"])
+    if (n["type"] == "GetImageSize") n["inputs"][0]["link"] = 30;
+  wf["nodes"].push_back(json::parse(R"({"id": 13, "type": "ImageScale", "inputs": [{"name": "image", "link": 15}],
+      "widgets_values": ["lanczos", 832, 1216, "disabled"], "outputs": [{"name": "IMAGE", "links": [30]}]})"));
+  for (auto& l : wf["links"])
+    if (l[0] == 15) l = json::parse(R"([15, 5, 0, 13, 0, "IMAGE"])");
+  wf["links"].push_back(json::parse(R"([30, 13, 0, 6, 0, "IMAGE"])"));
+  const WorkflowInfo info = analyse_workflow(wf, "scaled");
   CHECK(info.size_known);
-  CHECK(info.job.width == 1024);  // the PrimitiveInts' stored copies, not the latent node's stale 512
-  CHECK(info.job.height == 768);
-  CHECK(notes_about_the_input_image(info) == 2);  // width and height
+  CHECK(info.job.width == 832);
+  CHECK(info.job.height == 1216);
+  CHECK(info.width.empty());  // the stored copies are not what runs: a preset could not change the size there
 }
 
 TEST_CASE("a PrimitiveInt the user sets is its own value, with no note about an image", "[workflow][image_size]") {
