@@ -57,8 +57,8 @@ std::string bytes(const api::json& v) { return v.is_number() ? format_bytes(v.ge
 std::string precision_text(const api::json& c) {
   const std::string p = text_of(c, "precision");
   if (!p.empty()) return p;
-  const ModelInfo* m = find_model(text_of(c, "model"));
-  return m ? m->default_precision + " (assumed: the catalog default)" : "(precision unknown)";
+  const std::string assumed = text_of(c, "precision_assumed");
+  return assumed.empty() ? "(precision unknown)" : assumed + " (assumed: the catalog default)";
 }
 
 void print_job(const api::json& j) {

@@ -42,6 +42,11 @@ std::uint64_t resident_weights(const Stage& s) {
 
 json component_json(const Component& c) {
   json j = {{"model", c.model}, {"precision", c.precision}};
+  // The precision the figures use, so that no layer above looks the catalog default up again.
+  if (c.precision.empty()) {
+    const ModelInfo* m = c.model.empty() ? nullptr : find_model_of(c);
+    j["precision_assumed"] = m ? json(m->default_precision) : json(nullptr);
+  }
   if (c.weight_bytes) j["weight_bytes"] = *c.weight_bytes;
   if (!c.file.empty()) j["file"] = c.file;
   return j;
