@@ -44,3 +44,11 @@ def sequence_tokens(a):
 def weights(a, prefix):
     """Bytes of the sample stage's weights of the model whose name starts with `prefix`."""
     return max(v for k, v in sample_stage(a)["breakdown"].items() if k.startswith("weights:" + prefix))
+
+
+def assert_size_follows(a, model, node_type):
+    """The plan `a` of a template whose latent size follows a node Headroom cannot size (a resize of a loaded
+    image): the model is still read, the verdict is withheld and the reason names that node."""
+    assert a["job"]["diffusion"]["model"] == model
+    assert a["verdict"] == "unknown" and not a["workflow"]["size_known"]
+    assert a["not_covered"]["node_type"] == node_type, a["not_covered"]

@@ -4,7 +4,7 @@ with their own diffusion model, text encoders and VAE at the size they record; O
 sequence as tokens of its own, Anima's text does not (cross-attention); near files stay with their own entries."""
 import pytest
 
-from family_templates import SKIP, assert_read_with, plan, sequence_tokens as _tokens, weights as _weights
+from family_templates import SKIP, assert_read_with, assert_size_follows, plan, sequence_tokens as _tokens, weights as _weights
 
 pytestmark = SKIP
 
@@ -14,8 +14,10 @@ HUNYUAN_15_ENCODERS = ["qwen2.5-vl-7b", "byt5-small-glyphxl"]
 @pytest.mark.parametrize("template, model, precision, encoders, vae, shape", [
     ("Image_capybara_v0_1_text_to_image", "capybara-v0.1", "", HUNYUAN_15_ENCODERS, "hunyuan-video-1.5-vae",
      (1280, 1280, 1)),
+    # The edit latent takes GetImageSize of ImageScaleToTotalPixels (1 MP) of the loaded image: a 1 MP square
+    # without the image (not the 768x1024 the latent node stores).
     ("Image_capybara_v0_1_image_edit", "capybara-v0.1", "", HUNYUAN_15_ENCODERS, "hunyuan-video-1.5-vae",
-     (768, 1024, 1)),
+     (1024, 1024, 1)),
     ("video_capybara_v0_1_image_to_video", "capybara-v0.1", "", HUNYUAN_15_ENCODERS, "hunyuan-video-1.5-vae",
      (640, 640, 81)),   # PrimitiveInt 640 x 640 into HunyuanVideo15ImageToVideo, 81 frames
     ("video_capybara_v0_1_video_edit", "capybara-v0.1", "", HUNYUAN_15_ENCODERS, "hunyuan-video-1.5-vae",
@@ -24,9 +26,6 @@ HUNYUAN_15_ENCODERS = ["qwen2.5-vl-7b", "byt5-small-glyphxl"]
     ("image_omnigen2_image_edit", "omnigen2", "fp16", ["qwen2.5-vl-3b"], "flux-vae", (1024, 1024, 1)),
     ("image_anima_base_v1", "anima-base-v1.0", "", ["qwen3-0.6b"], "wan2.1-vae", (1024, 1024, 1)),
     ("image_anima_preview", "anima-preview3", "", ["qwen3-0.6b"], "wan2.1-vae", (1024, 1024, 1)),
-    ("image_anima_lllite_any_control_to_image", "anima-base-v1.0", "", ["qwen3-0.6b"], "wan2.1-vae", (1024, 1024, 1)),
-    ("image_anima_lllite_depth_control_to_image", "anima-base-v1.0", "", ["qwen3-0.6b"], "wan2.1-vae",
-     (1024, 1024, 1)),
     ("image_anima_lllite_image_inpainting", "anima-base-v1.0", "", ["qwen3-0.6b"], "wan2.1-vae", (1024, 1024, 1)),
 ])
 def test_a_template_is_read_with_its_own_models_and_size(template, model, precision, encoders, vae, shape):
@@ -66,3 +65,12 @@ def test_near_families_keep_their_own_entries():
     loaders = {l["role"]: l["model"] for l in boogu["workflow"]["loaders"]}
     assert loaders["diffusion"] != "omnigen2"
     assert loaders["text_encoder"] == "qwen3vl-8b"
+
+
+@pytest.mark.parametrize("template, node_type", [
+    ("image_anima_lllite_any_control_to_image", "ResizeImageMaskNode"),  # "scale total pixels" of a loaded image
+    ("image_anima_lllite_depth_control_to_image", "PreviewImage"),  # where the trace of its control image stops
+])
+def test_a_control_template_sized_by_its_control_image_withholds_its_verdict(template, node_type):
+    # The latent takes GetImageSize of the control image, which follows a loaded image: unknown, named.
+    assert_size_follows(plan(template), "anima-base-v1.0", node_type)

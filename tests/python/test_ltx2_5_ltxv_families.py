@@ -19,8 +19,9 @@ GIB = 2 ** 30
     # EmptyLTXVLatentVideo 768x512x97, then LTXVLatentUpsampler x2: the second pass sets the size.
     ("video_ltx2_5_t2v", (1536, 1024, 97), "streams"),
     ("video_ltx2_5_i2v", (1536, 1024, 97), "streams"),
-    # One pass at the stored size (its width and height come from GetImageSize of the first frame).
-    ("video_ltx2_5_flf2v", (768, 512, 97), "fits"),
+    # One pass at the first frame's size (GetImageSize of its ResizeImageMaskNode to 1280x720), not the
+    # 768x512 the latent node stores.
+    ("video_ltx2_5_flf2v", (1280, 720, 97), "fits"),
 ])
 def test_ltx2_5_templates_run_their_own_models_and_shapes(name, size, verdict):
     p = plan(name)

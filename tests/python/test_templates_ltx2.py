@@ -26,12 +26,14 @@ def plan(name, vram=24):
     return out.returncode, json.loads(out.stdout) if out.stdout.strip().startswith("{") else out
 
 
-@pytest.mark.parametrize("name, model, frames", [
-    ("video_ltx2_t2v.json", "ltx2-19b", 121),
-    ("video_ltx2_3_t2v.json", "ltx2.3-22b", 97),
-    ("video_ltx2_3_i2v.json", "ltx2.3-22b", 97),
+@pytest.mark.parametrize("name, model, frames, first", [
+    # LTX-2's latent takes GetImageSize of EmptyImage 1280x720 halved by ImageScaleBy: 640x360, not the
+    # 768x512 the latent node stores.
+    ("video_ltx2_t2v.json", "ltx2-19b", 121, (640, 360)),
+    ("video_ltx2_3_t2v.json", "ltx2.3-22b", 97, (768, 512)),
+    ("video_ltx2_3_i2v.json", "ltx2.3-22b", 97, (768, 512)),
 ])
-def test_an_ltx2_template_runs_its_own_models_and_shape(name, model, frames):
+def test_an_ltx2_template_runs_its_own_models_and_shape(name, model, frames, first):
     rc, p = plan(name)
     assert rc in (0, 1), p
     job = p["job"]
@@ -40,20 +42,21 @@ def test_an_ltx2_template_runs_its_own_models_and_shape(name, model, frames):
     assert [t["model"] for t in job["text_encoders"]] == ["gemma3-12b"]
     assert job["text_encoders"][0]["precision"] == "nvfp4"  # gemma_3_12B_it_fp4_mixed
     assert job["vae"]["model"] == "ltx2-vae"
-    # EmptyLTXVLatentVideo 768x512, then LTXVLatentUpsampler (x2): the second sampler runs at 1536x1024,
+    # EmptyLTXVLatentVideo at `first`, then LTXVLatentUpsampler (x2): the second sampler runs at twice that,
     # and the VAE decodes its latent. The job is the binding sampler's (issue 19): either pass, the decode
-    # is of the 1536x1024 latent.
+    # is of the enlarged latent.
+    second = (first[0] * 2, first[1] * 2)
     passes = sorted((s["width"], s["height"], s["frames"]) for s in p["samplers"])
-    assert passes == [(768, 512, frames), (1536, 1024, frames)]
+    assert passes == [(*first, frames), (*second, frames)]
     binding = next(s for s in p["samplers"] if s["binding"])
     assert (job["width"], job["height"], job["frames"]) == (binding["width"], binding["height"], frames)
-    assert (job["width"] * job["decode_scale"], job["height"] * job["decode_scale"]) == (1536, 1024)
+    assert (job["width"] * job["decode_scale"], job["height"] * job["decode_scale"]) == second
     stages = [s["name"] for s in p["stages"]]
     assert {"text_encode", "sample", "vae_decode"} <= set(stages)
     # The audio stage is not estimated yet, and the plan says so; the upsampler's size is.
     notes = " ".join(job["notes"])
     assert "audio" in notes
-    assert "latent upsampler enlarges the 768x512 latent" in notes
+    assert f"latent upsampler enlarges the {first[0]}x{first[1]} latent" in notes
 
 
 def test_ltx2_sample_tokens_follow_the_32x_8x_latent():

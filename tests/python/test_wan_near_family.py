@@ -5,17 +5,18 @@ latent (the Animate 2 pose cache, HuMo's reference frame, Bernini's in-context s
 SCAIL-2 and VACE inpainting templates read their Wan side with its own shapes."""
 import pytest
 
-from family_templates import SKIP, plan
+from family_templates import SKIP, assert_size_follows, plan
 
 pytestmark = SKIP
 
 # template -> (diffusion model, width, height, frames) as the template's conditioning node records them
 TEMPLATES = {
-    "video_wan_animate2": ("wan-animate-2-14b", 832, 480, 81),
-    "video_wan_animate2_distilled": ("wan-animate-2-14b", 832, 480, 81),
+    # Animate 2 and Wan-Move take GetImageSize of a ResizeImageMaskNode ("scale dimensions"), not the copies
+    # their latent nodes store (832x480, 640x640).
+    "video_wan_animate2": ("wan-animate-2-14b", 482, 854, 81),
+    "video_wan_animate2_distilled": ("wan-animate-2-14b", 482, 854, 81),
     "video_humo": ("humo-17b", 640, 640, 97),
-    "video_wanmove_480p": ("wan-move-14b", 640, 640, 81),
-    "video_bernini_r_image_editing": ("bernini-r-a14b", 928, 1280, 1),
+    "video_wanmove_480p": ("wan-move-14b", 832, 480, 81),
     "video_bernini_r_video_editing": ("bernini-r-a14b", 480, 832, 81),
 }
 
@@ -70,3 +71,11 @@ def test_the_sam_templates_read_their_wan_side_with_its_own_shapes(name, model):
     assert a["job"]["diffusion"]["model"] == model
     assert a["workflow"]["size_known"]
     assert a["job"]["frames"] > 1
+
+
+def test_an_edit_whose_size_follows_the_resized_input_image_withholds_its_verdict():
+    # Bernini-R image editing: the latent takes GetImageSize of ResizeImageMaskNode "scale longer dimension" of a
+    # loaded image, whose aspect the workflow does not give (not the 928x1280 the latent node stores).
+    a = plan("video_bernini_r_image_editing")
+    assert_size_follows(a, "bernini-r-a14b", "ResizeImageMaskNode")
+    assert "'scale longer dimension'" in a["not_covered"]["why"]
