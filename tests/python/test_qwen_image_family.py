@@ -52,8 +52,9 @@ def test_the_edit_reference_images_add_to_the_sampling_peak():
 @pytest.mark.parametrize("template, file_part", [
     ("image_qwen_image_layered", "qwen_image_layered"),
 ])
-def test_a_near_family_is_unknown_not_a_qwen_image_release(template, file_part):
+def test_a_near_family_is_its_own_entry_not_a_qwen_image_release(template, file_part):
+    # Qwen-Image-Layered shares the Qwen-Image DiT but samples layers + 1 frames: its own catalog entry, never a
+    # Qwen-Image release.
     a = _plan(template)
     diffusion = [l for l in a["workflow"]["loaders"] if l["role"] == "diffusion" and file_part in l["file"]]
-    assert diffusion and all(l["model"] is None for l in diffusion)
-    assert a["verdict"] == "unknown"
+    assert diffusion and all(l["model"] == "qwen-image-layered" for l in diffusion)

@@ -15,7 +15,9 @@ from headroom_pack.nodes import recorder as recorder_pkg  # noqa: E402
 from headroom_pack.nodes.server import prompt_handler, routes  # noqa: E402
 from headroom_pack.nodes.recorder import history_store, hooks  # noqa: E402
 
+# A decode of an empty latent: a prompt linking to a node it lacks is refused at queue time (issue 19).
 PROMPT = {"4": {"class_type": "VAELoader", "inputs": {"vae_name": "ae.safetensors"}},
+          "5": {"class_type": "EmptyLatentImage", "inputs": {"width": 1024, "height": 1024, "batch_size": 1}},
           "8": {"class_type": "VAEDecode", "inputs": {"samples": ["5", 0], "vae": ["4", 0]}},
           "9": {"class_type": "SaveImage", "inputs": {"images": ["8", 0]}}}
 PLAN = {"stages": [{"name": "vae_decode", "peak_bytes": 3 << 30, "min_bytes": 1 << 30, "streamed_bytes": 0,
