@@ -88,9 +88,7 @@ DecodeTile plan_decode_tile(const DecodeTileRequest& r, const Runtime& runtime) 
   out.vae = vae.name;
   for (int tile : useful_candidates(std::max(r.latent_width, r.latent_height))) {
     job.decode_tile_px = std::max(kMinTilePx, tile * upscale);
-    const Estimate est = estimate(job, runtime);
-    std::uint64_t peak = 0;
-    for (const Stage& s : est.stages) peak = std::max(peak, s.peak_bytes);
+    const std::uint64_t peak = estimate(job, runtime).peak_bytes;
     out.priced.push_back({tile, job.decode_tile_px, peak});
     if (!r.budget_bytes || peak <= *r.budget_bytes) break;
   }

@@ -89,11 +89,15 @@ bool generator_only(const ResolvedJob& rj, const ResolvedComponent& g) {
                       [&](const ResolvedComponent& t) { return t.model == g.model; });
 }
 
-// Models already loaded by earlier stages, each once however many stages used it.
-void add_loaded(std::vector<std::pair<std::string, std::uint64_t>>& earlier, const ResolvedComponent& c) {
-  if (std::none_of(earlier.begin(), earlier.end(), [&](const auto& e) { return e.first == c.model->name; }))
-    earlier.push_back({c.model->name, c.weight_bytes});
+// Models already loaded by earlier stages (name, bytes), each once however many stages used it.
+using Loaded = std::vector<std::pair<std::string, std::uint64_t>>;
+
+void add_loaded(Loaded& earlier, const std::string& name, std::uint64_t bytes) {
+  if (std::none_of(earlier.begin(), earlier.end(), [&](const auto& e) { return e.first == name; }))
+    earlier.push_back({name, bytes});
 }
+
+void add_loaded(Loaded& earlier, const ResolvedComponent& c) { add_loaded(earlier, c.model->name, c.weight_bytes); }
 
 std::uint64_t host_ram_needed(const ResolvedJob& rj, const Job& job) {
   // Every model's weights in host memory: the legacy loader reads them all to the CPU and keeps them
@@ -370,8 +374,6 @@ Policies policies(const Runtime& runtime) {
   return {pc, policy_context(legacy_rt), pc.vram_bytes};
 }
 
-using Loaded = std::vector<std::pair<std::string, std::uint64_t>>;  // models loaded by earlier stages
-
 // The stages before sampling: the prompt upsampler writes the prompt before it is encoded, then the
 // text encoders, CLIP vision and the VAE encode run.
 void stages_before_sample(Estimate& est, const ResolvedJob& rj, const Job& job, const Policies& p, Loaded& earlier) {
@@ -445,12 +447,6 @@ Stage decode_stage(const ResolvedJob& rj, const Runtime& runtime, const Policies
   return s;
 }
 
-// The model a sized sampler loads, for the samplers after it: ComfyUI keeps it on the card while it fits.
-void add_sampled(Loaded& loaded, const std::pair<std::string, std::uint64_t>& model) {
-  if (std::none_of(loaded.begin(), loaded.end(), [&](const auto& e) { return e.first == model.first; }))
-    loaded.push_back(model);
-}
-
 // Each sampler's sample stage under the same runtime, with the models cached before it: the companions'
 // and those of the samplers that ran before it (every loaded model is counted); the worst binds.
 std::vector<SamplerPeak> sampler_peaks(const Job& job, const Runtime& runtime, const Policies& p, const Loaded& earlier) {
@@ -483,7 +479,7 @@ std::vector<SamplerPeak> sampler_peaks(const Job& job, const Runtime& runtime, c
         it = sized.insert(sized.end(), {std::move(j), cached, peak, {rj.diffusion->model->name, rj.diffusion->weight_bytes}});
       }
       sp.peak_bytes = it->peak;
-      add_sampled(before, it->model);
+      add_loaded(before, it->model.first, it->model.second);  // ComfyUI keeps it cached while it fits
     }
     out.push_back(std::move(sp));
   }

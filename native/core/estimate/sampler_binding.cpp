@@ -7,6 +7,7 @@
 #include "core/base/json_reader.hpp"
 #include "core/base/units.hpp"
 #include "core/catalog/catalog.hpp"
+#include "core/estimate/job_models.hpp"
 
 namespace headroom {
 namespace {
@@ -35,7 +36,7 @@ const SamplerJob& last_pass(const Job& job, const SamplerJob& bound) {
   return *widest;
 }
 
-bool known(const std::optional<Component>& c) { return c && !c->model.empty() && find_model(c->model); }
+bool known(const std::optional<Component>& c) { return c && find_model_of(*c); }
 
 // The other samplers' models, each once, with whether its sampler runs before the bound one; a
 // workflow's model no sampler traced to (its trace stopped at a node Headroom does not know) is loaded too.

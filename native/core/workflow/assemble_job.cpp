@@ -123,7 +123,7 @@ void audio_length(ReaderState& st) {
 // and a token-latent model without them takes its default (the size stays unknown).
 void token_length(ReaderState& st) {
   Job& job = st.info.job;
-  const ModelInfo* m = job.diffusion && !job.diffusion->model.empty() ? find_model(job.diffusion->model) : nullptr;
+  const ModelInfo* m = job.diffusion ? find_model_of(*job.diffusion) : nullptr;
   const bool tokens = m && m->diffusion && m->diffusion->token_latent;
   if (!tokens && job.tokens > 0) {
     st.notes().push_back("a latent of " + std::to_string(job.tokens) + " shape tokens runs beside a model that does not "
