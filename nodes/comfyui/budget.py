@@ -220,16 +220,29 @@ def validate(budget) -> str:
     return text
 
 
+def _gpu_lookup(text: str):
+    """The core's answer for a typed card name (recognise {"gpu"}: the CLI's --gpu lookup), or None where
+    no core can say (none loaded, or one without the lookup)."""
+    from ..native import native_loader
+    try:
+        answer = native_loader.call_json("recognise", {"gpu": text})
+    except (native_loader.NativeUnavailable, ValueError, RuntimeError):
+        return None
+    return answer if isinstance(answer, dict) and answer.get("from") == "gpu" else None
+
+
+def gpu_memory_bytes(text: str):
+    """The memory of the card the core finds for a typed name, or None (no such card, or no core)."""
+    answer = _gpu_lookup(text)
+    return int(answer["memory_bytes"]) if answer and answer.get("gpu") and answer.get("memory_bytes") else None
+
+
 def check_gpu_name(text: str):
     """ValueError in the words of the budget box when the core's catalog has no card by this name (the
     core's own message is for the CLI, whose flags a ComfyUI user cannot type). Passes where no core can
     say: the name then goes to the core with the request, which names the field."""
-    from ..native import native_loader
-    try:
-        answer = native_loader.call_json("recognise", {"gpu": text})
-    except (native_loader.NativeUnavailable, ValueError, RuntimeError):  # no core, or one without the lookup
-        return
-    if not isinstance(answer, dict) or answer.get("from") != "gpu" or answer.get("gpu"):
+    answer = _gpu_lookup(text)
+    if answer is None or answer.get("gpu"):
         return
     typed = _short(text)
     how = "Type auto, a size in GB such as 12, or a card name such as RTX 4090 24GB."

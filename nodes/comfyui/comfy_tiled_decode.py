@@ -28,6 +28,18 @@ def recognised_vae(core, vae):
     return answer["model"], None
 
 
+def recogniser(core, vae):
+    """A callable answering recognised_vae for this VAE, asking the core at most once: one decode needs the
+    name for its room and again for its tiles, and each asking walks every weight of the VAE."""
+    answer = []
+
+    def recognised():
+        if not answer:
+            answer.append((None, "the estimator core is not loaded") if core is None else recognised_vae(core, vae))
+        return answer[0]
+    return recognised
+
+
 def plan_tile(core, model, latent, spatial_upscale, budget_bytes):
     """(tile, overlap, planned peak, over budget): the core's choice (api::decode_tile), in one request.
     The core prices its candidate tiles with its model of ComfyUI's tiled decode (three passes of one area
@@ -42,9 +54,9 @@ def plan_tile(core, model, latent, spatial_upscale, budget_bytes):
     return answer["tile_latent"], answer["overlap_latent"], answer["peak_bytes"], answer["over_budget"]
 
 
-def _planned_tile(core, vae, latent, spatial_upscale, budget_bytes):
+def _planned_tile(core, recognised, latent, spatial_upscale, budget_bytes):
     """(tile, overlap, how it was chosen) for decode_tiled; tile None = ComfyUI's own default tiles."""
-    model, why_unknown = (None, "the estimator core is not loaded either") if core is None else recognised_vae(core, vae)
+    model, why_unknown = recognised()
     if model is not None:
         try:
             tile, overlap, peak, over = plan_tile(core, model, latent, spatial_upscale, budget_bytes)
@@ -60,10 +72,12 @@ def _planned_tile(core, vae, latent, spatial_upscale, budget_bytes):
     return tile, overlap, how
 
 
-def decode(vae, latent, budget_bytes, why_not_native, core, spatial_upscale):
-    """ComfyUI's tiled decode inside the budget. Returns (image, report text)."""
+def decode(vae, latent, budget_bytes, why_not_native, core, spatial_upscale, recognised=None):
+    """ComfyUI's tiled decode inside the budget. Returns (image, report text). `recognised`: the decode's
+    recogniser(core, vae), so the VAE is not recognised again."""
     video = latent.dim() == 5
-    tile, overlap, how = _planned_tile(core, vae, latent, spatial_upscale, budget_bytes)
+    tile, overlap, how = _planned_tile(core, recognised or recogniser(core, vae), latent, spatial_upscale,
+                                       budget_bytes)
     kwargs = {} if tile is None else {"tile_x": tile, "tile_y": tile, "overlap": overlap}
     if video:
         kwargs["overlap_t"] = 1  # whole clip per tile where ComfyUI allows it: temporal seams blink

@@ -9,17 +9,15 @@ import json
 
 from . import budget as budget_mod
 from . import comfy_adapters, comfy_tiled_decode, decode_room
-from ..native import native_loader
 
 # The core's decode_mode for the decode each node mode tries first (api estimate "decode_mode").
 _CORE_DECODE_MODE = {"auto": "full", "full": "full", "exact": "headroom", "fast": "headroom", "blend": "tiled"}
 
 
-def decode_need_bytes(core, vae, latent, mode: str, spatial_upscale: int):
-    """(bytes, model name) the core expects the decode to need, or (None, why not)."""
-    if core is None:
-        return None, "the estimator core is not loaded"
-    model, why = comfy_tiled_decode.recognised_vae(core, vae)
+def decode_need_bytes(core, recognised, latent, mode: str, spatial_upscale: int):
+    """(bytes, model name) the core expects the decode to need, or (None, why not). `recognised`:
+    comfy_tiled_decode.recogniser(core, vae)."""
+    model, why = recognised()
     if model is None:
         return None, why
     geometry = comfy_adapters.latent_geometry({"samples": latent})
@@ -38,17 +36,15 @@ def decode_need_bytes(core, vae, latent, mode: str, spatial_upscale: int):
     return (int(need), model) if need else (None, "the core gave no peak for the decode")
 
 
-def make_room_for_decode(vae, latent, mode: str, spatial_upscale: int, budget_bytes, evict_all) -> str:
+def make_room_for_decode(core, recognised, latent, mode: str, spatial_upscale: int, budget_bytes,
+                         evict_all) -> str:
     """Frees what the decode needs (capped at the node's own budget, which is all it may use) and returns
-    what was done, for the node's output text; "" outside ComfyUI. `evict_all` is the fallback that
-    unloads every model."""
+    what was done, for the node's output text; "" outside ComfyUI. `core`: the estimator core or None;
+    `recognised`: comfy_tiled_decode.recogniser(core, vae); `evict_all`: the fallback that unloads every
+    model."""
     if decode_room._mm() is None:
         return ""
-    try:
-        core = native_loader.core()
-    except native_loader.NativeUnavailable:
-        core = None
-    need, model_or_why = decode_need_bytes(core, vae, latent, mode, spatial_upscale)
+    need, model_or_why = decode_need_bytes(core, recognised, latent, mode, spatial_upscale)
     if need is None:
         evict_all()
         return f"unloaded every model for the decode (no estimate of its need: {model_or_why})"

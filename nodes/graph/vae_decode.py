@@ -121,31 +121,14 @@ def _comfy_decode_fn(vae):
     return fn
 
 
-_NAME = re.compile(r"[^a-z0-9]")
-
-
-def _gpu_memory_bytes(name: str):
-    """The card's memory from the core's catalog for a GPU name or alias ('RTX 4090 24GB'), or None."""
-    try:
-        catalog = native_loader.catalog()
-    except (native_loader.NativeUnavailable, ValueError, RuntimeError):
-        return None
-    wanted = _NAME.sub("", name.lower())
-    for gpu in catalog.get("gpus", []) or []:
-        names = [gpu.get("name", "")] + list(gpu.get("aliases", []) or [])
-        if any(_NAME.sub("", str(n).lower()) == wanted for n in names if n) and gpu.get("memory_bytes"):
-            return int(gpu["memory_bytes"])
-    return None
-
-
 def decode_budget_bytes(budget):
     """The decode's budget in bytes (None: no limit, i.e. no GPU and no number given). A GPU name counts as
     that card's memory less ComfyUI's reserve; any other text is an error naming the field (it used to be
     ignored, so "abc" decoded without a budget)."""
     fields = budget_mod.resolve(budget, reserve_applied_by_core=False)
     if "gpu" in fields:
-        memory = _gpu_memory_bytes(fields["gpu"])
-        if memory is None:
+        memory = budget_mod.gpu_memory_bytes(fields["gpu"])  # an unknown card was refused by resolve()
+        if memory is None:  # no core to say what the card holds
             raise ValueError(f"budget: expected 'auto', a number of GB or a GPU name Headroom knows (such as "
                              f"'RTX 4090 24GB'), got {fields['gpu']!r}")
         return max(1, memory - budget_mod.reserve_bytes())
@@ -220,20 +203,21 @@ class HeadroomVAEDecode:
         latent = comfy_adapters.latent_tensor(samples)
         budget_bytes = decode_budget_bytes(budget)  # validates the widget before anything is unloaded
         follows_free = _budget_follows_free(budget)
-        room = decode_need.make_room_for_decode(vae, latent, mode, _vae_upscale(vae, latent.dim() == 5)[-1],
-                                                None if follows_free else budget_bytes,
-                                                evict_other_models)
+        try:
+            core = native_loader.core()
+        except native_loader.NativeUnavailable:
+            core = None
+        recognised = comfy_tiled_decode.recogniser(core, vae)
+        room = decode_need.make_room_for_decode(core, recognised, latent, mode,
+                                                _vae_upscale(vae, latent.dim() == 5)[-1],
+                                                None if follows_free else budget_bytes, evict_other_models)
         if follows_free:
             budget_bytes = decode_budget_bytes(budget)  # what is really free now, after the room was made
         try:
             ops = native_loader.torch_ops()
         except native_loader.NativeUnavailable as e:
-            try:
-                core = native_loader.core()
-            except native_loader.NativeUnavailable:
-                core = None
             upscale = _vae_upscale(vae, latent.dim() == 5)[-1]
-            image, text = comfy_tiled_decode.decode(vae, latent, budget_bytes, e, core, upscale)
+            image, text = comfy_tiled_decode.decode(vae, latent, budget_bytes, e, core, upscale, recognised)
             return self._done(self._as_image(image), _with_room(text, room))
 
         state_dict = comfy_adapters.vae_state_dict(vae)

@@ -1,6 +1,6 @@
 """One catalog cache (issue 25): the core's catalog is parsed once per loaded core by native_loader.catalog()
-and every reader of it (routes, auto-fix, the decode node's GPU sizes, the verdict table, the reserve)
-asks that accessor; a new core (a rebuild, a reset) is parsed again."""
+and every reader of it (routes, auto-fix, the verdict table, the reserve) asks that accessor (the decode
+node's GPU sizes come from the core's own GPU lookup, recognise, instead); a new core (a rebuild, a reset) is parsed again."""
 import json
 
 import fakes
@@ -8,7 +8,6 @@ from conftest import load_pack, natives_installed
 
 load_pack()
 from headroom_pack.nodes.comfyui import budget  # noqa: E402
-from headroom_pack.nodes.graph import vae_decode  # noqa: E402
 from headroom_pack.nodes.native import native_loader  # noqa: E402
 from headroom_pack.nodes.report import verdicts  # noqa: E402
 from headroom_pack.nodes.server import autofix, routes  # noqa: E402
@@ -24,14 +23,13 @@ class CountingCatalogCore(fakes.FakeCore):
     def catalog(self):
         self.catalog_calls += 1
         out = json.loads(super().catalog())
-        out["gpus"] = [{"name": "RTX 3060 12GB", "aliases": ["3060"], "memory_bytes": 12 * GIB}]
         out["runtime"] = {budget.RESERVE_CONSTANT: {"value": 5 * 2**20}}
         return json.dumps(out)
 
 
 def read_everything():
-    return (autofix.fit_preset_name(), routes._preset_needs_card("fit it"), vae_decode._gpu_memory_bytes("3060"),
-            budget.core_reserve_bytes(), sorted(verdicts.table()))
+    return (autofix.fit_preset_name(), routes._preset_needs_card("fit it"), budget.core_reserve_bytes(),
+            sorted(verdicts.table()))
 
 
 def test_every_reader_shares_one_parse(monkeypatch):
@@ -39,7 +37,7 @@ def test_every_reader_shares_one_parse(monkeypatch):
     core = CountingCatalogCore()
     with natives_installed(core):
         first = read_everything()
-        assert first[:4] == ("fit it", True, 12 * GIB, 5 * 2**20) and first[4], first
+        assert first[:3] == ("fit it", True, 5 * 2**20) and first[3], first
         assert read_everything() == first
         assert core.catalog_calls == 1
         assert native_loader.catalog() is native_loader.catalog()
@@ -64,5 +62,5 @@ def test_no_core_is_unavailable_and_the_readers_say_unknown(monkeypatch):
             assert "not installed (test)" in str(e)
         else:
             raise AssertionError("catalog() without a core")
-        assert vae_decode._gpu_memory_bytes("3060") is None and budget.core_reserve_bytes() == 0
+        assert budget.gpu_memory_bytes("3060") is None and budget.core_reserve_bytes() == 0
         assert verdicts.table() == {}

@@ -8,7 +8,7 @@ import types
 import pytest
 
 import fakes
-from conftest import load_pack, natives_installed
+from conftest import real_core_or_skip, load_pack, natives_installed
 from test_nodes_run import FakeTorchOps
 
 load_pack()
@@ -22,11 +22,20 @@ PLANNER_BUDGET_ERROR = ("budget: 1.00 GiB is too small for a fast tile of 8 late
                         "raise the budget (free VRAM) or lower the tile")  # native/core/estimate/decode_plan.cpp wording
 
 
+def gpu_lookup(text):
+    """The core's recognise for a typed GPU name: one card, found by its name in any case; no other."""
+    name = json.loads(text)["gpu"]
+    if name.lower() == "rtx 3060 12gb":
+        return json.dumps({"from": "gpu", "gpu": "RTX 3060 12GB", "memory_bytes": 12 * GIB, "matches": [],
+                           "closest": []})
+    return json.dumps({"from": "gpu", "gpu": None, "memory_bytes": None, "matches": [],
+                       "closest": ["RTX 3060 12GB"] if "rtx" in name.lower() else []})
+
+
 @pytest.fixture
 def ops():
     core = fakes.FakeCore()
-    core.catalog = lambda: json.dumps({"gpus": [{"name": "RTX 3060 12GB", "aliases": ["3060"],
-                                                 "memory_bytes": 12 * GIB}], "models": [], "presets": []})
+    core.recognise = gpu_lookup
     fake = FakeTorchOps("kl")
     with natives_installed(core, fake):
         yield fake
@@ -50,9 +59,11 @@ def test_budget_error_names_this_nodes_inputs_not_a_tile(ops, mode):
 
 @pytest.mark.parametrize("budget", ["abc", "RTX 9999 1GB", "12 apples"])
 def test_unknown_budget_text_is_an_error_not_ignored(ops, budget):
-    with pytest.raises(ValueError, match="^budget: .*GPU name"):
+    with pytest.raises(ValueError, match="^budget: .*(a card Headroom knows|GPU name)") as info:
         HeadroomVAEDecode().decode(fakes.latent_image(), fakes.FakeVAE(), budget=budget)
     assert ops.calls == []
+    # The core's nearest cards are named, so a typo can be mended.
+    assert ("closest: RTX 3060 12GB" in str(info.value)) == ("RTX" in budget)
 
 
 @pytest.mark.parametrize("budget", ["9" * 400, "inf", "-1", "0"])
@@ -65,6 +76,17 @@ def test_gpu_name_budget_is_that_cards_memory(ops):
     HeadroomVAEDecode().decode(fakes.latent_image(), fakes.FakeVAE(), mode="exact", budget="rtx 3060 12gb")
     _, mode, budget_bytes = ops.calls[-1]
     assert budget_bytes == 12 * GIB - vae_decode.budget_mod.reserve_bytes()
+
+
+def test_gpu_names_are_looked_up_by_the_core_as_the_cli_does():
+    core = real_core_or_skip()
+    cards = {g["name"]: g["memory_bytes"] for g in json.loads(core.catalog())["gpus"]}
+    with natives_installed(core):
+        # An unambiguous part of a name, as `headroom plan --gpu 4090` takes it.
+        assert (vae_decode.decode_budget_bytes("RTX 4090") ==
+                cards["RTX 4090 24GB"] - vae_decode.budget_mod.reserve_bytes())
+        with pytest.raises(ValueError, match="^budget: .*a card Headroom knows.*closest: .*RTX 4090"):
+            vae_decode.decode_budget_bytes("RTX 4091 24GB")
 
 
 def test_fast_tooltip_says_what_it_does_and_auto_never_picks_it():

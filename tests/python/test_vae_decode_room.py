@@ -75,6 +75,8 @@ def test_only_what_the_decode_needs_is_unloaded_and_the_text_says_so(comfy):
     est = [req for name, req in core.calls if name == "estimate"][0]
     assert (est["model"], est["width"], est["height"], est["decode_mode"]) == ("some-vae", 256, 256, "full")
     assert len(vae.tiled_calls) == 1
+    # One recognition serves the room and the tiles (each walks every weight of the VAE).
+    assert [name for name, _ in core.calls].count("recognise") == 1
 
 
 def test_a_larger_need_unloads_one_model_not_both(comfy):
