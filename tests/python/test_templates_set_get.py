@@ -107,6 +107,25 @@ def test_a_pair_on_every_carried_link_changes_nothing(name, rule):
         assert (rc, answer) == original[:2], f"{name} at {vram} GB: the pairs changed the answer ({err})"
 
 
+def _local_templates():
+    return [p.stem for p in table.local_templates(FOLDER)] if FOLDER else []
+
+
+@pytest.mark.parametrize("name", _local_templates())
+def test_a_kjnodes_pair_on_every_carried_link_of_any_template_changes_nothing(name):
+    """Every local template, as the Reroute check of test_templates_corpus.py: within one graph both packs
+    resolve alike, so the first rule stands for them."""
+    workflow = _template(name)
+    if not isinstance(workflow, dict) or "nodes" not in workflow:
+        pytest.skip(f"{name} is not a UI-format workflow")
+    paired, carried = with_pairs(workflow, RULES[0])
+    if not carried:
+        pytest.skip(f"{name} has no {sorted(CARRIED)} link between two nodes")
+    original = table.plan(BINARY, FOLDER / f"{name}.json", 12)
+    rc, answer, err = _plan(paired, 12)
+    assert (rc, answer) == original[:2], f"{name}: the pairs changed the answer ({err})"
+
+
 @pytest.mark.parametrize("rule", RULES, ids=[r["sets"] for r in RULES])
 def test_a_getter_whose_name_no_setter_sets_is_bad_input_naming_it(rule):
     paired, _ = with_pairs(_template(TEMPLATES[1]), rule)
