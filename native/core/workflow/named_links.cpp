@@ -35,7 +35,8 @@ std::string described(const Node& n) {
 NamedSetters::NamedSetters(const Graph& g, std::string source) : g_(g), source_(std::move(source)) {
   for (const auto& [id, n] : g.nodes)
     if (const NamedPassThrough* rule = comfy_nodes().setter_rule(n.type))
-      setters_[{rule, name_of(g, n, *rule)}].push_back({scope_of(id), &n});
+      if (std::string name = name_of(g, n, *rule); !name.empty())  // no getter finds an empty name
+        setters_[{rule, std::move(name)}].push_back({scope_of(id), &n});
   // In the order of the file (node 9 before node 10), so an error names them as the user numbered them.
   for (auto& [key, found] : setters_)
     std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) {
@@ -69,6 +70,10 @@ const Node* NamedSetters::setter_of(const Node& getter, const NamedPassThrough& 
   const std::string at = getter.where.to_string() + ": " + described(getter) + ", read by " + described(reader) +
                          ", gets the name '" + name + "'";
   const char* const looked = rule.scope == NamedScope::Graph ? "in its graph" : "in its graph or the graphs around it";
+  if (name.empty())
+    throw FileFormatError(source_, getter.where.to_string() + ": " + described(getter) + ", read by " + described(reader) +
+                                       ", gets no name (its widget '" + rule.name_widget + "' is empty or not text), so " +
+                                       "the frontend hands nothing on; pick the name of a " + rule.setter + " in it");
   if (found.empty())
     throw FileFormatError(source_, at + ", which no " + rule.setter + " sets " + looked +
                                        "; ComfyUI's frontend cannot queue the workflow. Give a " + rule.setter +

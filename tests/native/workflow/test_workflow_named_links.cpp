@@ -189,6 +189,13 @@ TEST_CASE("named pass-throughs: a getter whose name no setter sets is bad input,
       CHECK_THAT(e, Catch::Contains("gets the name 'vea', which no " + pair.first + " sets"));
       CHECK_THAT(e, Catch::Contains("ComfyUI's frontend cannot queue the workflow"));
       CHECK_THAT(e, Catch::StartsWith("wf.json: /nodes/"));
+      // No name at all: the packs resolve an empty name to nothing, even where a setter has none either.
+      json nameless = flux_ui();
+      add_setter(nameless, pair.first, "", 3);
+      relink(nameless, 3, add_getter(nameless, pair.second, ""));
+      CHECK_THAT(error_of(nameless), Catch::Contains("gets no name (its widget 'Constant' is empty or not text)"));
+      node_of(nameless, 10)["widgets_values"] = {7};
+      CHECK_THAT(error_of(nameless), Catch::Contains("gets no name"));
       // Read by nothing, or by a muted node only: the frontend never resolves it.
       json unused = flux_ui();
       add_getter(unused, pair.second, "nothing");
