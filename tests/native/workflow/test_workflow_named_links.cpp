@@ -175,6 +175,18 @@ TEST_CASE("named pass-throughs: chains of getters, setters and Reroutes, and a s
   }
 }
 
+TEST_CASE("named pass-throughs: a width from a PrimitiveInt through a pair is the value that runs", "[workflow][named_links]") {
+  json wf = flux_ui();
+  wf["nodes"].push_back({{"id", 30}, {"type", "PrimitiveInt"}, {"mode", 0}, {"widgets_values", {1600, "fixed"}}});
+  add_setter(wf, "SetNode", "width", 30);
+  const int get = add_getter(wf, "GetNode", "width");
+  wf["links"].push_back({40, get, 0, 5, 0, "INT"});
+  node_of(wf, 5)["inputs"] = {{{"name", "width"}, {"widget", {{"name", "width"}}}, {"link", 40}}};
+  const WorkflowInfo info = analyse_workflow(wf, "width by name");
+  CHECK(info.job.width == 1600);  // not the 1344 the latent node still stores
+  CHECK(info.job.height == 768);
+}
+
 TEST_CASE("named pass-throughs: a getter whose name no setter sets is bad input, unless nothing reads it",
           "[workflow][named_links]") {
   for (const auto& pair : {kKJ, kEasy}) {
