@@ -250,7 +250,56 @@ std::vector<std::string> input_list(const json& data, const char* key, const std
   return r.words((*section)["inputs"], "inputs");
 }
 
+// named_pass_throughs: [{source, sets, gets, name_widget, scope}]. Each setter and getter becomes a virtual
+// node whose one widget is the name, so the reader never runs them; a type also listed under nodes fails,
+// since two entries for one node would disagree.
+void read_named_pass_throughs(const json& data, const std::string& file, ComfyNodes& out) {
+  auto section = data.find("named_pass_throughs");
+  if (section == data.end()) return;
+  if (!section->is_array()) Reader{file, "top level"}.fail("named_pass_throughs", "expected an array of {source, sets, gets, name_widget, scope}");
+  static const std::pair<const char*, NamedScope> kScopes[] = {{"graph", NamedScope::Graph},
+                                                               {"graph_then_parents", NamedScope::GraphThenParents}};
+  for (std::size_t i = 0; i < section->size(); ++i) {
+    const json& j = (*section)[i];
+    const Reader r{file, "named_pass_throughs[" + std::to_string(i) + "]"};
+    if (!j.is_object()) r.fail("(entry)", "expected {source, sets, gets, name_widget, scope}");
+    r.known(j, {"source", "sets", "gets", "name_widget", "scope"});
+    NamedPassThrough rule{r.text(j, "source", true), r.text(j, "sets", true), r.text(j, "gets", true),
+                          r.text(j, "name_widget", true)};
+    const std::string scope = r.text(j, "scope", true);
+    const auto* known = std::find_if(std::begin(kScopes), std::end(kScopes), [&](const auto& s) { return scope == s.first; });
+    if (known == std::end(kScopes)) r.fail("scope", "expected graph or graph_then_parents, got '" + scope + "'");
+    rule.scope = known->second;
+    if (rule.setter == rule.getter) r.fail("gets", "names the setter's own type '" + rule.setter + "'");
+    for (const std::string* type : {&rule.setter, &rule.getter}) {
+      ComfyNode n;
+      n.type = *type;
+      n.source = rule.source;
+      n.widgets = std::vector<std::string>{rule.name_widget};
+      n.is_virtual = true;
+      if (!out.nodes.emplace(*type, std::move(n)).second)
+        r.fail(type == &rule.setter ? "sets" : "gets",
+               "names '" + *type + "', which already has a node entry (under nodes or another named pass-through); keep one");
+    }
+    out.named_pass_throughs.push_back(std::move(rule));
+  }
+}
+
 }  // namespace
+
+const NamedPassThrough* ComfyNodes::setter_rule(const std::string& type) const {
+  return rule_with(&NamedPassThrough::setter, type);
+}
+
+const NamedPassThrough* ComfyNodes::getter_rule(const std::string& type) const {
+  return rule_with(&NamedPassThrough::getter, type);
+}
+
+const NamedPassThrough* ComfyNodes::rule_with(std::string NamedPassThrough::*side, const std::string& type) const {
+  for (const auto& rule : named_pass_throughs)
+    if (rule.*side == type) return &rule;
+  return nullptr;
+}
 
 const ComfyNode* ComfyNodes::find(const std::string& type) const {
   auto it = nodes.find(type);
@@ -282,6 +331,7 @@ ComfyNodes load_comfy_nodes(const json& data, const std::string& file) {
     top.fail("nodes", "expected an object {class_type: {...}}");
   for (const auto& [type, j] : nodes->items())
     out.nodes.emplace(type, read_node(type, j, Reader{file, "nodes." + type}, out));
+  read_named_pass_throughs(data, file, out);
   return out;
 }
 

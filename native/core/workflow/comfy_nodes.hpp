@@ -123,8 +123,22 @@ struct ComfyNode {
   std::string stage;
 };
 
+// Where a getter of a named pass-through looks for the setter of its name: its own graph only (Easy-Use), or
+// its own graph first and then the graphs its subgraph sits in (KJNodes: a Set in the top graph serves a
+// Get inside a subgraph; a Set inside a subgraph is not seen from outside).
+enum class NamedScope { Graph, GraphThenParents };
+
+// A pair of frontend-only nodes that carry a link by name (KJNodes' SetNode/GetNode): the setter's one input
+// feeds every getter whose `name_widget` holds the same name, and the setter's own output, if linked. The
+// frontend resolves them when it queues, so they never reach an API prompt.
+struct NamedPassThrough {
+  std::string source, setter, getter, name_widget;
+  NamedScope scope = NamedScope::Graph;
+};
+
 struct ComfyNodes {
   std::map<std::string, ComfyNode> nodes;
+  std::vector<NamedPassThrough> named_pass_throughs;
   std::map<std::string, LoaderRole> loader_roles;
   std::map<std::string, std::string> weight_dtypes;  // UNETLoader weight_dtype -> canonical precision
   std::vector<std::string> sampled_latent_inputs;    // a sampler's input carrying the latent it denoises
@@ -132,6 +146,12 @@ struct ComfyNodes {
   // and the model it patches and hands on: a sampler's latent and model are traced back through them.
   std::vector<std::string> latent_through_inputs, model_through_inputs;
   const ComfyNode* find(const std::string& type) const;
+  // The named pass-through whose setter (or getter) is node type `type`; nullptr for any other type.
+  const NamedPassThrough* setter_rule(const std::string& type) const;
+  const NamedPassThrough* getter_rule(const std::string& type) const;
+
+ private:
+  const NamedPassThrough* rule_with(std::string NamedPassThrough::*side, const std::string& type) const;
 };
 
 // Throws Error naming `file`, the node type (or section) and the key on a missing or mistyped field.

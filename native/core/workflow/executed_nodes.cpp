@@ -3,20 +3,28 @@
 #include <optional>
 #include <vector>
 
+#include "core/workflow/named_links.hpp"
 #include "core/workflow/workflow_values.hpp"
 
 namespace headroom::workflow {
 
-void link_past_virtual_nodes(Graph& g) {
-  for (auto& [id, n] : g.nodes)
+void link_past_virtual_nodes(Graph& g, const std::string& source) {
+  const NamedSetters named(g, source);
+  for (auto& [id, n] : g.nodes) {
+    // A node that runs, or is bypassed and hands its inputs on, needs what a getter carries; a muted or
+    // frontend-only one is left out of the prompt, so the frontend never asks.
+    const Node* reader = n.mode != kModeMuted && !is_virtual(n.type) ? &n : nullptr;
     for (auto& in : n.inputs)
       for (int hops = 0; in.from_node && hops < 64; ++hops) {
         const Node* from = g.node(*in.from_node);
-        const Input* through = from ? passed_input(*from) : nullptr;
+        if (!from) break;
+        const Input* through = passed_input(*from);
+        if (!through) through = named.handed_on(*from, reader);
         if (!through || !through->from_node) break;
         in.from_slot = through->from_slot;
         in.from_node = through->from_node;
       }
+  }
 }
 
 std::set<std::string> executed_nodes(const Graph& g) {

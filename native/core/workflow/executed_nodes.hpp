@@ -11,8 +11,10 @@ namespace headroom::workflow {
 // ComfyUI's frontend leaves frontend-only nodes (a Reroute) out of the prompt it queues and links each
 // consumer to what the Reroute was fed. The reader does the same once, so that no rule (a value node's
 // widget, a size measured from an image, one reference image fed to two conditionings) has to look
-// through them: a Reroute on a width link made a camera video read the stale stored 512 px.
-void link_past_virtual_nodes(Graph& g);
+// through them: a Reroute on a width link made a camera video read the stale stored 512 px. Getters of named
+// pass-throughs (KJNodes' GetNode) are linked to what feeds their setter; `source` names the workflow in the
+// error for a getter whose name no setter, or two, sets.
+void link_past_virtual_nodes(Graph& g, const std::string& source);
 
 // Outputs and their ancestors. Muted nodes stop the walk; bypassed nodes pass their inputs through, so
 // the walk continues past them without running them.

@@ -121,7 +121,7 @@ json WorkflowInfo::to_json() const {
 
 WorkflowInfo analyse_workflow(const json& wf, const std::string& source, const ParseOptions& options) {
   Graph g = build_graph(wf, source);
-  link_past_virtual_nodes(g);
+  link_past_virtual_nodes(g, source);
   return read_graph(g, options);
 }
 
