@@ -10,6 +10,7 @@
 #include "core/catalog/catalog.hpp"
 #include "core/estimate/estimator.hpp"
 #include "core/estimate/job_models.hpp"
+#include "core/estimate/kv_cache_sampling.hpp"
 
 namespace headroom::api {
 namespace {
@@ -72,6 +73,15 @@ void apply_precisions(const request::Request& request, const std::string& model,
   }
 }
 
+// How the sampler steps the latent; block_frames belongs to block-by-block sampling only.
+void apply_sampling_fields(const request::Request& request, Job& job) {
+  if (request.has("sampling")) job.sampling = *sampling_kind_of(request.text("sampling"));
+  if (!request.has("block_frames")) return;
+  if (job.sampling != SamplingKind::KvCacheBlocks)
+    throw InputError("block_frames", "is read only with sampling kv_cache_blocks (the job samples the whole latent at each step)");
+  job.block_frames = static_cast<int>(request.integer("block_frames"));
+}
+
 // The run's size and loader settings: each field left out keeps the model's default.
 void apply_run_fields(const request::Request& request, Job& job) {
   job.width = static_cast<int>(request.integer_or("width", job.width));
@@ -93,6 +103,7 @@ void apply_run_fields(const request::Request& request, Job& job) {
                                              std::to_string(job.decode_tile_px));
   }
   job.blocks_swapped = static_cast<int>(request.integer_or("blocks_swapped", job.blocks_swapped));
+  apply_sampling_fields(request, job);
   job.text_encoder_on_cpu = request.flag_or("text_encoder_on_cpu", job.text_encoder_on_cpu);
   if (auto b = request.bytes_if("lora_bytes")) job.lora_bytes = *b;
 }
@@ -129,6 +140,12 @@ const request::Fields& estimate_fields() {
       {"decode_mode", Kind::Enum, "how the VAE decodes", 0, 0, "full|tiled|headroom", false, "decode"},
       {"decode_tile_px", Kind::Int, "decode tile edge in px, 0 = choose (else at least 64)", 0, 16384, {}, false, "tile"},
       {"blocks_swapped", Kind::Int, "transformer blocks swapped to RAM", 0, 1000, {}, false, "block-swap"},
+      {"sampling", Kind::Enum,
+       "how the sampler steps the latent: standard (the whole latent each step) or kv_cache_blocks (block by block "
+       "with a key/value cache: ComfyUI's ar_video sampler); default: the model's",
+       0, 0, "standard|kv_cache_blocks", false, "sampling"},
+      {"block_frames", Kind::Int, "latent frames per block with sampling kv_cache_blocks (SamplerARVideo's num_frame_per_block)",
+       1, 1024, {}, false, "block-frames"},
       {"text_encoder_on_cpu", Kind::Bool, "the text encoder runs on the CPU", 0, 0, {}, false, "text-encoder-on-cpu"},
       {"lora_bytes", Kind::Bytes, "LoRA weights on the card", 0, static_cast<double>(1ull << 42), {}, false, "lora",
        MiB},

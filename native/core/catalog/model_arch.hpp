@@ -174,6 +174,9 @@ struct JobDefaults {
   double cfg = 1.0;
   double seconds = 0;  // audio models: the clip length their latent node starts with
   int tokens = 0;      // token-latent models: the shape tokens their latent node starts with
+  // > 0: a block-autoregressive checkpoint, sampled this many latent frames at a time with a key/value cache
+  // (ComfyUI's ar_video sampler: Causal Forcing); 0: every step runs over the whole latent.
+  int block_frames = 0;
 };
 
 }  // namespace headroom

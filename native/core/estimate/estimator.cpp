@@ -14,6 +14,7 @@
 #include "core/catalog/verdict.hpp"
 #include "core/base/error.hpp"
 #include "core/estimate/apply_calibration.hpp"
+#include "core/estimate/kv_cache_sampling.hpp"
 #include "core/estimate/memory_model.hpp"
 #include "core/estimate/runtime_policy.hpp"
 #include "core/estimate/sampler_binding.hpp"
@@ -281,6 +282,10 @@ json sampler_job_json(const SamplerJob& s) {
   j["title"] = s.title.empty() ? json(nullptr) : json(s.title);
   j["continues"] = s.continues.empty() ? json(nullptr) : json(s.continues);
   if (s.tokens > 0) j["tokens"] = s.tokens;
+  if (s.sampling != SamplingKind::Standard) {
+    j["sampling"] = sampling_kind_name(s.sampling);
+    j["block_frames"] = s.block_frames;
+  }
   return j;
 }
 
@@ -302,6 +307,10 @@ json job_to_json(const Job& job) {
   if (job.tokens > 0) j["tokens"] = job.tokens;
   j["batch"] = job.batch;
   j["cfg"] = job.cfg;
+  if (job.sampling != SamplingKind::Standard) {
+    j["sampling"] = sampling_kind_name(job.sampling);
+    j["block_frames"] = job.block_frames;
+  }
   j["reference_images"] = job.reference_images;
   j["decode_mode"] = decode_mode_name(job.decode_mode);
   j["decode_tile_px"] = job.decode_tile_px;
@@ -333,6 +342,10 @@ Job default_job(const std::string& model) {
     job.reference_images = defs.reference_images;
     job.seconds = defs.seconds;
     job.tokens = defs.tokens;
+    if (defs.block_frames > 0) {
+      job.sampling = SamplingKind::KvCacheBlocks;
+      job.block_frames = defs.block_frames;
+    }
   };
   switch (m.role) {
     case Role::DiffusionModel:

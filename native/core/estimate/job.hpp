@@ -36,6 +36,12 @@ enum class DecodeMode {
   Headroom,  // Headroom exact tiled decode sized to the budget
 };
 
+// How a sampler steps the latent. Standard: every step runs the model over the whole latent. KvCacheBlocks:
+// block by block in time, each block denoised against a key/value cache of the blocks before it (ComfyUI's
+// ar_video sampler for Causal Forcing and Self-Forcing checkpoints, comfy/k_diffusion/sampling.py
+// sample_ar_video); one pass holds one block's tokens, the cache holds the whole clip's.
+enum class SamplingKind { Standard, KvCacheBlocks };
+
 // One sampler node of a workflow and what it samples: its own model, shape, cfg and LoRAs (issue 19:
 // each sampler is its own job). The estimate sizes each one's sample stage and names the worst.
 struct SamplerJob {
@@ -50,6 +56,8 @@ struct SamplerJob {
   std::string unknown;                     // why its model or size is not known, naming the node
   std::string continues;                   // the earlier sampler whose latent it samples again ("" = none)
   std::string title;                       // the node's title in the workflow ("" = none given)
+  SamplingKind sampling = SamplingKind::Standard;  // the SAMPLER it runs (SamplerARVideo: KvCacheBlocks)
+  int block_frames = 1;                    // latent frames per block of a KvCacheBlocks sampler
 };
 
 // A diffusion model another sampler of the workflow loads (issue 19: every loaded model is counted).
@@ -77,6 +85,8 @@ struct Job {
   int tokens = 0;
   int batch = 1;
   double cfg = 1.0;                        // cfg != 1 runs cond and uncond in one batch in ComfyUI
+  SamplingKind sampling = SamplingKind::Standard;
+  int block_frames = 1;                    // latent frames per block when sampling is KvCacheBlocks
   int reference_images = 0;                // Kontext reference latents appended as tokens (output-sized)
 
   DecodeMode decode_mode = DecodeMode::Full;

@@ -5,6 +5,7 @@
 
 #include "core/estimate/decode_plan.hpp"
 #include "core/estimate/job_models.hpp"
+#include "core/estimate/kv_cache_sampling.hpp"
 #include "core/estimate/vae_retry.hpp"
 #include "core/base/error.hpp"
 #include "core/base/units.hpp"
@@ -543,7 +544,8 @@ StageDemand sample_demand(const ResolvedJob& rj, const DemandOptions& o) {
                           : eff_batch * g.windows * (2.0 * m.params * n + 4.0 * n * n * arch.hidden * blocks);
   d.passes = (job.cfg != 1.0 && !o.cfg_batched) ? 2 : 1;
 
-  if (unet)
+  if (job.sampling == SamplingKind::KvCacheBlocks) apply_kv_cache_sampling(d, m, g, job, eff_batch, per_token);
+  else if (unet)
     d.notes.push_back("UNet of " + std::to_string(arch.levels.size()) + " levels from a " + std::to_string(g.latent_w) + "x" +
                       std::to_string(g.latent_h) + " latent: the input blocks' outputs are kept for the skip connections");
   else d.notes.push_back(sequence_note(arch, g, job));

@@ -80,6 +80,8 @@ Job sampler_job(const Job& job, const SamplerJob& s) {
     if (s.tokens > 0) j.tokens = s.tokens;
   }
   if (s.cfg >= 0) j.cfg = s.cfg;
+  j.sampling = s.sampling;
+  j.block_frames = s.block_frames;
   j.lora_bytes = s.lora_bytes;
   j.samplers.clear();
   j.notes.clear();
@@ -93,7 +95,8 @@ bool same_sampled(const Job& a, const Job& b) {
   return a.diffusion && b.diffusion && a.diffusion->model == b.diffusion->model &&
          a.diffusion->precision == b.diffusion->precision && a.diffusion->weight_bytes == b.diffusion->weight_bytes &&
          a.width == b.width && a.height == b.height && a.frames == b.frames && a.batch == b.batch &&
-         a.seconds == b.seconds && a.tokens == b.tokens && a.cfg == b.cfg && a.lora_bytes == b.lora_bytes;
+         a.seconds == b.seconds && a.tokens == b.tokens && a.cfg == b.cfg && a.lora_bytes == b.lora_bytes &&
+         a.sampling == b.sampling && a.block_frames == b.block_frames;
 }
 
 Job bind_worst_sampler(const Job& job, const Estimate& est) {

@@ -7,6 +7,7 @@
 #include "core/base/data_files.hpp"
 #include "core/base/error.hpp"
 #include "core/base/data_reader.hpp"
+#include "core/estimate/kv_cache_sampling.hpp"
 #include "core/workflow/workflow_graph.hpp"
 
 namespace headroom::workflow {
@@ -173,13 +174,44 @@ void read_stage(const json& j, const Reader& r, ComfyNode& n) {
   if (n.decode != DecodeKind::None && n.stage.empty()) n.stage = "vae_decode";
 }
 
+// "sampler": a sampler_kinds name, with "block_frames": the widget of its frames per block.
+void read_sampler(const json& j, const Reader& r, ComfyNode& n, const ComfyNodes& so_far) {
+  n.sampler = r.text(j, "sampler");
+  n.block_frames_widget = r.text(j, "block_frames");
+  if (n.sampler.empty()) {
+    if (!n.block_frames_widget.empty()) r.fail("block_frames", "is only read with 'sampler'");
+    return;
+  }
+  auto kind = so_far.sampler_kinds.find(n.sampler);
+  if (kind == so_far.sampler_kinds.end()) r.fail("sampler", "names '" + n.sampler + "', which is not a sampler_kinds entry");
+  n.sampling = kind->second;
+}
+
+// sampler_kinds: {"source": ..., "kinds": {sampler name: cost kind}}; optional (every sampler is standard).
+void read_sampler_kinds(const json& data, const std::string& file, ComfyNodes& out) {
+  auto section = data.find("sampler_kinds");
+  if (section == data.end()) return;
+  const Reader r{file, "sampler_kinds"};
+  if (!section->is_object()) r.fail("(section)", "expected {\"source\": ..., \"kinds\": {sampler name: cost kind}}");
+  r.known(*section, {"source", "kinds"});
+  r.text(*section, "source", true);
+  auto kinds = section->find("kinds");
+  if (kinds == section->end() || !kinds->is_object()) r.fail("kinds", "expected an object {sampler name: cost kind}");
+  for (const auto& [name, cost] : kinds->items()) {
+    const auto kind = cost.is_string() ? sampling_kind_of(cost.get<std::string>()) : std::nullopt;
+    if (!kind) Reader{file, "sampler_kinds.kinds"}.fail(name, "expected a cost kind (standard or kv_cache_blocks), got " + cost.dump());
+    out.sampler_kinds[name] = *kind;
+  }
+}
+
 ComfyNode read_node(const std::string& type, const json& j, const Reader& r, const ComfyNodes& so_far) {
   if (!j.is_object()) r.fail("(entry)", "expected an object");
   r.known(j, {"source", "widgets", "loads", "latent", "note", "latent_from_image", "reference_image", "cfg",
               "cfg_at_least", "decode", "tile_widget", "mode_widget", "output", "neutral", "virtual",
               "value_outputs", "size_from_image", "switch", "run_note", "generates", "stage", "image_input",
               "image_through", "image_size", "image_size_unknown", "latent_scale", "image_total_pixels", "image_scale_by",
-              "audio_latent", "token_latent", "image_file", "resolution", "passes", "clip_vision_output"});
+              "audio_latent", "token_latent", "image_file", "resolution", "passes", "clip_vision_output", "sampler",
+              "block_frames"});
   ComfyNode n;
   n.type = type;
   n.source = r.text(j, "source");
@@ -234,6 +266,7 @@ ComfyNode read_node(const std::string& type, const json& j, const Reader& r, con
     n.latent_scale = it->get<double>();
   }
   read_switch_and_generator(j, r, n);
+  read_sampler(j, r, n, so_far);
   read_stage(j, r, n);
   return n;
 }
@@ -326,6 +359,7 @@ ComfyNodes load_comfy_nodes(const json& data, const std::string& file) {
   // Optional: without them a sampler's latent or model is traced no further than the node next to it.
   out.latent_through_inputs = input_list(data, "latent_through_inputs", file);
   out.model_through_inputs = input_list(data, "model_through_inputs", file);
+  read_sampler_kinds(data, file, out);
   auto nodes = data.find("nodes");
   if (nodes == data.end() || !nodes->is_object() || nodes->empty())
     top.fail("nodes", "expected an object {class_type: {...}}");

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/estimate/job.hpp"
 #include "core/workflow/resolution_rule.hpp"
 
 namespace headroom::workflow {
@@ -118,6 +119,11 @@ struct ComfyNode {
   // Tokens written per unit of that widget: 1 for a token count (TextGenerate's max_length), 25 for a
   // duration in seconds of 25 Hz audio frames (MiniMaxMusic3TextEncode's max_duration).
   double new_tokens_per_unit = 1;
+  // A node that makes a SAMPLER (SamplerARVideo): the sampler_kinds entry of the sampler it makes, how that
+  // sampler steps the latent, and the widget giving its latent frames per block ("" = one per block).
+  std::string sampler;
+  std::optional<SamplingKind> sampling;
+  std::string block_frames_widget;
   // The estimator's stage whose memory this node uses when it runs ("" = none of them): the run recorder
   // files a measured node under the stage the estimate predicted for it.
   std::string stage;
@@ -145,6 +151,8 @@ struct ComfyNodes {
   // The inputs a known node takes the latent it hands on from (its size kept, or scaled by latent_scale),
   // and the model it patches and hands on: a sampler's latent and model are traced back through them.
   std::vector<std::string> latent_through_inputs, model_through_inputs;
+  // ComfyUI sampler names (comfy/samplers.py KSAMPLER_NAMES) whose cost is not the standard one, by the cost kind.
+  std::map<std::string, SamplingKind> sampler_kinds;
   const ComfyNode* find(const std::string& type) const;
   // The named pass-through whose setter (or getter) is node type `type`; nullptr for any other type.
   const NamedPassThrough* setter_rule(const std::string& type) const;

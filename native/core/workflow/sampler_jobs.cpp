@@ -121,6 +121,23 @@ double trace_cfg(const ReaderState& st, const Node& sampler) {
   return -1;
 }
 
+// The SAMPLER a SamplerCustomAdvanced runs, where its node gives it a cost of its own (SamplerARVideo's
+// ar_video: block by block with a key/value cache) and the latent frames of each block.
+void trace_sampling(const ReaderState& st, const Node& sampler, SamplerJob& job) {
+  const Node* made = source_of(st.g, sampler, "sampler");
+  const ComfyNode* info = made ? node_info(made->type) : nullptr;
+  if (!info || !info->sampling) return;
+  job.sampling = *info->sampling;
+  if (info->block_frames_widget.empty()) return;
+  const auto frames = integer(resolved_value(st.g, *made, info->block_frames_widget));
+  if (frames && *frames >= 1 && *frames <= 1024) {
+    job.block_frames = static_cast<int>(*frames);
+    return;
+  }
+  const std::string why = named(*made) + "'s " + info->block_frames_widget + " is not a whole number of latent frames from 1";
+  job.unknown += (job.unknown.empty() ? "" : "; ") + why;
+}
+
 // Every node `n` takes an input from, directly or through others: ComfyUI runs them before it.
 std::set<std::string> upstream(const Graph& g, const Node& n) {
   std::set<std::string> seen;
@@ -176,6 +193,7 @@ void trace_samplers(ReaderState& st) {
     trace_latent(st, *n, job);
     if (!model_unknown.empty()) job.unknown = model_unknown + (job.unknown.empty() ? "" : "; " + job.unknown);
     job.cfg = trace_cfg(st, *n);
+    trace_sampling(st, *n, job);
     st.info.job.samplers.push_back(std::move(job));
   }
   order_by_execution(st);

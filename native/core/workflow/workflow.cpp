@@ -55,7 +55,11 @@ void visit(ReaderState& st, const Node& n) {
   if (!info) return st.info.unknown_nodes.push_back({n.id, n.type, ""});
   if (!info->stage.empty()) st.info.node_stages[n.id] = info->stage;
   if (!info->loads.empty()) return read_loader(st, n, info->loads);
-  if (info->latent) return read_latent(st, n, *info);
+  if (info->latent) {
+    // A latent node that also runs something it does not count (ARVideoI2V's start-image encode) says so.
+    if (!info->run_note.empty()) st.notes().push_back(n.type + " #" + n.id + ": " + info->run_note);
+    return read_latent(st, n, *info);
+  }
   if (info->audio_latent) return read_audio_latent(st, n, *info);
   if (info->token_latent) return read_token_latent(st, n, *info);
   if (!info->cfg_widget.empty()) return sampler_cfg(st, n, info->cfg_widget);

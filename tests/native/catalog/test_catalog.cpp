@@ -153,7 +153,9 @@ TEST_CASE("every canonical name of issue #2 is in the catalog with its role", "[
       {"qwen3.5-2b", Role::TextEncoder},          {"minimax-music-3", Role::DiffusionModel},
       {"minimax-music-3-text-encoder", Role::TextEncoder}, {"minimax-music-3-dav", Role::Vae},
       {"seedvr2-3b", Role::DiffusionModel},       {"seedvr2-7b", Role::DiffusionModel},
-      {"seedvr2-ema-vae", Role::Vae}};
+      {"seedvr2-ema-vae", Role::Vae},
+      // Issue 19, 2026 Wan families: Causal Forcing (Wan 2.1 1.3B sampled block by block with a k/v cache).
+      {"causal-forcing-1.3b", Role::DiffusionModel}};
   for (const auto& [name, role] : names) {
     const ModelInfo& m = resolve_model(name);
     CHECK(m.name == name);
@@ -191,6 +193,8 @@ TEST_CASE("aliases and ComfyUI file names resolve to canonical models", "[catalo
   CHECK(name_of(model_from_file_name("wan2.2_ti2v_5B_fp16.safetensors")) == "wan2.2-ti2v-5b");
   CHECK(name_of(model_from_file_name("wan2.1_i2v_480p_14B_fp16.safetensors")) == "wan2.1-i2v-14b");
   CHECK(name_of(model_from_file_name("wan2.1_t2v_1.3B_fp16.safetensors")) == "wan2.1-t2v-1.3b");
+  CHECK(name_of(model_from_file_name("causal_forcing-framewise.safetensors")) == "causal-forcing-1.3b");
+  CHECK(name_of(model_from_file_name("Causal-Forcing_chunkwise_fp16.safetensors")) == "causal-forcing-1.3b");
   CHECK(name_of(model_from_file_name("wan2.1_vace_14B_fp16.safetensors")) == "wan2.1-vace-14b");
   // Models we do not cover are not guessed.
   CHECK_FALSE(model_from_file_name("sigclip_vision_patch14_384.safetensors"));
