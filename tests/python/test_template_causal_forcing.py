@@ -86,22 +86,30 @@ def test_the_frames_per_block_widget_sizes_the_pass_not_the_cache(tmp_path):
     assert _sample(chunkwise)["breakdown"]["activations"] == 3 * framewise["breakdown"]["activations"]
 
 
-def test_a_frames_per_block_that_is_not_a_frame_count_leaves_the_sampler_unsized(tmp_path):
+@pytest.mark.parametrize("value", [0, 65, "three"])
+def test_a_frames_per_block_outside_comfyuis_range_is_bad_input_naming_the_node(tmp_path, value):
     workflow = _template()
-    _ar_sampler(workflow)["widgets_values"] = [0]
-    answer = _plan(workflow, tmp_path)
-    assert answer["verdict"] == "unknown"
-    assert "num_frame_per_block" in json.dumps(answer)
+    _ar_sampler(workflow)["widgets_values"] = [value]
+    path = tmp_path / f"{NAME}.json"
+    path.write_text(json.dumps(workflow))
+    run = subprocess.run([str(_cli()), "plan", "--json", "--vram", "12", str(path)], capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 2, run.stdout[-300:]
+    assert "SamplerARVideo #29:12 num_frame_per_block" in run.stderr
 
 
-@pytest.mark.parametrize("flags, field", [
-    (["--block-frames", "0"], "block_frames"),
-    (["--block-frames", "2000"], "block_frames"),
-    (["--sampling", "autoregressive"], "sampling"),
-    (["--sampling", "standard", "--block-frames", "3"], "block_frames"),
+# The CLI names a request field by its flag.
+CF = ["--model", "causal-forcing-1.3b"]
+
+
+@pytest.mark.parametrize("flags, flag", [
+    (CF + ["--block-frames", "0"], "--block-frames"),
+    (CF + ["--block-frames", "65"], "--block-frames"),
+    (CF + ["--sampling", "autoregressive"], "--sampling"),
+    (CF + ["--sampling", "standard", "--block-frames", "3"], "--block-frames"),
+    (["--model", "flux1-dev", "--sampling", "kv_cache_blocks"], "sampling"),
 ])
-def test_bad_sampling_flags_exit_2_naming_the_field(flags, field):
-    run = subprocess.run([str(_cli()), "estimate", "--model", "causal-forcing-1.3b", "--vram", "12", *flags],
-                         capture_output=True, text=True, timeout=60)
+def test_bad_sampling_flags_exit_2_naming_the_field(flags, flag):
+    run = subprocess.run([str(_cli()), "estimate", "--vram", "12", *flags], capture_output=True, text=True, timeout=60)
     assert run.returncode == 2, run.stdout[-300:] + run.stderr[-300:]
-    assert field in run.stderr
+    assert flag in run.stderr

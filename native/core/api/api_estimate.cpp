@@ -144,8 +144,8 @@ const request::Fields& estimate_fields() {
        "how the sampler steps the latent: standard (the whole latent each step) or kv_cache_blocks (block by block "
        "with a key/value cache: ComfyUI's ar_video sampler); default: the model's",
        0, 0, "standard|kv_cache_blocks", false, "sampling"},
-      {"block_frames", Kind::Int, "latent frames per block with sampling kv_cache_blocks (SamplerARVideo's num_frame_per_block)",
-       1, 1024, {}, false, "block-frames"},
+      {"block_frames", Kind::Int, "latent frames per block with sampling kv_cache_blocks (SamplerARVideo's num_frame_per_block, 1 to 64)",
+       1, 64, {}, false, "block-frames"},
       {"text_encoder_on_cpu", Kind::Bool, "the text encoder runs on the CPU", 0, 0, {}, false, "text-encoder-on-cpu"},
       {"lora_bytes", Kind::Bytes, "LoRA weights on the card", 0, static_cast<double>(1ull << 42), {}, false, "lora",
        MiB},

@@ -271,7 +271,7 @@ JobDefaults read_defaults(const JsonFields& f) {
   d.reference_images = f.optional_integer("reference_images", kReferenceImages).value_or(d.reference_images);
   d.seconds = f.optional_number("seconds", kSeconds).value_or(d.seconds);
   d.tokens = f.optional_integer("tokens", {1, 65536}).value_or(d.tokens);
-  d.block_frames = f.optional_integer("block_frames", {1, 1024}).value_or(d.block_frames);
+  d.block_frames = f.optional_integer("block_frames", {1, 64}).value_or(d.block_frames);
   // Not computed with, but shown to users with the model (headroom models --json, the nodes' catalog).
   f.optional_integer("steps", {1, 10000});
   f.optional_text("source");

@@ -6,6 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "core/base/error.hpp"
+#include "core/base/json_reader.hpp"
+
 namespace headroom::workflow {
 namespace {
 
@@ -129,13 +132,14 @@ void trace_sampling(const ReaderState& st, const Node& sampler, SamplerJob& job)
   if (!info || !info->sampling) return;
   job.sampling = *info->sampling;
   if (info->block_frames_widget.empty()) return;
-  const auto frames = integer(resolved_value(st.g, *made, info->block_frames_widget));
-  if (frames && *frames >= 1 && *frames <= 1024) {
-    job.block_frames = static_cast<int>(*frames);
-    return;
-  }
-  const std::string why = named(*made) + "'s " + info->block_frames_widget + " is not a whole number of latent frames from 1";
-  job.unknown += (job.unknown.empty() ? "" : "; ") + why;
+  const auto value = resolved_value(st.g, *made, info->block_frames_widget);
+  const auto frames = integer(value);
+  // ComfyUI refuses the prompt outside the widget's range (1 to 64), so no figure may rest on it.
+  if (!frames || *frames < 1 || *frames > 64)
+    throw InputError(named(*made) + " " + info->block_frames_widget,
+                     "expected a whole number of latent frames per block from 1 to 64, got " +
+                         (value ? json_preview(*value) : std::string("no value")));
+  job.block_frames = static_cast<int>(*frames);
 }
 
 // Every node `n` takes an input from, directly or through others: ComfyUI runs them before it.
