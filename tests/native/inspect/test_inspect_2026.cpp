@@ -409,3 +409,14 @@ TEST_CASE("inspect 2026: Qwen-Image 2.1 and Qwen-Image 1.x are told apart by the
     for (const auto& c : i.whole.candidates) CHECK(c.rfind("qwen-image-2.1", 0) != 0);
   }
 }
+
+TEST_CASE("inspect 2026: a Causal Forcing file has Wan 2.1 T2V 1.3B's state dict, and its name tells them apart",
+          "[inspect][2026]") {
+  // CausalWanModel loads WanModel's state dict unchanged (comfy/ldm/wan/ar_model.py): one signature, two entries.
+  auto c = inspect_layout("causal_forcing-framewise.safetensors", wan(1536, 8960, 30, 16));
+  CHECK(c.whole.model == "causal-forcing-1.3b");
+  CHECK(lists(c.whole.candidates, "wan2.1-t2v-1.3b"));
+  auto w = inspect_layout("wan2.1_t2v_1.3B_fp16.safetensors", wan(1536, 8960, 30, 16));
+  CHECK(w.whole.model == "wan2.1-t2v-1.3b");
+  CHECK(lists(w.whole.candidates, "causal-forcing-1.3b"));
+}
