@@ -118,3 +118,29 @@ TEST_CASE("comfy_nodes: a broken resolution rule fails naming the node and the k
   no_megapixels["nodes"]["ResolutionSelector"]["resolution"].erase("megapixels");
   CHECK_THAT(error_of(no_megapixels), Catch::Contains("'megapixels'"));
 }
+
+TEST_CASE("comfy_nodes: a sampler node names a sampler_kinds entry whose cost is a known kind", "[workflow][comfy_nodes][kv_cache]") {
+  const ComfyNode* ar = comfy_nodes().find("SamplerARVideo");
+  REQUIRE(ar);
+  REQUIRE(ar->sampling);
+  CHECK(*ar->sampling == SamplingKind::KvCacheBlocks);
+  CHECK(ar->block_frames_widget == "num_frame_per_block");
+  CHECK_FALSE(comfy_nodes().find("KSamplerSelect")->sampling);
+
+  json good = minimal();
+  good["sampler_kinds"] = {{"source", "test"}, {"kinds", {{"ar_video", "kv_cache_blocks"}}}};
+  good["nodes"]["SamplerARVideo"] = {{"widgets", {"num_frame_per_block"}}, {"sampler", "ar_video"},
+                                     {"block_frames", "num_frame_per_block"}};
+  CHECK(error_of(good).empty());
+  json unknown_sampler = good;
+  unknown_sampler["nodes"]["SamplerARVideo"]["sampler"] = "ar_vidoe";
+  CHECK_THAT(error_of(unknown_sampler), Catch::Contains("nodes.SamplerARVideo") && Catch::Contains("'sampler'") &&
+                                            Catch::Contains("ar_vidoe"));
+  json unknown_cost = good;
+  unknown_cost["sampler_kinds"]["kinds"]["ar_video"] = "kv_cache";
+  CHECK_THAT(error_of(unknown_cost), Catch::Contains("sampler_kinds.kinds") && Catch::Contains("'ar_video'") &&
+                                         Catch::Contains("kv_cache_blocks"));
+  json frames_alone = good;
+  frames_alone["nodes"]["SamplerARVideo"].erase("sampler");
+  CHECK_THAT(error_of(frames_alone), Catch::Contains("'block_frames'") && Catch::Contains("only read with 'sampler'"));
+}
