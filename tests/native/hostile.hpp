@@ -16,11 +16,15 @@
 
 namespace hostile {
 
-// The CLI under `timeout` and `ulimit -v` (kB). A run that hits the time limit exits 137; one that
-// runs out of address space dies on bad_alloc (3) or a signal (-1): both fail the exit-code checks.
+// The CLI under `ulimit -t` (CPU seconds), `timeout` and `ulimit -v` (kB). `seconds` limits the CPU
+// time the run spends, which is what a quadratic regression grows; wall time on a loaded 2-core CI
+// machine is several times that, so the wall clock only catches a hang (a run that waits without
+// computing), at six times the limit. A run past either limit dies on a signal (152 or 137); one that
+// runs out of address space dies on bad_alloc (3) or a signal (-1): all fail the exit-code checks.
 inline CliRun run_limited(const std::string& args, int seconds = 10, int memory_mb = 512) {
-  std::string cmd = "ulimit -v " + std::to_string(memory_mb * 1024) + "; exec timeout -s KILL " +
-                    std::to_string(seconds) + " '" + HEADROOM_CLI + "' " + args + " 2>&1";
+  std::string cmd = "ulimit -v " + std::to_string(memory_mb * 1024) + "; ulimit -t " + std::to_string(seconds) +
+                    "; exec timeout -s KILL " + std::to_string(6 * seconds) + " '" + HEADROOM_CLI + "' " + args +
+                    " 2>&1";
   CliRun r;
   FILE* p = popen(cmd.c_str(), "r");
   REQUIRE(p != nullptr);
