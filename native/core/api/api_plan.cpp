@@ -98,6 +98,12 @@ std::optional<Withheld> withheld_verdict(const workflow::WorkflowInfo& info) {
                           {"assumed", {{"width", info.job.width}, {"height", info.job.height},
                                        {"frames", info.job.frames}, {"batch", info.job.batch}}}}};
   }
+  if (!info.unsized_parts.empty()) {
+    // An audio encoder or model patch the catalog lacks: the peak leaves its weights out, so it is no peak.
+    const workflow::UnknownNode& u = info.unsized_parts.front();
+    const std::string why = u.type + " #" + u.id + " " + u.why;
+    return Withheld{why, {{"kind", "part"}, {"node_id", u.id}, {"node_type", u.type}, {"why", why}}};
+  }
   const auto broken = std::find_if(info.loaders.begin(), info.loaders.end(),
                                    [](const workflow::Loader& l) { return l.broken(); });
   if (broken == info.loaders.end()) return std::nullopt;
