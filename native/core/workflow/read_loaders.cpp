@@ -132,9 +132,10 @@ void read_clip_vision(ReaderState& st, const Node& n, const std::string& file, c
 // A part the estimate counts beside the diffusion model: a file the catalog lacks leaves the peak unknown, named.
 bool part_known(ReaderState& st, const Node& n, const Component& c, const std::string& what) {
   if (!c.model.empty()) return true;
-  st.info.unsized_parts.push_back({n.id, n.type, "loads '" + c.file + "', " + what + " Headroom does not know, so its "
-                                                 "weights cannot be counted"});
-  st.notes().push_back(n.type + " #" + n.id + " " + st.info.unsized_parts.back().why);
+  // The kind leads, so the corpus report groups every such loader under one reason.
+  st.info.unsized_parts.push_back({n.id, n.type, what + " Headroom does not know: " + n.type + " #" + n.id + " loads '" +
+                                                     c.file + "', whose weights cannot be counted"});
+  st.notes().push_back(st.info.unsized_parts.back().why);
   return false;
 }
 
