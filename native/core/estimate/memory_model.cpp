@@ -497,6 +497,16 @@ std::string sequence_note(const DiffusionArch& arch, const SampleGeometry& g, co
   return note + "; SDPA/flash attention, no NxN score matrix";
 }
 
+// A patch is its own CoreModelPatcher that the sampler loads with the model (the patch's models()).
+void add_patch_weights(const ResolvedJob& rj, const ModelInfo& patched, StageDemand& d) {
+  for (const auto& p : rj.model_patches) {
+    d.weights.push_back({p.model->name, p.weight_bytes});
+    d.resident_labels.push_back(p.model->name);
+    d.notes.push_back("model patch " + p.model->name + " (" + format_bytes(p.weight_bytes) + ") loads with " +
+                      patched.name + "; the activations of its layers inside each step are not counted");
+  }
+}
+
 }  // namespace
 
 StageDemand sample_demand(const ResolvedJob& rj, const DemandOptions& o) {
@@ -536,12 +546,7 @@ StageDemand sample_demand(const ResolvedJob& rj, const DemandOptions& o) {
     d.weights.push_back({"lora", job.lora_bytes});
     d.resident_labels.push_back("lora");
   }
-  // A patch is its own CoreModelPatcher that the sampler loads with the model (the patch's models()).
-  for (const auto& p : rj.model_patches) {
-    d.weights.push_back({p.model->name, p.weight_bytes});
-    d.resident_labels.push_back(p.model->name);
-    d.notes.push_back("model patch " + p.model->name + " (" + format_bytes(p.weight_bytes) + ") loads with " + m.name);
-  }
+  add_patch_weights(rj, m, d);
 
   const bool unet = !arch.levels.empty();
   const UnetPeak up = unet ? unet_peak(arch, g) : UnetPeak{};
