@@ -74,15 +74,12 @@ int not_covered(const std::string& model, const std::string& reason, bool as_jso
 void print_estimate(const json& r) {
   const json& job = r["job"];
   std::ostringstream head;
-  std::string what;
-  if (!job["diffusion"].is_null())
-    what = job["diffusion"]["model"].get<std::string>() + " (" + job["diffusion"]["precision"].get<std::string>() + ")";
-  else if (!job["vae"].is_null())
-    what = job["vae"]["model"].get<std::string>() + " (" + job["vae"]["precision"].get<std::string>() + ")";
-  else if (!job["clip_vision"].is_null())
-    what = job["clip_vision"]["model"].get<std::string>() + " (" + job["clip_vision"]["precision"].get<std::string>() + ")";
-  else
-    what = job["text_encoders"][0]["model"].get<std::string>() + " (" + job["text_encoders"][0]["precision"].get<std::string>() + ")";
+  // The job's first model, in the order a lone part is shown: what the stages are for.
+  const json* part = job["text_encoders"].empty() ? nullptr : &job["text_encoders"][0];
+  for (const char* key : {"clip_vision", "audio_encoder", "vae", "diffusion"})
+    if (job.contains(key) && !job[key].is_null()) part = &job[key];
+  if (!part) return;  // the estimator refuses a job without a model before it comes here
+  const std::string what = (*part)["model"].get<std::string>() + " (" + (*part)["precision"].get<std::string>() + ")";
   if (job.contains("tokens")) std::cout << what << "  " << job["tokens"].get<int>() << " shape tokens";
   else std::cout << what << "  " << job["width"].get<int>() << "x" << job["height"].get<int>();
   if (job["frames"].get<int>() > 1) std::cout << "x" << job["frames"].get<int>() << " frames";

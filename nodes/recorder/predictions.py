@@ -8,7 +8,7 @@ from collections import OrderedDict
 MAX_KEPT = 64
 # uncalibrated_peak_bytes: a calibrated estimate's own figure, so calibration never learns from itself.
 _STAGE_KEYS = ("name", "peak_bytes", "uncalibrated_peak_bytes", "min_bytes", "streamed_bytes", "mode")
-_COMPONENTS = ("diffusion", "text_encoders", "clip_vision", "vae")
+_COMPONENTS = ("diffusion", "text_encoders", "clip_vision", "audio_encoder", "vae")
 
 
 def _file_only(component):

@@ -34,14 +34,19 @@ def test_a_utility_template_is_read_at_its_models_input_size(template, model, si
     assert any("runs as one forward pass" in n for n in a["notes"])
 
 
-@pytest.mark.parametrize("template, sampled", [
-    ("image_qwen_image_instantx_controlnet", "qwen-image"),
-    ("video_ltx2_depth_to_video", "ltx2-19b"),
-    ("video_minimax_h3_fun_controlnet_union", "minimax-h3-ref2va"),
+@pytest.mark.parametrize("template, sampled, withheld_by", [
+    ("image_qwen_image_instantx_controlnet", "qwen-image", None),
+    ("video_ltx2_depth_to_video", "ltx2-19b", None),
+    # Its Fun ControlNet patch (block count and adaLN form read from the file) has no catalog entry: the verdict
+    # is withheld naming the patch loader (issue 19), not the pose detector.
+    ("video_minimax_h3_fun_controlnet_union", "minimax-h3-ref2va", "ModelPatchLoader"),
 ])
-def test_a_depth_or_pose_pass_beside_a_sampled_model_leaves_the_sampled_model_in_charge(template, sampled):
+def test_a_depth_or_pose_pass_beside_a_sampled_model_leaves_the_sampled_model_in_charge(template, sampled, withheld_by):
     a = plan(template)
-    assert a["verdict"] != "unknown", a.get("reason")
+    if withheld_by:
+        assert a["verdict"] == "unknown" and a["not_covered"]["node_type"] == withheld_by, a.get("reason")
+    else:
+        assert a["verdict"] != "unknown", a.get("reason")
     assert a["job"]["diffusion"]["model"] == sampled
     assert None not in loaded_models(a)
     assert not any("runs as one forward pass" in n for n in a["notes"])

@@ -33,6 +33,8 @@ Component& component_of(Job& job, Role role) {
     case Role::DiffusionModel: return *job.diffusion;
     case Role::TextEncoder: return job.text_encoders.front();
     case Role::ClipVision: return *job.clip_vision;
+    case Role::AudioEncoder: return *job.audio_encoder;
+    case Role::ModelPatch:  // default_job refuses a patch alone
     case Role::Vae: break;
   }
   return *job.vae;

@@ -98,6 +98,11 @@ std::optional<Withheld> withheld_verdict(const workflow::WorkflowInfo& info) {
                           {"assumed", {{"width", info.job.width}, {"height", info.job.height},
                                        {"frames", info.job.frames}, {"batch", info.job.batch}}}}};
   }
+  if (!info.unsized_parts.empty()) {
+    // An audio encoder or model patch the catalog lacks: the peak leaves its weights out, so it is no peak.
+    const workflow::UnknownNode& u = info.unsized_parts.front();
+    return Withheld{u.why, {{"kind", "part"}, {"node_id", u.id}, {"node_type", u.type}, {"why", u.why}}};
+  }
   const auto broken = std::find_if(info.loaders.begin(), info.loaders.end(),
                                    [](const workflow::Loader& l) { return l.broken(); });
   if (broken == info.loaders.end()) return std::nullopt;
@@ -149,11 +154,12 @@ json not_covered(const workflow::WorkflowInfo& info, const json& unknown_nodes) 
 json sized_stages(const workflow::WorkflowInfo& info, const Runtime& rt) {
   Job job = info.job;
   job.diffusion.reset();
+  job.model_patches.clear();  // sampled with the diffusion model, which is not sized here
   auto unknown = [](const Component& c) { return c.model.empty(); };
   job.text_encoders.erase(std::remove_if(job.text_encoders.begin(), job.text_encoders.end(), unknown), job.text_encoders.end());
   if (job.vae && unknown(*job.vae)) job.vae.reset();
   if (job.clip_vision && unknown(*job.clip_vision)) job.clip_vision.reset();
-  if (!job.vae && job.text_encoders.empty() && !job.clip_vision) return json::array();
+  if (!job.vae && job.text_encoders.empty() && !job.clip_vision && !job.audio_encoder) return json::array();
   try {
     return headroom::estimate(job, rt).to_json()["stages"];
   } catch (const Error&) {  // a part the estimator refuses alone: nothing sized, as before

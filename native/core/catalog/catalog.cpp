@@ -31,9 +31,9 @@ std::string normalise(const std::string& s) {
 }
 
 Role parse_role(const JsonFields& entry, const std::string& role) {
-  for (Role r : {Role::DiffusionModel, Role::TextEncoder, Role::ClipVision, Role::Vae})
+  for (Role r : {Role::DiffusionModel, Role::TextEncoder, Role::ClipVision, Role::Vae, Role::AudioEncoder, Role::ModelPatch})
     if (role == role_name(r)) return r;
-  entry.fail("role", "expected diffusion_model, text_encoder, clip_vision or vae, got '" + role + "'");
+  entry.fail("role", "expected diffusion_model, text_encoder, clip_vision, vae, audio_encoder or model_patch, got '" + role + "'");
 }
 
 PrecisionKind read_precision_kind(const JsonFields& f) {
@@ -326,6 +326,8 @@ const char* role_name(Role role) {
     case Role::TextEncoder: return "text_encoder";
     case Role::ClipVision: return "clip_vision";
     case Role::Vae: return "vae";
+    case Role::AudioEncoder: return "audio_encoder";
+    case Role::ModelPatch: return "model_patch";
   }
   return "unknown";
 }
@@ -427,6 +429,8 @@ void check_precision_for_role(const ModelInfo& model, const PrecisionInfo& preci
     case Role::DiffusionModel:
     case Role::TextEncoder: break;
     case Role::ClipVision:
+    case Role::AudioEncoder:
+    case Role::ModelPatch:
       ok = precision.kind != PrecisionKind::Gguf;
       allowed = "fp32, bf16, fp16 or fp8";
       break;

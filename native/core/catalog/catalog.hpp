@@ -17,8 +17,12 @@
 
 namespace headroom {
 
-enum class Role { DiffusionModel, TextEncoder, ClipVision, Vae };
-const char* role_name(Role role);  // "diffusion_model", "text_encoder", "clip_vision", "vae"
+// AudioEncoder: ComfyUI's AudioEncoderLoader (wav2vec2, Whisper), run in its own audio_encode stage. ModelPatch:
+// ModelPatchLoader's file (InfiniteTalk, a DiffSynth ControlNet), loaded with the model it patches and counted
+// in that model's sample stage.
+enum class Role { DiffusionModel, TextEncoder, ClipVision, Vae, AudioEncoder, ModelPatch };
+// "diffusion_model", "text_encoder", "clip_vision", "vae", "audio_encoder", "model_patch"
+const char* role_name(Role role);
 
 // A storage format of weights. Float and fp8 formats are one element per "block".
 // GGUF formats are exact ggml blocks (e.g. Q8_0: 32 weights in 34 bytes, Q4_K: 256 in 144).
@@ -76,7 +80,7 @@ struct ModelInfo {
   std::string companion_clip_vision;
   std::vector<FilePattern> file_patterns;
   std::optional<DiffusionArch> diffusion;   // role diffusion_model
-  std::optional<EncoderArch> encoder;       // roles text_encoder, clip_vision
+  std::optional<EncoderArch> encoder;       // roles text_encoder, clip_vision, audio_encoder
   std::optional<VaeArch> vae;               // role vae
   std::optional<JobDefaults> defaults;
   bool guidance_distilled = false;          // trained to follow guidance at cfg 1
@@ -89,6 +93,11 @@ struct ModelInfo {
   std::vector<std::string> released_quantized;
   // Of `params`, the weights official quantised files keep in 16 bit; 0 = every weight takes the precision.
   std::uint64_t unquantised_params = 0;
+  // Tensor-name prefixes ComfyUI drops when it loads the file (a whole Whisper checkpoint's "decoder."):
+  // `params` leaves them out, and a header's bytes are counted without them.
+  std::vector<std::string> dropped_prefixes;
+  // Model patches: the families of the diffusion models it patches (documentation, shown with the model).
+  std::vector<std::string> patches;
   const nlohmann::json* data = nullptr;
 };
 

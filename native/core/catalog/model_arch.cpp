@@ -287,7 +287,11 @@ void read_model_figures(const JsonFields& entry, ModelInfo& m) {
       break;
     case Role::TextEncoder:
     case Role::ClipVision:
+    case Role::AudioEncoder:
       m.encoder = read_encoder(entry);
+      break;
+    case Role::ModelPatch:  // its weights join the patched model's sample stage: params alone size it
+      m.patches = entry.texts("patches");
       break;
     case Role::Vae:
       m.vae = read_vae(entry);
@@ -311,6 +315,10 @@ void read_model_figures(const JsonFields& entry, ModelInfo& m) {
     if (*keep >= m.params) entry.fail("unquantised_params", "expected fewer weights than params (" + std::to_string(m.params) + ")");
     m.unquantised_params = *keep;
     entry.text("unquantised_params_source");
+  }
+  if (entry.has("dropped_prefixes")) {
+    m.dropped_prefixes = entry.texts("dropped_prefixes");
+    entry.text("dropped_prefixes_source");  // the ComfyUI code that drops them
   }
   if (entry.has("released_quantized")) {
     m.released_quantized = entry.texts("released_quantized");

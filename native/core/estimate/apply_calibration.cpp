@@ -20,12 +20,13 @@ std::vector<const Component*> components_of(const std::string& stage, const Job&
   if (stage == "text_encode")
     for (const auto& t : job.text_encoders) out.push_back(&t);
   if (stage == "clip_vision_encode" && job.clip_vision) out.push_back(&*job.clip_vision);
+  if (stage == "audio_encode" && job.audio_encoder) out.push_back(&*job.audio_encoder);
   if ((stage == "vae_encode" || stage == "vae_decode") && job.vae) out.push_back(&*job.vae);
   if (stage == "sample" && job.diffusion) out.push_back(&*job.diffusion);
   return out;
 }
 
-constexpr const char* kStages[] = {"text_encode", "clip_vision_encode", "vae_encode", "sample", "vae_decode"};
+constexpr const char* kStages[] = {"text_encode", "clip_vision_encode", "audio_encode", "vae_encode", "sample", "vae_decode"};
 
 bool known_stage(const std::string& name) {
   return std::any_of(std::begin(kStages), std::end(kStages), [&](const char* s) { return name == s; });
@@ -72,7 +73,7 @@ void apply_calibration(Estimate& est, const Job& job, const std::vector<calibrat
   for (std::size_t i = 0; i < corrections.size(); ++i)
     if (!known_stage(corrections[i].stage))
       throw InputError("calibration[" + std::to_string(i) + "].stage",
-                       "expected a stage the estimator reports (text_encode, clip_vision_encode, vae_encode, sample, "
+                       "expected a stage the estimator reports (text_encode, clip_vision_encode, audio_encode, vae_encode, sample, "
                        "vae_decode), got '" + corrections[i].stage + "'");
   for (auto& s : est.stages) {
     const auto comps = components_of(s.name, job);

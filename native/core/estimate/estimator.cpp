@@ -53,6 +53,12 @@ json component_json(const Component& c) {
   return j;
 }
 
+json components_json(const std::vector<Component>& cs) {
+  json j = json::array();
+  for (const auto& c : cs) j.push_back(component_json(c));
+  return j;
+}
+
 const char* decode_mode_name(DecodeMode m) {
   switch (m) {
     case DecodeMode::Full: return "full";
@@ -109,6 +115,8 @@ std::uint64_t host_ram_needed(const ResolvedJob& rj, const Job& job) {
   for (const auto& g : rj.generators)
     if (generator_only(rj, g)) ram += g.weight_bytes;
   if (rj.clip_vision) ram += rj.clip_vision->weight_bytes;
+  if (rj.audio_encoder) ram += rj.audio_encoder->weight_bytes;
+  for (const auto& p : rj.model_patches) ram += p.weight_bytes;
   if (rj.vae) ram += rj.vae->weight_bytes;
   for (const auto& o : rj.other_diffusion) ram += o.weight_bytes * std::max(1, o.model->experts);
   return ram;
@@ -277,6 +285,7 @@ json sampler_job_json(const SamplerJob& s) {
             {"size_known", s.size_known},
             {"cfg", s.cfg >= 0 ? json(s.cfg) : json(nullptr)},
             {"lora_bytes", s.lora_bytes},
+            {"model_patches", components_json(s.model_patches)},
             {"unknown", s.unknown.empty() ? json(nullptr) : json(s.unknown)}};
   if (s.seconds > 0) j["seconds"] = s.seconds;
   j["title"] = s.title.empty() ? json(nullptr) : json(s.title);
@@ -298,6 +307,8 @@ json job_to_json(const Job& job) {
   for (const auto& g : job.text_generations)
     j["text_generations"].push_back({{"model", component_json(g.model)}, {"new_tokens", g.new_tokens}});
   j["clip_vision"] = job.clip_vision ? component_json(*job.clip_vision) : json(nullptr);
+  j["audio_encoder"] = job.audio_encoder ? component_json(*job.audio_encoder) : json(nullptr);
+  j["model_patches"] = components_json(job.model_patches);
   j["vae"] = job.vae ? component_json(*job.vae) : json(nullptr);
   j["lora_bytes"] = job.lora_bytes;
   j["width"] = job.width;
@@ -357,6 +368,10 @@ Job default_job(const std::string& model) {
       break;
     case Role::TextEncoder: job.text_encoders.push_back(comp(m.name)); break;
     case Role::ClipVision: job.clip_vision = comp(m.name); break;
+    case Role::AudioEncoder: job.audio_encoder = comp(m.name); break;
+    case Role::ModelPatch:
+      throw InputError("model", m.name + " is a model patch, sampled with the model it patches; estimate a workflow "
+                                "that applies it");
     case Role::Vae:
       job.vae = comp(m.name);
       // A video, audio or token VAE alone decodes the shape of the first model that uses it.
@@ -408,6 +423,12 @@ void stages_before_sample(Estimate& est, const ResolvedJob& rj, const Job& job, 
     mark_cached(s, earlier, p.vram);
     est.stages.push_back(std::move(s));
     earlier.push_back({rj.clip_vision->model->name, rj.clip_vision->weight_bytes});
+  }
+  if (rj.audio_encoder) {  // AudioEncoderEncode: load_model_gpu, one pass over the clip
+    Stage s = fit_stage(audio_encode_demand(rj), p.pc);
+    mark_cached(s, earlier, p.vram);
+    est.stages.push_back(std::move(s));
+    add_loaded(earlier, *rj.audio_encoder);
   }
   if (auto enc = vae_encode_demand(rj)) {
     Stage s = fit_stage(*enc, p.pc);

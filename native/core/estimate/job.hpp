@@ -53,6 +53,7 @@ struct SamplerJob {
   bool size_known = false;                 // false: the latent it denoises has no size Headroom reads
   double cfg = -1;                         // -1: no cfg read for it (the job's is used)
   std::uint64_t lora_bytes = 0;            // LoRAs patched into its model (read from headers)
+  std::vector<Component> model_patches;    // ModelPatchLoader files applied on its model's way (InfiniteTalk)
   std::string unknown;                     // why its model or size is not known, naming the node
   std::string continues;                   // the earlier sampler whose latent it samples again ("" = none)
   std::string title;                       // the node's title in the workflow ("" = none given)
@@ -71,8 +72,12 @@ struct Job {
   std::vector<Component> text_encoders;    // CLIP-L + T5-XXL for Flux, umT5-XXL for Wan
   std::vector<TextGeneration> text_generations;  // prompt upsamplers, run one after another
   std::optional<Component> clip_vision;    // CLIP-vision-H for Wan 2.1 I2V
+  std::optional<Component> audio_encoder;  // wav2vec2 / Whisper, run in its own audio_encode stage (S2V, HuMo)
   std::optional<Component> vae;
   std::uint64_t lora_bytes = 0;            // LoRA weights patched into the diffusion model
+  // Model patches loaded beside the diffusion model and sampled with it (InfiniteTalk's audio layers, a
+  // DiffSynth ControlNet): their weights join the sample stage's.
+  std::vector<Component> model_patches;
 
   int width = 1024;                        // output pixels
   int height = 1024;

@@ -236,12 +236,18 @@ ResolvedJob resolve_job(const Job& job) {
                               "head_dim); give a language model that writes text");
   }
   if (job.clip_vision) r.clip_vision = resolve_component(*job.clip_vision, Role::ClipVision, "clip_vision");
+  if (job.audio_encoder) r.audio_encoder = resolve_component(*job.audio_encoder, Role::AudioEncoder, "audio_encoder");
+  for (std::size_t i = 0; i < job.model_patches.size(); ++i)
+    r.model_patches.push_back(resolve_component(job.model_patches[i], Role::ModelPatch,
+                                                "model_patches[" + std::to_string(i) + "]"));
   if (job.vae) r.vae = resolve_component(*job.vae, Role::Vae, "vae");
   for (std::size_t i = 0; i < job.other_diffusion.size(); ++i)
     r.other_diffusion.push_back(resolve_component(job.other_diffusion[i].model, Role::DiffusionModel,
                                                   "other_diffusion[" + std::to_string(i) + "]"));
-  if (!r.diffusion && r.text_encoders.empty() && !r.clip_vision && !r.vae)
-    throw InputError("model", "the job names no model; give a diffusion model, a text encoder or a VAE");
+  if (!r.diffusion && !r.model_patches.empty())
+    throw InputError("model_patches", "a model patch is sampled with the diffusion model it patches; give that model too");
+  if (!r.diffusion && r.text_encoders.empty() && !r.clip_vision && !r.audio_encoder && !r.vae)
+    throw InputError("model", "the job names no model; give a diffusion model, a text encoder, an audio encoder or a VAE");
 
   if (r.diffusion) {
     const ModelInfo& m = *r.diffusion->model;
@@ -408,11 +414,13 @@ StageDemand text_encode_demand(const ResolvedJob& rj) {
   return d;
 }
 
-StageDemand clip_vision_demand(const ResolvedJob& rj) {
+namespace {
+
+// One encoder's pass over its fixed token count (CLIP vision's image tokens, an audio encoder's positions).
+StageDemand encoder_demand(const std::string& stage, const ResolvedComponent& cv) {
   StageDemand d;
-  d.name = "clip_vision_encode";
+  d.name = stage;
   d.partial_loadable = true;
-  const ResolvedComponent& cv = *rj.clip_vision;
   const ModelInfo& m = *cv.model;
   const EncoderArch& arch = encoder_of(m);
   const int cb = dtype_bytes(m.compute_dtype);
@@ -426,6 +434,12 @@ StageDemand clip_vision_demand(const ResolvedJob& rj) {
   d.flops_per_pass = 2.0 * m.params * tokens;
   return d;
 }
+
+}  // namespace
+
+StageDemand clip_vision_demand(const ResolvedJob& rj) { return encoder_demand("clip_vision_encode", *rj.clip_vision); }
+
+StageDemand audio_encode_demand(const ResolvedJob& rj) { return encoder_demand("audio_encode", *rj.audio_encoder); }
 
 std::optional<StageDemand> vae_encode_demand(const ResolvedJob& rj) {
   if (!rj.vae || !rj.diffusion) return std::nullopt;
@@ -484,6 +498,16 @@ std::string sequence_note(const DiffusionArch& arch, const SampleGeometry& g, co
   return note + "; SDPA/flash attention, no NxN score matrix";
 }
 
+// A patch is its own CoreModelPatcher that the sampler loads with the model (the patch's models()).
+void add_patch_weights(const ResolvedJob& rj, const ModelInfo& patched, StageDemand& d) {
+  for (const auto& p : rj.model_patches) {
+    d.weights.push_back({p.model->name, p.weight_bytes});
+    d.resident_labels.push_back(p.model->name);
+    d.notes.push_back("model patch " + p.model->name + " (" + format_bytes(p.weight_bytes) + ") loads with " +
+                      patched.name + "; the activations of its layers inside each step are not counted");
+  }
+}
+
 }  // namespace
 
 StageDemand sample_demand(const ResolvedJob& rj, const DemandOptions& o) {
@@ -523,6 +547,7 @@ StageDemand sample_demand(const ResolvedJob& rj, const DemandOptions& o) {
     d.weights.push_back({"lora", job.lora_bytes});
     d.resident_labels.push_back("lora");
   }
+  add_patch_weights(rj, m, d);
 
   const bool unet = !arch.levels.empty();
   const UnetPeak up = unet ? unet_peak(arch, g) : UnetPeak{};

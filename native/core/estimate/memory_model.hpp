@@ -28,6 +28,8 @@ struct ResolvedJob {
   std::vector<ResolvedComponent> text_encoders;
   std::vector<ResolvedComponent> generators;  // one per job.text_generations entry, in order
   std::optional<ResolvedComponent> clip_vision;
+  std::optional<ResolvedComponent> audio_encoder;
+  std::vector<ResolvedComponent> model_patches;  // job.model_patches, in order
   std::optional<ResolvedComponent> vae;
   std::vector<ResolvedComponent> other_diffusion;  // job.other_diffusion, in order
   const Job* job = nullptr;
@@ -80,6 +82,7 @@ struct DemandOptions {
 std::optional<StageDemand> text_generate_demand(const ResolvedJob& job);
 StageDemand text_encode_demand(const ResolvedJob& job);
 StageDemand clip_vision_demand(const ResolvedJob& job);
+StageDemand audio_encode_demand(const ResolvedJob& job);  // needs job.audio_encoder
 std::optional<StageDemand> vae_encode_demand(const ResolvedJob& job);   // I2V video / Kontext reference
 StageDemand sample_demand(const ResolvedJob& job, const DemandOptions& options);
 StageDemand vae_decode_demand(const ResolvedJob& job, const DemandOptions& options);

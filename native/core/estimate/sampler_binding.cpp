@@ -83,6 +83,7 @@ Job sampler_job(const Job& job, const SamplerJob& s) {
   j.sampling = s.sampling;
   j.block_frames = s.block_frames;
   j.lora_bytes = s.lora_bytes;
+  j.model_patches = s.model_patches;
   j.samplers.clear();
   j.notes.clear();
   j.bound_sampler.clear();
@@ -96,7 +97,8 @@ bool same_sampled(const Job& a, const Job& b) {
          a.diffusion->precision == b.diffusion->precision && a.diffusion->weight_bytes == b.diffusion->weight_bytes &&
          a.width == b.width && a.height == b.height && a.frames == b.frames && a.batch == b.batch &&
          a.seconds == b.seconds && a.tokens == b.tokens && a.cfg == b.cfg && a.lora_bytes == b.lora_bytes &&
-         a.sampling == b.sampling && a.block_frames == b.block_frames;
+         a.sampling == b.sampling && a.block_frames == b.block_frames &&
+         a.model_patches.size() == b.model_patches.size();
 }
 
 Job bind_worst_sampler(const Job& job, const Estimate& est) {

@@ -289,7 +289,25 @@ std::vector<Match> recognise(const std::vector<const TensorRecord*>& tensors, co
 // bf16/fp16 and text_encoder_dtype() fp16 (facts/comfyui-internals.md §4.2, §5); a 32-bit file is
 // cast on load. VAEs and unknown files are counted as stored.
 bool casts_fp32_to_16bit(const std::string& role) {
-  return role == "diffusion_model" || role == "text_encoder" || role == "clip_vision";
+  return role == "diffusion_model" || role == "text_encoder" || role == "clip_vision" || role == "audio_encoder";
+}
+
+// The tensors ComfyUI keeps of a recognised model: models.json `dropped_prefixes` (after the file's own prefix)
+// name those its loader discards, such as a whole Whisper checkpoint's decoder.
+std::vector<const TensorRecord*> kept_tensors(const std::vector<const TensorRecord*>& tensors, const Match& m) {
+  auto dropped = m.entry->find("dropped_prefixes");
+  if (dropped == m.entry->end() || !dropped->is_array()) return tensors;
+  std::vector<const TensorRecord*> kept;
+  for (const TensorRecord* t : tensors) {
+    const std::string& name = t->name;
+    const bool under = name.compare(0, m.prefix.size(), m.prefix) == 0;
+    const std::string rest = under ? name.substr(m.prefix.size()) : name;
+    const bool drop = std::any_of(dropped->begin(), dropped->end(), [&](const json& p) {
+      return p.is_string() && rest.compare(0, p.get<std::string>().size(), p.get<std::string>()) == 0;
+    });
+    if (!drop) kept.push_back(t);
+  }
+  return kept;
 }
 
 ModelSummary measure(const std::vector<const TensorRecord*>& tensors, const ShapeIndex& by_name, const std::string& format,
@@ -355,7 +373,8 @@ ModelSummary recognise_component(const std::vector<const TensorRecord*>& tensors
     std::string r = text_of(*matches.front().entry, "role");
     if (!r.empty()) role = r;
   }
-  ModelSummary c = measure(tensors, index, format, role, formats);
+  ModelSummary c = matches.empty() ? measure(tensors, index, format, role, formats)
+                                    : measure(kept_tensors(tensors, matches.front()), index, format, role, formats);
   name_from(c, matches, prefix);
   return c;
 }

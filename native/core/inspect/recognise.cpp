@@ -70,7 +70,9 @@ bool role_matches(const ModelInfo& m, const std::string& loader_role) {
                                                     {"checkpoint", Role::DiffusionModel},
                                                     {"text_encoder", Role::TextEncoder},
                                                     {"clip_vision", Role::ClipVision},
-                                                    {"vae", Role::Vae}};
+                                                    {"vae", Role::Vae},
+                                                    {"audio_encoder", Role::AudioEncoder},
+                                                    {"model_patch", Role::ModelPatch}};
   const auto it = loads.find(loader_role);
   return it != loads.end() && it->second == m.role;
 }

@@ -90,6 +90,7 @@ json stage_model(const json& prediction, const std::string& stage) {
   const char* component = stage == "sample" ? "diffusion"
                           : stage == "text_encode" ? "text_encoders"
                           : stage == "clip_vision_encode" ? "clip_vision"
+                          : stage == "audio_encode" ? "audio_encoder"
                           : (stage == "vae_decode" || stage == "vae_encode") ? "vae" : nullptr;
   if (component == nullptr || !job.contains(component)) return nullptr;
   json c = job[component];

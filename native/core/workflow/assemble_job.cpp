@@ -261,12 +261,28 @@ void decode_mode(ReaderState& st) {
   } else if (any_headroom) job.decode_mode = DecodeMode::Headroom;
 }
 
+// A patch no sampler's model reaches is loaded to the CPU and never sampled with (ComfyUI moves a patch to the
+// card only through the sampler's models()): it is left out of the sample stage, said.
+void unreached_patches(ReaderState& st) {
+  Job& job = st.info.job;
+  if (job.samplers.empty()) return;
+  for (const auto& p : job.model_patches) {
+    const bool reached = std::any_of(job.samplers.begin(), job.samplers.end(), [&](const SamplerJob& s) {
+      return std::any_of(s.model_patches.begin(), s.model_patches.end(),
+                         [&](const Component& c) { return c.file == p.file && c.model == p.model; });
+    });
+    if (!reached)
+      st.notes().push_back("model patch '" + p.file + "' reaches no sampler's model; it is not counted in a sample stage");
+  }
+}
+
 }  // namespace
 
 void assemble_job(ReaderState& st) {
   Job& job = st.info.job;
   resolve_generations(st);
   trace_samplers(st);
+  unreached_patches(st);
   choose_diffusion(st);
   if (job.text_encoders.empty() && !st.checkpoint_text_encoders.empty()) job.text_encoders = st.checkpoint_text_encoders;
   if (!job.vae && st.checkpoint_vae) job.vae = st.checkpoint_vae;

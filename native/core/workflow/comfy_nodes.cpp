@@ -167,10 +167,11 @@ void read_switch_and_generator(const json& j, const Reader& r, ComfyNode& n) {
 void read_stage(const json& j, const Reader& r, ComfyNode& n) {
   n.stage = r.text(j, "stage");
   // The stage names the estimator reports (memory_model.cpp); a typo would file every such node nowhere.
-  static const char* const kStages[] = {"text_generate", "text_encode", "clip_vision_encode", "vae_encode", "sample",
-                                       "vae_decode"};
+  static const char* const kStages[] = {"text_generate", "text_encode", "clip_vision_encode", "audio_encode",
+                                       "vae_encode", "sample", "vae_decode"};
   if (!n.stage.empty() && std::find(std::begin(kStages), std::end(kStages), n.stage) == std::end(kStages))
-    r.fail("stage", "expected text_generate, text_encode, clip_vision_encode, vae_encode, sample or vae_decode, got '" + n.stage + "'");
+    r.fail("stage", "expected text_generate, text_encode, clip_vision_encode, audio_encode, vae_encode, sample or vae_decode, "
+                    "got '" + n.stage + "'");
   if (n.decode != DecodeKind::None && n.stage.empty()) n.stage = "vae_decode";
 }
 

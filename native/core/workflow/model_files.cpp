@@ -14,7 +14,8 @@ LoaderKind loader_kind(const std::string& role) {
   static const std::pair<const char*, LoaderKind> kKinds[] = {
       {"diffusion", LoaderKind::Diffusion}, {"checkpoint", LoaderKind::Checkpoint},
       {"text_encoder", LoaderKind::TextEncoder}, {"vae", LoaderKind::Vae}, {"clip_vision", LoaderKind::ClipVision},
-      {"lora", LoaderKind::Lora}, {"style_model", LoaderKind::StyleModel}};
+      {"lora", LoaderKind::Lora}, {"style_model", LoaderKind::StyleModel}, {"audio_encoder", LoaderKind::AudioEncoder},
+      {"model_patch", LoaderKind::ModelPatch}};
   for (const auto& [name, kind] : kKinds)
     if (role == name) return kind;
   return LoaderKind::Other;

@@ -10,7 +10,7 @@ namespace headroom::workflow {
 
 // The loader roles of comfy_nodes.json ("loads") that are read differently, parsed once per loader;
 // a role added to the data without code reads as Other (its files are recognised, nothing more).
-enum class LoaderKind { Diffusion, Checkpoint, TextEncoder, Vae, ClipVision, Lora, StyleModel, Other };
+enum class LoaderKind { Diffusion, Checkpoint, TextEncoder, Vae, ClipVision, Lora, StyleModel, AudioEncoder, ModelPatch, Other };
 LoaderKind loader_kind(const std::string& role);
 
 // The file's model and precision by name, then by header; records on `rec` where its size comes from.

@@ -129,6 +129,39 @@ void read_clip_vision(ReaderState& st, const Node& n, const std::string& file, c
   else st.info.job.clip_vision = c;
 }
 
+// A part the estimate counts beside the diffusion model: a file the catalog lacks leaves the peak unknown, named.
+bool part_known(ReaderState& st, const Node& n, const Component& c, const std::string& what) {
+  if (!c.model.empty()) return true;
+  // The kind leads, so the corpus report groups every such loader under one reason.
+  st.info.unsized_parts.push_back({n.id, n.type, what + " Headroom does not know: " + n.type + " #" + n.id + " loads '" +
+                                                     c.file + "', whose weights cannot be counted"});
+  st.notes().push_back(st.info.unsized_parts.back().why);
+  return false;
+}
+
+// Two different encoders (an S2V copy of the graph with another file): the larger is counted, as it sets the peak.
+void read_audio_encoder(ReaderState& st, const Node& n, const std::string& file, const std::string& role, Loader& rec) {
+  Component c = component(st, n, file, role, rec);
+  if (!part_known(st, n, c, "an audio encoder")) return;
+  Job& job = st.info.job;
+  if (job.audio_encoder && already_loaded(st, {*job.audio_encoder}, c, n)) return;
+  if (job.audio_encoder) {
+    const ModelInfo* kept = find_model_of(*job.audio_encoder);
+    st.notes().push_back("two audio encoders load ('" + job.audio_encoder->file + "', '" + file + "'); the larger is counted");
+    if (kept && c.info && kept->params >= c.info->params) return;
+  }
+  job.audio_encoder = c;
+}
+
+// A patch counts for the sampler whose model it reaches (sampler_jobs.cpp); the job keeps every one for a
+// workflow whose samplers are not traced.
+void read_model_patch(ReaderState& st, const Node& n, const std::string& file, const std::string& role, Loader& rec) {
+  Component c = component(st, n, file, role, rec);
+  if (!part_known(st, n, c, "a model patch")) return;
+  st.patches_by_node[n.id] = c;
+  if (!already_loaded(st, st.info.job.model_patches, c, n)) st.info.job.model_patches.push_back(c);
+}
+
 // A role without its own reader: its file is recognised (and its header read), nothing more.
 void read_other(ReaderState& st, const Node& n, const std::string& file, const std::string& role, Loader& rec) {
   component(st, n, file, role, rec);
@@ -139,7 +172,8 @@ LoaderReader reader_for(LoaderKind kind) {
       {LoaderKind::Diffusion, read_diffusion}, {LoaderKind::Checkpoint, read_checkpoint},
       {LoaderKind::TextEncoder, read_text_encoder}, {LoaderKind::Vae, read_vae},
       {LoaderKind::ClipVision, read_clip_vision}, {LoaderKind::Lora, read_lora},
-      {LoaderKind::StyleModel, read_style_model}, {LoaderKind::Other, read_other}};
+      {LoaderKind::StyleModel, read_style_model}, {LoaderKind::AudioEncoder, read_audio_encoder},
+      {LoaderKind::ModelPatch, read_model_patch}, {LoaderKind::Other, read_other}};
   return kReaders.at(kind);
 }
 

@@ -62,6 +62,7 @@ struct ReaderState {
   // what size a latent node gives.
   std::map<std::string, Component> diffusion_by_node;
   std::map<std::string, std::uint64_t> lora_bytes_by_node;
+  std::map<std::string, Component> patches_by_node;  // ModelPatchLoader id -> the patch it loads
   std::map<std::string, LatentShape> latent_shapes;
   std::map<std::string, UnknownNode> latent_unknown;  // an image-sized latent whose image has no known size
   std::vector<PendingGeneration> generations;

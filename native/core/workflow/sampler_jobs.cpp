@@ -48,7 +48,22 @@ const Node* through(const ReaderState& st, const Node& n, const std::vector<std:
   return nullptr;
 }
 
-// Follows MODEL back to the loader, adding the LoRAs on the way; a model patch hands its model input on.
+// A node on the model's way that applies a ModelPatchLoader's file (WanInfiniteTalkToVideo's model_patch input):
+// the patch loads with the model, once however many nodes apply it.
+void add_patches(const ReaderState& st, const Node& at, SamplerJob& job) {
+  for (const auto& in : at.inputs) {
+    if (!in.from_node) continue;
+    auto it = st.patches_by_node.find(*in.from_node);
+    if (it == st.patches_by_node.end()) continue;
+    const bool seen = std::any_of(job.model_patches.begin(), job.model_patches.end(), [&](const Component& c) {
+      return c.file == it->second.file && c.model == it->second.model;
+    });
+    if (!seen) job.model_patches.push_back(it->second);
+  }
+}
+
+// Follows MODEL back to the loader, adding the LoRAs and model patches on the way; a model patch hands its
+// model input on.
 void trace_model(const ReaderState& st, const Node& sampler, SamplerJob& job) {
   const Node* guider = guider_of(st, sampler);
   const Node* at = through(st, guider ? *guider : sampler, comfy_nodes().model_through_inputs);
@@ -58,6 +73,7 @@ void trace_model(const ReaderState& st, const Node& sampler, SamplerJob& job) {
       return;
     }
     if (auto it = st.lora_bytes_by_node.find(at->id); it != st.lora_bytes_by_node.end()) job.lora_bytes += it->second;
+    add_patches(st, *at, job);
     if (!node_info(at->type)) {
       job.unknown = "its model comes through " + named(*at) + ", a node Headroom does not know";
       return;

@@ -108,6 +108,8 @@ json WorkflowInfo::to_json() const {
                             {"file_problem_text", l.file_problem_text.empty() ? json(nullptr) : json(l.file_problem_text)}});
   json unknown = json::array();
   for (const auto& u : unknown_nodes) unknown.push_back({{"id", u.id}, {"type", u.type}});
+  json unsized = json::array();
+  for (const auto& u : unsized_parts) unsized.push_back({{"id", u.id}, {"type", u.type}, {"why", u.why}});
   json samplers_json = json::array();
   for (const auto& s : job.samplers) samplers_json.push_back(sampler_job_json(s));
   return {{"format", api_format ? "api" : "ui"},
@@ -118,6 +120,7 @@ json WorkflowInfo::to_json() const {
           {"size_from_unknown", size_from_unknown ? json{{"id", size_from_unknown->id}, {"type", size_from_unknown->type},
                                                          {"why", size_from_unknown->why}}
                                                   : json(nullptr)},
+          {"unsized_parts", unsized},
           {"node_stages", node_stages},
           {"samplers", samplers_json},
           {"notes", job.notes}};

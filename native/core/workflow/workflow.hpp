@@ -26,7 +26,7 @@ struct WidgetRef {
 struct Loader {
   std::string node_id;
   std::string type;
-  std::string role;   // diffusion, checkpoint, text_encoder, vae, clip_vision, lora, style_model
+  std::string role;   // diffusion, checkpoint, text_encoder, vae, clip_vision, lora, style_model, audio_encoder, model_patch
   std::string file;
   std::string model;  // canonical catalog name, "" when not recognised
   std::string precision;
@@ -61,6 +61,9 @@ struct WorkflowInfo {
   bool api_format = false;
   std::vector<Loader> loaders;
   std::vector<UnknownNode> unknown_nodes;
+  // Loaders of a part the estimate counts (an audio encoder, a model patch) whose file Headroom cannot size:
+  // no verdict rests on a peak that leaves them out.
+  std::vector<UnknownNode> unsized_parts;
   std::string latent_node;     // type of the node that sets the output size ("" when unknown)
   bool size_known = false;     // false: no latent node or image size the workflow gives sets the size
   // The node the sampled latent's size follows when that size is not known (a node Headroom does not

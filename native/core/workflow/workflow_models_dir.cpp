@@ -118,6 +118,8 @@ const std::vector<LoaderFiles>& loader_files() {
       {"text_encoder", {"text_encoder"}, "a text encoder (CLIP) loader"},
       {"vae", {"vae"}, "a vae loader"},
       {"clip_vision", {"clip_vision"}, "a CLIP vision loader"},
+      {"audio_encoder", {"audio_encoder"}, "an audio encoder loader"},
+      {"model_patch", {"model_patch"}, "a model patch loader"},
   };
   return t;
 }

@@ -155,7 +155,12 @@ TEST_CASE("every canonical name of issue #2 is in the catalog with its role", "[
       {"seedvr2-3b", Role::DiffusionModel},       {"seedvr2-7b", Role::DiffusionModel},
       {"seedvr2-ema-vae", Role::Vae},
       // Issue 19, 2026 Wan families: Causal Forcing (Wan 2.1 1.3B sampled block by block with a k/v cache).
-      {"causal-forcing-1.3b", Role::DiffusionModel}};
+      {"causal-forcing-1.3b", Role::DiffusionModel},
+      // Issue 19: the audio encoders of S2V, HuMo and InfiniteTalk and the model patches of the 2026 templates.
+      {"wav2vec2-chinese-base", Role::AudioEncoder}, {"wav2vec2-large-english", Role::AudioEncoder},
+      {"whisper-large-v3-encoder", Role::AudioEncoder}, {"infinitetalk-single", Role::ModelPatch},
+      {"infinitetalk-multi", Role::ModelPatch},   {"uso-flux1-projector", Role::ModelPatch},
+      {"qwen-image-diffsynth-controlnet", Role::ModelPatch}};
   for (const auto& [name, role] : names) {
     const ModelInfo& m = resolve_model(name);
     CHECK(m.name == name);
@@ -349,6 +354,10 @@ TEST_CASE("api::catalog lists models, precisions and GPUs", "[catalog]") {
 TEST_CASE("every catalog model estimates with its defaults and on every precision its role allows", "[catalog][estimate]") {
   for (const auto& m : catalog_data().models) {
     INFO(m.name);
+    if (m.role == Role::ModelPatch) {  // sampled with the model it patches: alone it is refused, naming the field
+      CHECK(field_of([&] { api::estimate({{"model", m.name}}); }) == "model");
+      continue;
+    }
     json r = api::estimate({{"model", m.name}});
     CHECK(r["peak_bytes"].get<std::uint64_t>() > 0);
     for (const auto& p : catalog_data().precisions) {
