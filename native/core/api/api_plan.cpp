@@ -6,6 +6,7 @@
 #include "core/api/api.hpp"
 #include "core/api/workflow_request.hpp"
 #include "core/api/runtime_fields.hpp"
+#include "core/api/unknown_sampler.hpp"
 #include "core/base/request_fields.hpp"
 #include "core/catalog/card_budget.hpp"
 #include "core/catalog/catalog.hpp"
@@ -98,6 +99,7 @@ std::optional<Withheld> withheld_verdict(const workflow::WorkflowInfo& info) {
                           {"assumed", {{"width", info.job.width}, {"height", info.job.height},
                                        {"frames", info.job.frames}, {"batch", info.job.batch}}}}};
   }
+  if (auto sampler = unknown_sampler(info.job)) return sampler;
   const auto broken = std::find_if(info.loaders.begin(), info.loaders.end(),
                                    [](const workflow::Loader& l) { return l.broken(); });
   if (broken == info.loaders.end()) return std::nullopt;

@@ -30,6 +30,7 @@ struct ResolvedJob {
   std::optional<ResolvedComponent> clip_vision;
   std::optional<ResolvedComponent> vae;
   std::vector<ResolvedComponent> other_diffusion;  // job.other_diffusion, in order
+  std::vector<ResolvedComponent> other_text_encoders;  // job.other_text_encoders, in order
   const Job* job = nullptr;
   std::vector<std::string> notes;
 };
