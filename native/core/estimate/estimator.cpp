@@ -7,6 +7,7 @@
 #include <iterator>
 #include <locale>
 #include <sstream>
+#include <tuple>
 #include <utility>
 
 #include "core/catalog/catalog.hpp"
@@ -516,8 +517,10 @@ std::vector<SamplerPeak> sampler_peaks(const Job& job, const Runtime& runtime, c
     Loaded before;
     std::uint64_t peak;
     std::pair<std::string, std::uint64_t> model;  // what it loads (name, bytes)
+    std::uint64_t need;                           // its whole need, for samplers that all stream at the card
   };
   std::vector<SamplerPeak> out;
+  std::vector<std::uint64_t> needs;
   std::vector<Sized> sized;  // one sizing per distinct job and cache (two passes of one model)
   Loaded before = earlier;
   for (const auto& s : job.samplers) {
@@ -536,19 +539,25 @@ std::vector<SamplerPeak> sampler_peaks(const Job& job, const Runtime& runtime, c
         ResolvedJob rj = resolve_job(j);
         upcast_fp8_like_comfyui(rj, runtime);
         mark_native_compute(rj, runtime);
-        const std::uint64_t peak = sample_stage(rj, j, p, cached).peak_bytes;
-        it = sized.insert(sized.end(), {std::move(j), cached, peak, {rj.diffusion->model->name, rj.diffusion->weight_bytes}});
+        const Stage sample = sample_stage(rj, j, p, cached);
+        it = sized.insert(sized.end(), {std::move(j), cached, sample.peak_bytes,
+                                        {rj.diffusion->model->name, rj.diffusion->weight_bytes}, sample.full_load_bytes});
       }
       sp.peak_bytes = it->peak;
+      needs.resize(out.size() + 1, 0);
+      needs.back() = it->need;
       sp.encode_peak_bytes = own_encode_peak(s, job, runtime, p);
       add_loaded(before, it->model.first, it->model.second);  // ComfyUI keeps it cached while it fits
     }
     out.push_back(std::move(sp));
   }
-  // The worst job binds: its sample stage or its own prompt's encode, whichever is larger; then the sampling.
-  auto key = [](const SamplerPeak& s) {
+  // The worst job binds: its sample stage or its own prompt's encode, whichever is larger; then the sampling,
+  // then the whole need (samplers that all stream peak at the card).
+  needs.resize(out.size(), 0);
+  auto key = [&](const SamplerPeak& s) {
     const std::uint64_t sample = s.peak_bytes.value_or(0);
-    return std::make_pair(s.peak_bytes ? std::max(sample, s.encode_peak_bytes.value_or(0)) : 0, sample);
+    const std::uint64_t need = needs[static_cast<std::size_t>(&s - out.data())];
+    return std::make_tuple(s.peak_bytes ? std::max(sample, s.encode_peak_bytes.value_or(0)) : 0, sample, need);
   };
   auto worst = std::max_element(out.begin(), out.end(),
                                 [&](const SamplerPeak& a, const SamplerPeak& b) { return key(a) < key(b); });

@@ -106,10 +106,9 @@ void read_checkpoint(ReaderState& st, const Node& n, const std::string& file, co
   st.diffusion.push_back(c);
   st.diffusion_files.push_back(file);
   const ComfyNode* info = node_info(n.type);
-  const bool clip_vision_output = info && info->clip_vision_output;
-  std::vector<Component> bundled = checkpoint_companions(st, c, clip_vision_output);
-  // Its CLIP output (an image-only checkpoint has none) holds the bundled encoders, if the catalog names them.
-  if (!clip_vision_output) st.encoder_loads[n.id] = std::move(bundled);
+  std::vector<Component> bundled = checkpoint_companions(st, c, info && info->clip_vision_output);
+  // Its CLIP output (comfy_nodes.json clip_output) holds the bundled encoders, if the catalog names them.
+  if (info && info->clip_output) st.encoder_loads[n.id] = std::move(bundled);
 }
 
 void read_text_encoder(ReaderState& st, const Node& n, const std::string& file, const std::string& role, Loader& rec) {

@@ -46,6 +46,25 @@ void in_workflow_order(const std::vector<Component>& workflow, SamplerJob& job) 
   job.text_encoder_loads = std::move(loads);
 }
 
+// Whether a link from `from`'s output `slot` carries a CLIP object whose encoders Headroom read: a CLIP
+// loader's only output, a checkpoint's CLIP output (not its MODEL or VAE).
+bool reads_clip(const ReaderState& st, const Node& from, int slot) {
+  if (!st.encoder_loads.count(from.id)) return false;
+  const ComfyNode* info = node_info(from.type);
+  return !info || !info->clip_output || *info->clip_output == slot;
+}
+
+void add_load(const std::vector<Component>& load, const std::string& loader, SamplerJob& job) {
+  job.encoders_traced = true;
+  for (const Component& c : load) {
+    const bool again = std::any_of(job.text_encoders.begin(), job.text_encoders.end(),
+                                   [&](const Component& t) { return same_file(t, c); });
+    if (again) continue;  // one file loaded by two loaders alike is one copy (read_loaders.cpp already_loaded)
+    job.text_encoders.push_back(c);
+    job.text_encoder_loads.push_back(loader);
+  }
+}
+
 }  // namespace
 
 void trace_encoders(const ReaderState& st, const Node& sampler, SamplerJob& job) {
@@ -54,21 +73,14 @@ void trace_encoders(const ReaderState& st, const Node& sampler, SamplerJob& job)
   while (!stack.empty()) {
     const Node* at = stack.back();
     stack.pop_back();
-    if (auto it = st.encoder_loads.find(at->id); it != st.encoder_loads.end()) {
-      job.encoders_traced = true;
-      for (const Component& c : it->second) {
-        const bool again = std::any_of(job.text_encoders.begin(), job.text_encoders.end(),
-                                       [&](const Component& t) { return same_file(t, c); });
-        if (again) continue;  // one file loaded by two loaders alike is one copy (read_loaders.cpp already_loaded)
-        job.text_encoders.push_back(c);
-        job.text_encoder_loads.push_back(at->id);
-      }
-    }
     const bool own = at == &sampler;
     if (!own && is_sampler(*at)) continue;
     for (const auto& in : at->inputs) {
-      if (!followed(in, own) || !seen.insert(*in.from_node).second) continue;
-      if (const Node* from = st.g.node(*in.from_node)) stack.push_back(from);
+      if (!followed(in, own)) continue;
+      const Node* from = st.g.node(*in.from_node);
+      if (!from) continue;
+      if (reads_clip(st, *from, in.from_slot)) add_load(st.encoder_loads.at(from->id), from->id, job);
+      if (seen.insert(from->id).second) stack.push_back(from);
     }
   }
   in_workflow_order(st.info.job.text_encoders, job);

@@ -61,8 +61,15 @@ void trace_model(const ReaderState& st, const Node& sampler, SamplerJob& job) {
       return;
     }
     if (auto it = st.lora_bytes_by_node.find(at->id); it != st.lora_bytes_by_node.end()) job.lora_bytes += it->second;
-    if (!node_info(at->type))
-      return stop_at(job, *at, "model", "its model comes through " + named(*at) + ", a node Headroom does not know");
+    if (!node_info(at->type)) {
+      // A node Headroom does not know that takes a MODEL hands on the model it patches, as the known patches
+      // do (what it adds is not counted: it is listed among the unknown nodes); one without may load its own.
+      if (const Node* patched = through(st, *at, comfy_nodes().model_through_inputs)) {
+        at = patched;
+        continue;
+      }
+      return stop_at(job, *at, "model", "its model comes from " + named(*at) + ", a node Headroom does not know");
+    }
     const ComfyNode* info = node_info(at->type);
     const Node* next = info->switch_widget.empty() ? through(st, *at, comfy_nodes().model_through_inputs) : switched(st, *at, *info);
     if (!next)
@@ -73,15 +80,30 @@ void trace_model(const ReaderState& st, const Node& sampler, SamplerJob& job) {
   stop_at(job, sampler, "model", at ? "its model input runs through over 64 nodes" : "no model input is linked");
 }
 
+// The frames a latent_frames node gives its new latent (WanSoundImageToVideoExtend's length); 0 = not a literal.
+int frames_of(const ReaderState& st, const Node& n, const std::string& widget) {
+  const auto v = resolved_value(st.g, n, widget);
+  return v && v->is_number_integer() && v->get<int>() > 0 ? v->get<int>() : 0;
+}
+
+// Where a frame-axis join (LatentConcat) hands on the sides, when a later node sets the frames; else null.
+const Node* joined_sides(const ReaderState& st, const Node& n, const ComfyNode& info, int frames) {
+  if (!info.frames_concat || frames <= 0) return nullptr;
+  const std::string dim = text(resolved_value(st.g, n, info.frames_concat->widget));
+  const auto& values = info.frames_concat->values;
+  return std::find(values.begin(), values.end(), dim) != values.end() ? source_of(st.g, n, info.frames_concat->input) : nullptr;
+}
+
 void trace_latent(const ReaderState& st, const Node& sampler, SamplerJob& job) {
   double scale = 1.0;
+  int frames = 0;  // set by a node nearer the sampler that makes a new latent of its own frames
   const Node* at = source_of(st.g, sampler, *latent_input(sampler));
   for (int hops = 0; at && hops < kMaxHops; ++hops) {
     if (auto it = st.latent_shapes.find(at->id); it != st.latent_shapes.end()) {
       const LatentShape& s = it->second;
       job.width = static_cast<int>(std::lround(s.width * scale));
       job.height = static_cast<int>(std::lround(s.height * scale));
-      job.frames = s.frames;
+      job.frames = frames > 0 ? frames : s.frames;
       job.batch = s.batch;
       job.seconds = s.seconds;
       job.tokens = s.tokens;
@@ -96,10 +118,18 @@ void trace_latent(const ReaderState& st, const Node& sampler, SamplerJob& job) {
     const ComfyNode* info = node_info(at->type);
     if (!info) return stop_at(job, *at, "size", "its latent comes from " + named(*at) + ", a node Headroom does not know");
     if (info->latent_scale > 1.0) scale *= info->latent_scale;
-    if (is_sampler(*at) && job.continues.empty()) job.continues = at->id;
+    // A pass sampled again continues it; one whose video a new clip only follows (latent_frames) does not.
+    if (is_sampler(*at) && job.continues.empty() && frames <= 0) job.continues = at->id;
+    if (!info->latent_frames.empty() && frames <= 0) {
+      frames = frames_of(st, *at, info->latent_frames);
+      if (frames <= 0)
+        return stop_at(job, *at, "size", "its latent comes from " + named(*at) + ", whose " + info->latent_frames +
+                                             " is not a literal Headroom reads");
+    }
     // An earlier sampling pass keeps the size (a refiner, the second expert of a two-pass run).
     const Node* next = is_sampler(*at)                ? source_of(st.g, *at, *latent_input(*at))
                        : !info->switch_widget.empty() ? switched(st, *at, *info)
+                       : info->frames_concat          ? joined_sides(st, *at, *info, frames)
                                                       : through(st, *at, comfy_nodes().latent_through_inputs);
     if (!next)
       return stop_at(job, *at, "size", "its latent comes from " + named(*at) + ", whose output size Headroom does not read");

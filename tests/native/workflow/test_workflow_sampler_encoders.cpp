@@ -160,3 +160,27 @@ TEST_CASE("encoders of separate CLIP loaders run one after another, one CLIP obj
   // Host RAM holds each file once either way.
   CHECK(separate_est.host_ram_bytes == dual_est.host_ram_bytes);
 }
+
+TEST_CASE("a prompt reads a checkpoint's bundled encoders only through its CLIP output", "[workflow][samplers][text_encode]") {
+  // The Flux fp8 checkpoint bundles CLIP-L and an fp8 T5; here its MODEL and VAE run, and the prompt is
+  // encoded by a separate T5 loader, as in the LTX-Video templates.
+  json wf = json::parse(R"({
+    "1": {"class_type": "CheckpointLoaderSimple", "inputs": {"ckpt_name": "flux1-dev-fp8.safetensors"}},
+    "3": {"class_type": "CLIPLoader", "inputs": {"clip_name": "t5xxl_fp16.safetensors", "type": "flux"}},
+    "5": {"class_type": "CLIPTextEncode", "inputs": {"text": "a", "clip": ["3", 0]}},
+    "6": {"class_type": "InpaintModelConditioning", "inputs": {"positive": ["5", 0], "negative": ["5", 0], "vae": ["1", 2],
+                                                               "pixels": ["7", 0], "mask": ["7", 1], "noise_mask": true}},
+    "7": {"class_type": "LoadImage", "inputs": {"image": "a.png"}},
+    "8": {"class_type": "EmptySD3LatentImage", "inputs": {"width": 1024, "height": 1024, "batch_size": 1}},
+    "12": {"class_type": "VAEDecode", "inputs": {"samples": ["9", 0], "vae": ["1", 2]}},
+    "14": {"class_type": "SaveImage", "inputs": {"images": ["12", 0], "filename_prefix": "a"}}
+  })");
+  wf["9"] = ksampler("1", "6", "6", "8", 1.0);
+  const WorkflowInfo through_vae = analyse_workflow(wf, "vae_only");
+  CHECK(models(sampler(through_vae.job, "9").text_encoders) == std::vector<std::string>{"t5-xxl"});
+  wf["5"]["inputs"]["clip"] = {"1", 1};  // now the prompt reads the checkpoint's CLIP
+  const WorkflowInfo through_clip = analyse_workflow(wf, "checkpoint_clip");
+  const auto encoders = models(sampler(through_clip.job, "9").text_encoders);
+  CHECK(std::find(encoders.begin(), encoders.end(), "clip-l") != encoders.end());
+  CHECK(sampler(through_clip.job, "9").text_encoder_loads.front() == "1");
+}

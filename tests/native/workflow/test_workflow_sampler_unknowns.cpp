@@ -111,15 +111,22 @@ TEST_CASE("a sampler whose model is unknown beside a known one leaves the verdic
     CHECK(std::string(out["verdict_reason"]).find("mystery_video_model.safetensors") != std::string::npos);
     CHECK(sampler_entry(out, "8")["peak_bytes"].is_number());
   }
-  SECTION("a model patch Headroom does not know stops the trace there") {
+  SECTION("a node Headroom does not know without a model input may load any model: the trace stops there") {
     json wf = flux_and_wan();
-    wf["7"]["class_type"] = "MysteryModelPatch";
+    wf["7"] = {{"class_type", "MysteryModelLoader"}, {"inputs", {{"name", "x"}}}};
     const json out = plan_on(wf, 141);
     CHECK(out["verdict"] == "unknown");
     CHECK(out["not_covered"]["kind"] == "sampler_model");
     CHECK(out["not_covered"]["node_id"] == "7");
-    CHECK(out["not_covered"]["node_type"] == "MysteryModelPatch");
+    CHECK(out["not_covered"]["node_type"] == "MysteryModelLoader");
     CHECK(out["not_covered"]["sampler"]["node_id"] == "9");
+  }
+  SECTION("a model patch Headroom does not know hands on the model it patches") {
+    json wf = flux_and_wan();
+    wf["7"]["class_type"] = "MysteryModelPatch";
+    const json out = plan_on(wf, 141);
+    CHECK(out["verdict"] == "fits");
+    CHECK(sampler_entry(out, "9")["model"] == "wan2.1-t2v-14b");
   }
 }
 
