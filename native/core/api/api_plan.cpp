@@ -6,6 +6,7 @@
 #include "core/api/api.hpp"
 #include "core/api/workflow_request.hpp"
 #include "core/api/runtime_fields.hpp"
+#include "core/api/unknown_sampler.hpp"
 #include "core/base/request_fields.hpp"
 #include "core/catalog/card_budget.hpp"
 #include "core/catalog/catalog.hpp"
@@ -103,6 +104,7 @@ std::optional<Withheld> withheld_verdict(const workflow::WorkflowInfo& info) {
     const workflow::UnknownNode& u = info.unsized_parts.front();
     return Withheld{u.why, {{"kind", "part"}, {"node_id", u.id}, {"node_type", u.type}, {"why", u.why}}};
   }
+  if (auto sampler = unknown_sampler(info.job)) return sampler;
   const auto broken = std::find_if(info.loaders.begin(), info.loaders.end(),
                                    [](const workflow::Loader& l) { return l.broken(); });
   if (broken == info.loaders.end()) return std::nullopt;

@@ -20,7 +20,8 @@ workflow::ParseOptions options_of(const request::Request& request);
 const nlohmann::json& workflow_of(const request::Request& request, nlohmann::json& parsed);
 
 // Why no verdict may rest on this workflow's figures although Headroom sized it: the latent's size was
-// assumed, or a loader's file is broken (0 bytes, truncated). `not_covered` names the node and what.
+// assumed, a sampler that runs cannot be sized (unknown_sampler.hpp), or a loader's file is broken (0 bytes,
+// truncated). `not_covered` names the node and what.
 struct Withheld {
   std::string why;
   nlohmann::json not_covered;

@@ -7,6 +7,7 @@
 #include <iterator>
 #include <locale>
 #include <sstream>
+#include <tuple>
 #include <utility>
 
 #include "core/catalog/catalog.hpp"
@@ -119,6 +120,7 @@ std::uint64_t host_ram_needed(const ResolvedJob& rj, const Job& job) {
   for (const auto& p : rj.model_patches) ram += p.weight_bytes;
   if (rj.vae) ram += rj.vae->weight_bytes;
   for (const auto& o : rj.other_diffusion) ram += o.weight_bytes * std::max(1, o.model->experts);
+  for (const auto& o : rj.other_text_encoders) ram += o.weight_bytes;
   return ram;
 }
 
@@ -137,6 +139,8 @@ std::uint64_t host_ram_held(const ResolvedJob& rj, const Job& job, const Runtime
     if (gguf(g) && generator_only(rj, g)) ram += g.weight_bytes;
   for (const auto& o : rj.other_diffusion)
     if (gguf(o)) ram += o.weight_bytes * std::max(1, o.model->experts);
+  for (const auto& o : rj.other_text_encoders)
+    if (gguf(o)) ram += o.weight_bytes;
   return ram;
 }
 
@@ -266,6 +270,7 @@ json Estimate::to_json() const {
     json e = sampler_job_json(sp.job);
     e["model"] = sp.model.empty() ? json(nullptr) : json(sp.model);
     e["peak_bytes"] = sp.peak_bytes ? json(*sp.peak_bytes) : json(nullptr);
+    e["text_encode_peak_bytes"] = sp.encode_peak_bytes ? json(*sp.encode_peak_bytes) : json(nullptr);
     e["unsized"] = sp.unsized.empty() ? json(nullptr) : json(sp.unsized);
     e["binding"] = sp.binding;
     j["samplers"].push_back(std::move(e));
@@ -295,6 +300,11 @@ json sampler_job_json(const SamplerJob& s) {
     j["sampling"] = sampling_kind_name(s.sampling);
     j["block_frames"] = s.block_frames;
   }
+  j["unknown_node"] = s.unknown_node ? json{{"id", s.unknown_node->id}, {"type", s.unknown_node->type},
+                                            {"title", s.unknown_node->title}, {"what", s.unknown_what}}
+                                     : json(nullptr);
+  j["text_encoders"] = json::array();  // those its conditioning reads (empty: none traced)
+  for (const auto& t : s.text_encoders) j["text_encoders"].push_back(component_json(t));
   return j;
 }
 
@@ -333,6 +343,9 @@ json job_to_json(const Job& job) {
   j["other_diffusion"] = json::array();
   for (const auto& o : job.other_diffusion)
     j["other_diffusion"].push_back({{"model", component_json(o.model)}, {"runs_before", o.runs_before}});
+  j["other_text_encoders"] = json::array();
+  for (const auto& o : job.other_text_encoders)
+    j["other_text_encoders"].push_back({{"model", component_json(o.model)}, {"runs_before", o.runs_before}});
   j["decode_scale"] = job.decode_scale;
   j["notes"] = job.notes;
   return j;
@@ -402,6 +415,45 @@ Policies policies(const Runtime& runtime) {
   return {pc, policy_context(legacy_rt), pc.vram_bytes};
 }
 
+// The job's text encoders by the CLIP object that loads them (Job::text_encoder_loads), in order; one
+// load when the job does not say.
+std::vector<std::vector<std::size_t>> encoder_loads(const Job& job, std::size_t count) {
+  std::vector<std::vector<std::size_t>> loads;
+  std::vector<std::string> ids;
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::string id = i < job.text_encoder_loads.size() ? job.text_encoder_loads[i] : std::string();
+    const auto at = std::find(ids.begin(), ids.end(), id);
+    if (at == ids.end()) {
+      ids.push_back(id);
+      loads.push_back({i});
+    } else {
+      loads[static_cast<std::size_t>(at - ids.begin())].push_back(i);
+    }
+  }
+  return loads;
+}
+
+// Each CLIP object is loaded when its CLIPTextEncode runs (comfy/sd.py CLIP.load_model ->
+// model_management.load_models_gpu), one after another: the stage is the worst load's, with the loads
+// before it cached while they fit (the legacy loader frees them when short, dynamic VRAM evicts on demand).
+Stage text_encode_stage(const ResolvedJob& rj, const Job& job, const Policies& p, const Loaded& earlier) {
+  std::optional<Stage> worst;
+  Loaded before = earlier;
+  for (const auto& load : encoder_loads(job, rj.text_encoders.size())) {
+    ResolvedJob part = rj;
+    part.text_encoders.clear();
+    for (std::size_t i : load) part.text_encoders.push_back(rj.text_encoders[i]);
+    const bool any_gguf = std::any_of(part.text_encoders.begin(), part.text_encoders.end(), gguf);
+    Stage s = fit_stage(text_encode_demand(part), any_gguf ? p.legacy : p.pc);
+    mark_cached(s, before, p.vram);
+    if (!job.text_encoder_on_cpu)
+      for (const auto& t : part.text_encoders) add_loaded(before, t);
+    // The worst by its own need: cached models are freed or evicted when it is short.
+    if (!worst || s.peak_bytes - s.cached_bytes > worst->peak_bytes - worst->cached_bytes) worst = std::move(s);
+  }
+  return std::move(*worst);
+}
+
 // The stages before sampling: the prompt upsampler writes the prompt before it is encoded, then the
 // text encoders, CLIP vision and the VAE encode run.
 void stages_before_sample(Estimate& est, const ResolvedJob& rj, const Job& job, const Policies& p, Loaded& earlier) {
@@ -410,11 +462,11 @@ void stages_before_sample(Estimate& est, const ResolvedJob& rj, const Job& job, 
     est.stages.push_back(fit_stage(*gen, any_gguf ? p.legacy : p.pc));
     for (const auto& g : rj.generators) add_loaded(earlier, g);
   }
+  // The encoders of samplers that ran before this job's encoded their prompts first.
+  for (std::size_t i = 0; i < rj.other_text_encoders.size() && !job.text_encoder_on_cpu; ++i)
+    if (job.other_text_encoders[i].runs_before) add_loaded(earlier, rj.other_text_encoders[i]);
   if (!rj.text_encoders.empty()) {
-    const bool any_gguf = std::any_of(rj.text_encoders.begin(), rj.text_encoders.end(), gguf);
-    Stage s = fit_stage(text_encode_demand(rj), any_gguf ? p.legacy : p.pc);
-    mark_cached(s, earlier, p.vram);
-    est.stages.push_back(std::move(s));
+    est.stages.push_back(text_encode_stage(rj, job, p, earlier));
     if (!job.text_encoder_on_cpu)
       for (const auto& t : rj.text_encoders) add_loaded(earlier, t);
   }
@@ -481,6 +533,16 @@ Stage decode_stage(const ResolvedJob& rj, const Runtime& runtime, const Policies
   return s;
 }
 
+// The need of a sampler's own text-encode stage (the encoders its conditioning reads, nothing cached):
+// a small model prompted through a large encoder may make its job the worst. None when not traced.
+std::optional<std::uint64_t> own_encode_peak(const SamplerJob& s, const Job& job, const Runtime& runtime, const Policies& p) {
+  if (!s.encoders_traced || s.text_encoders.empty() || job.text_encoder_on_cpu) return std::nullopt;
+  Job j = sampler_job(job, s);
+  ResolvedJob rj = resolve_job(j);
+  mark_native_compute(rj, runtime);
+  return text_encode_stage(rj, j, p, {}).peak_bytes;
+}
+
 // Each sampler's sample stage under the same runtime, with the models cached before it: the companions'
 // and those of the samplers that ran before it (every loaded model is counted); the worst binds.
 std::vector<SamplerPeak> sampler_peaks(const Job& job, const Runtime& runtime, const Policies& p, const Loaded& earlier) {
@@ -489,12 +551,14 @@ std::vector<SamplerPeak> sampler_peaks(const Job& job, const Runtime& runtime, c
     Loaded before;
     std::uint64_t peak;
     std::pair<std::string, std::uint64_t> model;  // what it loads (name, bytes)
+    std::uint64_t need;                           // its whole need, for samplers that all stream at the card
   };
   std::vector<SamplerPeak> out;
+  std::vector<std::uint64_t> needs;
   std::vector<Sized> sized;  // one sizing per distinct job and cache (two passes of one model)
   Loaded before = earlier;
   for (const auto& s : job.samplers) {
-    SamplerPeak sp{s, s.diffusion ? s.diffusion->model : "", std::nullopt, s.unknown, false};
+    SamplerPeak sp{s, s.diffusion ? s.diffusion->model : "", std::nullopt, s.unknown, false, std::nullopt};
     if (sp.unsized.empty() && (!s.diffusion || !find_model_of(*s.diffusion)))
       sp.unsized = "its model" + (s.diffusion ? " '" + s.diffusion->file + "'" : std::string()) + " is not in the catalog";
     if (sp.unsized.empty()) {
@@ -509,17 +573,28 @@ std::vector<SamplerPeak> sampler_peaks(const Job& job, const Runtime& runtime, c
         ResolvedJob rj = resolve_job(j);
         upcast_fp8_like_comfyui(rj, runtime);
         mark_native_compute(rj, runtime);
-        const std::uint64_t peak = sample_stage(rj, j, p, cached).peak_bytes;
-        it = sized.insert(sized.end(), {std::move(j), cached, peak, {rj.diffusion->model->name, rj.diffusion->weight_bytes}});
+        const Stage sample = sample_stage(rj, j, p, cached);
+        it = sized.insert(sized.end(), {std::move(j), cached, sample.peak_bytes,
+                                        {rj.diffusion->model->name, rj.diffusion->weight_bytes}, sample.full_load_bytes});
       }
       sp.peak_bytes = it->peak;
+      needs.resize(out.size() + 1, 0);
+      needs.back() = it->need;
+      sp.encode_peak_bytes = own_encode_peak(s, job, runtime, p);
       add_loaded(before, it->model.first, it->model.second);  // ComfyUI keeps it cached while it fits
     }
     out.push_back(std::move(sp));
   }
-  auto worst = std::max_element(out.begin(), out.end(), [](const SamplerPeak& a, const SamplerPeak& b) {
-    return a.peak_bytes.value_or(0) < b.peak_bytes.value_or(0);
-  });
+  // The worst job binds: its sample stage or its own prompt's encode, whichever is larger; then the sampling,
+  // then the whole need (samplers that all stream peak at the card).
+  needs.resize(out.size(), 0);
+  auto key = [&](const SamplerPeak& s) {
+    const std::uint64_t sample = s.peak_bytes.value_or(0);
+    const std::uint64_t need = needs[static_cast<std::size_t>(&s - out.data())];
+    return std::make_tuple(s.peak_bytes ? std::max(sample, s.encode_peak_bytes.value_or(0)) : 0, sample, need);
+  };
+  auto worst = std::max_element(out.begin(), out.end(),
+                                [&](const SamplerPeak& a, const SamplerPeak& b) { return key(a) < key(b); });
   if (worst != out.end() && worst->peak_bytes) worst->binding = true;
   return out;
 }

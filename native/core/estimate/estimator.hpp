@@ -101,6 +101,9 @@ struct SamplerPeak {
   std::optional<std::uint64_t> peak_bytes;  // none: not sized (job.unknown, or a model not in the catalog)
   std::string unsized;                     // why it is not sized
   bool binding = false;                    // the worst of the workflow's samplers
+  // Its own prompt's text-encode stage (the encoders its conditioning reads, nothing cached): the worst
+  // job binds, by the larger of the two. None when its encoders were not traced.
+  std::optional<std::uint64_t> encode_peak_bytes;
 };
 
 struct Estimate {

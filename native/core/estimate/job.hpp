@@ -41,6 +41,10 @@ enum class DecodeMode {
 // ar_video sampler for Causal Forcing and Self-Forcing checkpoints, comfy/k_diffusion/sampling.py
 // sample_ar_video); one pass holds one block's tokens, the cache holds the whole clip's.
 enum class SamplingKind { Standard, KvCacheBlocks };
+// A node of the workflow, as a person finds it on the canvas.
+struct NodeRef {
+  std::string id, type, title;  // "7", "LTXVLatentUpsampler", "" (no title given)
+};
 
 // One sampler node of a workflow and what it samples: its own model, shape, cfg and LoRAs (issue 19:
 // each sampler is its own job). The estimate sizes each one's sample stage and names the worst.
@@ -55,14 +59,25 @@ struct SamplerJob {
   std::uint64_t lora_bytes = 0;            // LoRAs patched into its model (read from headers)
   std::vector<Component> model_patches;    // ModelPatchLoader files applied on its model's way (InfiniteTalk)
   std::string unknown;                     // why its model or size is not known, naming the node
+  // The node its model or size stops at ("model" or "size" in unknown_what): no verdict may rest on the
+  // workflow while it runs. Empty when both are known (a model the catalog lacks is told by the estimate).
+  std::optional<NodeRef> unknown_node;
+  std::string unknown_what;
+  std::optional<NodeRef> model_loader;     // the loader its MODEL input comes from
+  // The text encoders its conditioning reads (CLIPTextEncode and the CLIP loader feeding it), each once,
+  // and which CLIP object loads each (text_encoder_loads, as in Job). encoders_traced: a loader was found.
+  std::vector<Component> text_encoders;
+  std::vector<std::string> text_encoder_loads;
+  bool encoders_traced = false;
   std::string continues;                   // the earlier sampler whose latent it samples again ("" = none)
   std::string title;                       // the node's title in the workflow ("" = none given)
   SamplingKind sampling = SamplingKind::Standard;  // the SAMPLER it runs (SamplerARVideo: KvCacheBlocks)
   int block_frames = 1;                    // latent frames per block of a KvCacheBlocks sampler
 };
 
-// A diffusion model another sampler of the workflow loads (issue 19: every loaded model is counted).
-struct OtherDiffusion {
+// A model another sampler of the workflow loads, a diffusion model or a text encoder (issue 19: every
+// loaded model is counted).
+struct OtherModel {
   Component model;
   bool runs_before = false;  // its sampler runs before the job's: ComfyUI may still hold it on the card
 };
@@ -70,6 +85,9 @@ struct OtherDiffusion {
 struct Job {
   std::optional<Component> diffusion;      // the diffusion model (for Wan 2.2 A14B: either expert)
   std::vector<Component> text_encoders;    // CLIP-L + T5-XXL for Flux, umT5-XXL for Wan
+  // Per text encoder, the CLIP object that loads it (a workflow's loader node id): encoders of one load
+  // are on the card together, separate loads run one after another. Empty (or shorter): one load.
+  std::vector<std::string> text_encoder_loads;
   std::vector<TextGeneration> text_generations;  // prompt upsamplers, run one after another
   std::optional<Component> clip_vision;    // CLIP-vision-H for Wan 2.1 I2V
   std::optional<Component> audio_encoder;  // wav2vec2 / Whisper, run in its own audio_encode stage (S2V, HuMo)
@@ -102,9 +120,11 @@ struct Job {
 
   std::vector<SamplerJob> samplers;        // a workflow's samplers, each traced to its model and latent
   // Set by bind_worst_sampler: the sampler whose job this is ("" = the workflow's job as assembled), and
-  // the other samplers' models, cached on the card while they fit and held in host RAM by the legacy loader.
+  // the other samplers' models and text encoders, cached on the card while they fit and held in host RAM
+  // by the legacy loader.
   std::string bound_sampler;
-  std::vector<OtherDiffusion> other_diffusion;
+  std::vector<OtherModel> other_diffusion;
+  std::vector<OtherModel> other_text_encoders;  // the other samplers' text encoders the job's do not hold
   // The decoded image over the sampled latent, per side: a later pass that samples the bound sampler's
   // latent again at a larger size (a 2x upscale pass) decodes the larger one. Size changes scale both.
   double decode_scale = 1.0;

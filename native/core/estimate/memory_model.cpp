@@ -244,6 +244,9 @@ ResolvedJob resolve_job(const Job& job) {
   for (std::size_t i = 0; i < job.other_diffusion.size(); ++i)
     r.other_diffusion.push_back(resolve_component(job.other_diffusion[i].model, Role::DiffusionModel,
                                                   "other_diffusion[" + std::to_string(i) + "]"));
+  for (std::size_t i = 0; i < job.other_text_encoders.size(); ++i)
+    r.other_text_encoders.push_back(resolve_component(job.other_text_encoders[i].model, Role::TextEncoder,
+                                                      "other_text_encoders[" + std::to_string(i) + "]"));
   if (!r.diffusion && !r.model_patches.empty())
     throw InputError("model_patches", "a model patch is sampled with the diffusion model it patches; give that model too");
   if (!r.diffusion && r.text_encoders.empty() && !r.clip_vision && !r.audio_encoder && !r.vae)

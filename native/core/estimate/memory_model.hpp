@@ -32,6 +32,7 @@ struct ResolvedJob {
   std::vector<ResolvedComponent> model_patches;  // job.model_patches, in order
   std::optional<ResolvedComponent> vae;
   std::vector<ResolvedComponent> other_diffusion;  // job.other_diffusion, in order
+  std::vector<ResolvedComponent> other_text_encoders;  // job.other_text_encoders, in order
   const Job* job = nullptr;
   std::vector<std::string> notes;
 };

@@ -40,8 +40,8 @@ bool known(const std::optional<Component>& c) { return c && find_model_of(*c); }
 
 // The other samplers' models, each once, with whether its sampler runs before the bound one; a
 // workflow's model no sampler traced to (its trace stopped at a node Headroom does not know) is loaded too.
-std::vector<OtherDiffusion> other_models(const Job& job, const SamplerJob& bound) {
-  std::vector<OtherDiffusion> out;
+std::vector<OtherModel> other_models(const Job& job, const SamplerJob& bound) {
+  std::vector<OtherModel> out;
   std::vector<std::string> seen{bound.diffusion->model};
   bool before = true;
   auto add = [&](const Component& c, bool runs_before) {
@@ -57,6 +57,31 @@ std::vector<OtherDiffusion> other_models(const Job& job, const SamplerJob& bound
     if (known(s.diffusion)) add(*s.diffusion, before);
   }
   if (known(job.diffusion)) add(*job.diffusion, false);
+  return out;
+}
+
+bool same_file(const Component& a, const Component& b) {
+  return a.model == b.model && a.precision == b.precision && a.file == b.file;
+}
+
+// The workflow's text encoders the bound job's conditioning does not read, each once, with whether a
+// sampler reading it runs before the bound one (its prompt was encoded first): ComfyUI's cache keeps every
+// CLIP object a run loaded, so each still counts in host RAM.
+std::vector<OtherModel> other_encoders(const Job& job, const SamplerJob& bound, const Job& bound_job) {
+  std::vector<OtherModel> out;
+  auto add = [&](const Component& c, bool runs_before) {
+    auto same = [&](const Component& t) { return same_file(t, c); };
+    if (std::none_of(bound_job.text_encoders.begin(), bound_job.text_encoders.end(), same) &&
+        std::none_of(out.begin(), out.end(), [&](const OtherModel& o) { return same(o.model); }))
+      out.push_back({c, runs_before});
+  };
+  bool before = true;
+  for (const auto& s : job.samplers) {
+    if (&s == &bound) before = false;
+    else
+      for (const auto& c : s.text_encoders) add(c, before);
+  }
+  for (const auto& c : job.text_encoders) add(c, false);
   return out;
 }
 
@@ -84,6 +109,11 @@ Job sampler_job(const Job& job, const SamplerJob& s) {
   j.block_frames = s.block_frames;
   j.lora_bytes = s.lora_bytes;
   j.model_patches = s.model_patches;
+  if (s.encoders_traced) {  // its own conditioning's encoders, not every CLIP loader of the workflow
+    j.text_encoders = s.text_encoders;
+    j.text_encoder_loads = s.text_encoder_loads;
+  }
+  j.other_text_encoders.clear();
   j.samplers.clear();
   j.notes.clear();
   j.bound_sampler.clear();
@@ -112,6 +142,7 @@ Job bind_worst_sampler(const Job& job, const Estimate& est) {
   j.notes = job.notes;
   j.bound_sampler = bound->node_id;
   j.other_diffusion = other_models(job, *bound);
+  j.other_text_encoders = other_encoders(job, *bound, j);
   const SamplerJob& last = last_pass(job, *bound);
   if (&last != bound && bound->size_known && bound->width > 0) j.decode_scale = static_cast<double>(last.width) / bound->width;
   if (!same_sampled(job, j) || j.decode_scale != 1.0)

@@ -203,6 +203,13 @@ void read_sampler_kinds(const json& data, const std::string& file, ComfyNodes& o
     if (!kind) Reader{file, "sampler_kinds.kinds"}.fail(name, "expected a cost kind (standard or kv_cache_blocks), got " + cost.dump());
     out.sampler_kinds[name] = *kind;
   }
+// frames_concat: {input, widget, values}, the input whose sides the joined latent keeps along the frame axis.
+ComfyNode::FramesConcat read_frames_concat(const json& f, const Reader& r) {
+  const Reader fr{r.file, r.where + ".frames_concat"};
+  if (!f.is_object()) fr.fail("(entry)", "expected {input, widget, values}");
+  fr.known(f, {"input", "widget", "values"});
+  if (!f.contains("values")) fr.fail("values", "is missing");
+  return {fr.text(f, "input", true), fr.text(f, "widget", true), fr.words(f["values"], "values")};
 }
 
 ComfyNode read_node(const std::string& type, const json& j, const Reader& r, const ComfyNodes& so_far) {
@@ -212,7 +219,7 @@ ComfyNode read_node(const std::string& type, const json& j, const Reader& r, con
               "value_outputs", "size_from_image", "switch", "run_note", "generates", "stage", "image_input",
               "image_through", "image_size", "image_size_unknown", "latent_scale", "image_total_pixels", "image_scale_by",
               "audio_latent", "token_latent", "image_file", "resolution", "passes", "clip_vision_output", "sampler",
-              "block_frames"});
+              "block_frames", "clip_output", "latent_frames", "frames_concat"});
   ComfyNode n;
   n.type = type;
   n.source = r.text(j, "source");
@@ -249,6 +256,12 @@ ComfyNode read_node(const std::string& type, const json& j, const Reader& r, con
   n.mode_widget = r.text(j, "mode_widget");
   n.output = r.flag(j, "output");
   n.clip_vision_output = r.flag(j, "clip_vision_output");
+  if (auto it = j.find("clip_output"); it != j.end()) {
+    if (!it->is_number_integer() || it->get<int>() < 0) r.fail("clip_output", "expected the output slot of the CLIP, got " + it->dump());
+    n.clip_output = it->get<int>();
+  }
+  n.latent_frames = r.text(j, "latent_frames");
+  if (auto it = j.find("frames_concat"); it != j.end()) n.frames_concat = read_frames_concat(*it, r);
   n.neutral = r.flag(j, "neutral");
   n.is_virtual = r.flag(j, "virtual");
   if (auto it = j.find("passes"); it != j.end()) {

@@ -103,6 +103,19 @@ struct ComfyNode {
   // A checkpoint loader that also outputs the checkpoint's CLIP vision model (ImageOnlyCheckpointLoader):
   // the diffusion model's companion clip_vision joins the job. Only the checkpoint reader asks for it.
   bool clip_vision_output = false;
+  // A checkpoint loader's output slot of its CLIP (ComfyUI's CheckpointLoaderSimple: MODEL, CLIP, VAE): the
+  // text encoders it bundles are read by a prompt only through it. None: no CLIP output.
+  std::optional<int> clip_output;
+  // The latent it hands on has its latent input's sides and batch, and this widget's frames
+  // (WanSoundImageToVideoExtend: a new clip of `length` frames after the video so far). "" = none.
+  std::string latent_frames;
+  // A node joining two latents (LatentConcat): along the frame axis (its `widget` one of `values`) the result
+  // keeps `input`'s sides and batch, and the frames are the sum. A latent_frames node after it reads only the sides.
+  struct FramesConcat {
+    std::string input, widget;
+    std::vector<std::string> values;
+  };
+  std::optional<FramesConcat> frames_concat;
   // A node whose outputs pass widget values on (PrimitiveInt's value, WanCameraEmbedding's width,
   // height and length): output slot -> the widget it passes ("" = not a value).
   std::vector<std::string> value_outputs;

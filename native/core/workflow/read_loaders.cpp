@@ -70,8 +70,8 @@ void read_diffusion(ReaderState& st, const Node& n, const std::string& file, con
 
 // A checkpoint bundles the companions of its diffusion model (Comfy-Org's flux1-dev-fp8 and
 // flux1-schnell-fp8 carry CLIP-L, an fp8 T5-XXL and the Flux VAE): an fp8 checkpoint holds its T5
-// encoder in fp8 too, the small CLIP in 16 bit.
-void checkpoint_companions(ReaderState& st, const Component& c, bool clip_vision_output) {
+// encoder in fp8 too, the small CLIP in 16 bit. Returns the text encoders it bundles.
+std::vector<Component> checkpoint_companions(ReaderState& st, const Component& c, bool clip_vision_output) {
   const ModelInfo* m = find_model_of(c);
   if (m && (!m->companion_text_encoders.empty() || !m->companion_vae.empty() || !m->companion_clip_vision.empty())) {
     const PrecisionInfo* p = c.precision.empty() ? nullptr : find_precision(c.precision);
@@ -94,9 +94,10 @@ void checkpoint_companions(ReaderState& st, const Component& c, bool clip_vision
       parts += (parts.empty() ? "" : " and ") + m->companion_clip_vision;
     }
     st.notes().push_back("checkpoint '" + c.file + "' bundles " + parts);
-  } else if (c.model.empty()) {
-    st.notes().push_back("checkpoint '" + c.file + "' is not a catalog model; it cannot be estimated");
+    return st.checkpoint_text_encoders;
   }
+  if (c.model.empty()) st.notes().push_back("checkpoint '" + c.file + "' is not a catalog model; it cannot be estimated");
+  return {};
 }
 
 void read_checkpoint(ReaderState& st, const Node& n, const std::string& file, const std::string& role, Loader& rec) {
@@ -105,13 +106,17 @@ void read_checkpoint(ReaderState& st, const Node& n, const std::string& file, co
   st.diffusion.push_back(c);
   st.diffusion_files.push_back(file);
   const ComfyNode* info = node_info(n.type);
-  checkpoint_companions(st, c, info && info->clip_vision_output);
+  std::vector<Component> bundled = checkpoint_companions(st, c, info && info->clip_vision_output);
+  // Its CLIP output (comfy_nodes.json clip_output) holds the bundled encoders, if the catalog names them.
+  if (info && info->clip_output) st.encoder_loads[n.id] = std::move(bundled);
 }
 
 void read_text_encoder(ReaderState& st, const Node& n, const std::string& file, const std::string& role, Loader& rec) {
   Component c = component(st, n, file, role, rec);
+  auto& load = st.encoder_loads[n.id];
   if (c.model.empty()) st.notes().push_back("text encoder '" + file + "' not recognised; not counted");
-  else if (!already_loaded(st, st.info.job.text_encoders, c, n)) st.info.job.text_encoders.push_back(c);
+  else load.push_back(c);
+  if (!c.model.empty() && !already_loaded(st, st.info.job.text_encoders, c, n)) st.info.job.text_encoders.push_back(c);
   st.encoders_by_node[n.id] = {c, file};
   if (text(resolved_value(st.g, n, "device")) == "cpu") st.info.job.text_encoder_on_cpu = true;
   if (auto r = st.ref(n, "device")) st.info.text_encoder_device.push_back(*r);

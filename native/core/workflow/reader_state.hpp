@@ -58,6 +58,9 @@ struct ReaderState {
   std::string image_latent_type;
   double cfg = -1;
   std::map<std::string, LoadedEncoder> encoders_by_node;
+  // By loader node id, the text encoders its CLIP object holds (a CLIP loader's files, a checkpoint's
+  // bundled encoders), the ones the catalog knows: for the encoders each sampler's conditioning reads.
+  std::map<std::string, std::vector<Component>> encoder_loads;
   // By node id, for tracing each sampler (sampler_jobs.hpp): what a loader loads, what a LoRA weighs,
   // what size a latent node gives.
   std::map<std::string, Component> diffusion_by_node;

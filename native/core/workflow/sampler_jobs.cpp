@@ -8,6 +8,7 @@
 
 #include "core/base/error.hpp"
 #include "core/base/json_reader.hpp"
+#include "core/workflow/sampler_encoders.hpp"
 
 namespace headroom::workflow {
 namespace {
@@ -16,16 +17,19 @@ constexpr int kMaxHops = 64;  // a longer chain is a cycle the graph layer let t
 
 std::string named(const Node& n) { return n.type + " #" + n.id; }
 
-// A sampler: a sample-stage node that denoises a latent input (not a one-pass segmenter).
+NodeRef ref_of(const Node& n) { return {n.id, n.type, n.title}; }
+
+// Marks the job's model or size unknown at `at`, the node the trace stopped at.
+void stop_at(SamplerJob& job, const Node& at, const std::string& what, std::string why) {
+  job.unknown = std::move(why);
+  job.unknown_node = ref_of(at);
+  job.unknown_what = what;
+}
+
 const std::string* latent_input(const Node& n) {
   for (const auto& name : comfy_nodes().sampled_latent_inputs)
     if (n.input(name)) return &name;
   return nullptr;
-}
-
-bool is_sampler(const Node& n) {
-  const ComfyNode* info = node_info(n.type);
-  return info && info->stage == "sample" && latent_input(n);
 }
 
 // The guider a SamplerCustomAdvanced runs (its cfg and model), or nullptr.
@@ -70,34 +74,54 @@ void trace_model(const ReaderState& st, const Node& sampler, SamplerJob& job) {
   for (int hops = 0; at && hops < kMaxHops; ++hops) {
     if (auto it = st.diffusion_by_node.find(at->id); it != st.diffusion_by_node.end()) {
       job.diffusion = it->second;
+      job.model_loader = ref_of(*at);
       return;
     }
     if (auto it = st.lora_bytes_by_node.find(at->id); it != st.lora_bytes_by_node.end()) job.lora_bytes += it->second;
     add_patches(st, *at, job);
     if (!node_info(at->type)) {
-      job.unknown = "its model comes through " + named(*at) + ", a node Headroom does not know";
-      return;
+      // A node Headroom does not know that takes a MODEL hands on the model it patches, as the known patches
+      // do (what it adds is not counted: it is listed among the unknown nodes); one without may load its own.
+      if (const Node* patched = through(st, *at, comfy_nodes().model_through_inputs)) {
+        at = patched;
+        continue;
+      }
+      return stop_at(job, *at, "model", "its model comes from " + named(*at) + ", a node Headroom does not know");
     }
     const ComfyNode* info = node_info(at->type);
     const Node* next = info->switch_widget.empty() ? through(st, *at, comfy_nodes().model_through_inputs) : switched(st, *at, *info);
-    if (!next) {
-      job.unknown = "its model comes from " + named(*at) + ", which loads no diffusion model Headroom reads";
-      return;
-    }
+    if (!next)
+      return stop_at(job, *at, "model",
+                     "its model comes from " + named(*at) + ", which loads no diffusion model Headroom reads");
     at = next;
   }
-  job.unknown = at ? "its model input runs through over 64 nodes" : "no model input is linked";
+  stop_at(job, sampler, "model", at ? "its model input runs through over 64 nodes" : "no model input is linked");
+}
+
+// The frames a latent_frames node gives its new latent (WanSoundImageToVideoExtend's length); 0 = not a literal.
+int frames_of(const ReaderState& st, const Node& n, const std::string& widget) {
+  const auto v = resolved_value(st.g, n, widget);
+  return v && v->is_number_integer() && v->get<int>() > 0 ? v->get<int>() : 0;
+}
+
+// Where a frame-axis join (LatentConcat) hands on the sides, when a later node sets the frames; else null.
+const Node* joined_sides(const ReaderState& st, const Node& n, const ComfyNode& info, int frames) {
+  if (!info.frames_concat || frames <= 0) return nullptr;
+  const std::string dim = text(resolved_value(st.g, n, info.frames_concat->widget));
+  const auto& values = info.frames_concat->values;
+  return std::find(values.begin(), values.end(), dim) != values.end() ? source_of(st.g, n, info.frames_concat->input) : nullptr;
 }
 
 void trace_latent(const ReaderState& st, const Node& sampler, SamplerJob& job) {
   double scale = 1.0;
+  int frames = 0;  // set by a node nearer the sampler that makes a new latent of its own frames
   const Node* at = source_of(st.g, sampler, *latent_input(sampler));
   for (int hops = 0; at && hops < kMaxHops; ++hops) {
     if (auto it = st.latent_shapes.find(at->id); it != st.latent_shapes.end()) {
       const LatentShape& s = it->second;
       job.width = static_cast<int>(std::lround(s.width * scale));
       job.height = static_cast<int>(std::lround(s.height * scale));
-      job.frames = s.frames;
+      job.frames = frames > 0 ? frames : s.frames;
       job.batch = s.batch;
       job.seconds = s.seconds;
       job.tokens = s.tokens;
@@ -105,26 +129,32 @@ void trace_latent(const ReaderState& st, const Node& sampler, SamplerJob& job) {
       return;
     }
     if (auto it = st.latent_unknown.find(at->id); it != st.latent_unknown.end()) {
-      job.unknown = "its latent follows " + it->second.type + " #" + it->second.id + ", " + it->second.why;
-      return;
+      const Node* image = st.g.node(it->second.id);
+      return stop_at(job, image ? *image : *at, "size",
+                     "its latent follows " + it->second.type + " #" + it->second.id + ", " + it->second.why);
     }
     const ComfyNode* info = node_info(at->type);
-    if (!info) {
-      job.unknown = "its latent comes from " + named(*at) + ", a node Headroom does not know";
-      return;
-    }
+    if (!info) return stop_at(job, *at, "size", "its latent comes from " + named(*at) + ", a node Headroom does not know");
     if (info->latent_scale > 1.0) scale *= info->latent_scale;
-    if (is_sampler(*at) && job.continues.empty()) job.continues = at->id;
+    // A pass sampled again continues it; one whose video a new clip only follows (latent_frames) does not.
+    if (is_sampler(*at) && job.continues.empty() && frames <= 0) job.continues = at->id;
+    if (!info->latent_frames.empty() && frames <= 0) {
+      frames = frames_of(st, *at, info->latent_frames);
+      if (frames <= 0)
+        return stop_at(job, *at, "size", "its latent comes from " + named(*at) + ", whose " + info->latent_frames +
+                                             " is not a literal Headroom reads");
+    }
     // An earlier sampling pass keeps the size (a refiner, the second expert of a two-pass run).
     const Node* next = is_sampler(*at)                ? source_of(st.g, *at, *latent_input(*at))
                        : !info->switch_widget.empty() ? switched(st, *at, *info)
+                       : info->frames_concat          ? joined_sides(st, *at, *info, frames)
                                                       : through(st, *at, comfy_nodes().latent_through_inputs);
-    if (!next) {
-      job.unknown = "its latent comes from " + named(*at) + ", whose output size Headroom does not read";
-      return;
-    }
+    if (!next)
+      return stop_at(job, *at, "size", "its latent comes from " + named(*at) + ", whose output size Headroom does not read");
     at = next;
   }
+  // ComfyUI refuses a sampler whose latent input is not linked; a chain this long is a cycle let through.
+  stop_at(job, sampler, "size", at ? "its latent input runs through over 64 nodes" : "no latent input is linked");
 }
 
 // The sampler's own cfg widget, else its guider's (a DualCFGGuider batches at least two conditionings).
@@ -199,6 +229,11 @@ void order_by_execution(ReaderState& st) {
 
 }  // namespace
 
+bool is_sampler(const Node& n) {
+  const ComfyNode* info = node_info(n.type);
+  return info && info->stage == "sample" && latent_input(n);
+}
+
 void trace_samplers(ReaderState& st) {
   for (const auto& id : st.run) {
     const Node* n = st.g.node(id);
@@ -209,9 +244,18 @@ void trace_samplers(ReaderState& st) {
     job.title = n->title;
     trace_model(st, *n, job);
     const std::string model_unknown = std::move(job.unknown);
+    const auto model_node = std::move(job.unknown_node);
+    const std::string model_what = std::move(job.unknown_what);
     job.unknown.clear();
+    job.unknown_node.reset();
+    job.unknown_what.clear();
     trace_latent(st, *n, job);
-    if (!model_unknown.empty()) job.unknown = model_unknown + (job.unknown.empty() ? "" : "; " + job.unknown);
+    if (!model_unknown.empty()) {  // the model's stop is named first
+      job.unknown = model_unknown + (job.unknown.empty() ? "" : "; " + job.unknown);
+      job.unknown_node = model_node;
+      job.unknown_what = model_what;
+    }
+    trace_encoders(st, *n, job);
     job.cfg = trace_cfg(st, *n);
     trace_sampling(st, *n, job);
     st.info.job.samplers.push_back(std::move(job));

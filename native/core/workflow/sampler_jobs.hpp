@@ -7,6 +7,9 @@
 
 namespace headroom::workflow {
 
+// A sampler: a sample-stage node that denoises a latent input (not a one-pass segmenter).
+bool is_sampler(const Node& n);
+
 // Fills st.info.job.samplers, one per sampler node that runs, in the order ComfyUI runs them.
 void trace_samplers(ReaderState& st);
 
