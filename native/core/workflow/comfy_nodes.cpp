@@ -203,6 +203,8 @@ void read_sampler_kinds(const json& data, const std::string& file, ComfyNodes& o
     if (!kind) Reader{file, "sampler_kinds.kinds"}.fail(name, "expected a cost kind (standard or kv_cache_blocks), got " + cost.dump());
     out.sampler_kinds[name] = *kind;
   }
+}
+
 // frames_concat: {input, widget, values}, the input whose sides the joined latent keeps along the frame axis.
 ComfyNode::FramesConcat read_frames_concat(const json& f, const Reader& r) {
   const Reader fr{r.file, r.where + ".frames_concat"};
