@@ -163,9 +163,12 @@ TEST_CASE("max dimension, resize-and-pad, outpaint padding and alpha join size a
                       {"inputs", {{"image", json::array({"11", 0})}, {"left", 64}, {"top", 0}, {"right", 128},
                                   {"bottom", 32}, {"feathering", 40}}}},
                      512, 512)) == Size{704, 544});
-  CHECK(size_of(fill({{"class_type", "JoinImageWithAlpha"},
-                      {"inputs", {{"image", json::array({"11", 0})}, {"alpha", json::array({"12", 1})}}}},
-                     640, 480)) == Size{640, 480});
+  // JoinImageWithAlpha resizes the mask to the image: the image's size, whatever the mask's.
+  json wf = fill({{"class_type", "JoinImageWithAlpha"},
+                  {"inputs", {{"image", json::array({"11", 0})}, {"alpha", json::array({"12", 1})}}}},
+                 640, 480);
+  wf["12"] = {{"class_type", "LoadImage"}, {"inputs", {{"image", "mask.png"}}}};
+  CHECK(size_of(wf) == Size{640, 480});
 }
 
 TEST_CASE("an upscale model multiplies the sides by the factor its file name states", "[workflow][image_size][resize]") {
