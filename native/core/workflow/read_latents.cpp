@@ -1,5 +1,6 @@
 #include "core/workflow/read_latents.hpp"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -52,11 +53,14 @@ ImageSize traced_image_size(const ReaderState& st, const Node& n) {
 // A latent side that ComfyUI computes from an input image (GetImageSize's width and height outputs): the
 // traced image's side, or unknown (said in `unknown`) — never the stale copy the latent node stores, which is
 // whatever the template's author last saw.
-std::optional<long long> side_from_image(const ReaderState& st, const Node& origin, int slot,
+// A size known only in part says so once: its note (how it is sized and why), then each side names its origin.
+std::optional<long long> side_from_image(ReaderState& st, const Node& origin, int slot,
                                          std::optional<UnknownNode>& unknown, std::string& inexact) {
   const ImageSize s = traced_image_size(st, origin);
   if (s.origin == SizeOrigin::PixelCount) inexact = ", the side of a square of its pixel count (its aspect is unknown; size_origin pixel_count)";
-  if (s.origin == SizeOrigin::AtMost) inexact = ", an upper bound of it (size_origin at_most: " + s.note + ")";
+  if (s.origin == SizeOrigin::AtMost) inexact = ", an upper bound of it (size_origin at_most)";
+  auto& notes = st.notes();
+  if (!s.note.empty() && std::find(notes.begin(), notes.end(), s.note) == notes.end()) notes.push_back(s.note);
   if (!s.known()) {
     unknown = UnknownNode{s.node_id, s.node_type, s.why};
     return std::nullopt;
