@@ -5,7 +5,7 @@ latent (the Animate 2 pose cache, HuMo's reference frame, Bernini's in-context s
 SCAIL-2 and VACE inpainting templates read their Wan side with its own shapes."""
 import pytest
 
-from family_templates import SKIP, assert_size_follows, plan
+from family_templates import SKIP, plan
 
 pytestmark = SKIP
 
