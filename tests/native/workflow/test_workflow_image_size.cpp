@@ -52,13 +52,18 @@ TEST_CASE("an inpaint latent takes the size an ImageScale sets, through nodes th
   info = analyse_workflow(wf, "canny");
   CHECK(info.job.width == 640);
   CHECK(info.job.height == 480);
-  // An ImageScale with 0 for a side keeps the image's aspect: that side is the image's, not known.
+  // An ImageScale with 0 for a side keeps the image's aspect: of a loaded image of unknown size the size is
+  // unknown, naming the image; of a 1000 x 600 image the height is max(1, round(600 x 1024 / 1000)) = 614.
   wf = fill_with_image(scaled(1024, 0));
   wf["11"] = load_image();
   info = analyse_workflow(wf, "aspect");
   CHECK(!info.size_known);
   REQUIRE(info.size_from_unknown);
-  CHECK(info.size_from_unknown->type == "ImageScale");
+  CHECK(info.size_from_unknown->type == "LoadImage");
+  wf["11"] = {{"class_type", "EmptyImage"}, {"inputs", {{"width", 1000}, {"height", 600}, {"batch_size", 1}, {"color", 0}}}};
+  info = analyse_workflow(wf, "aspect of a known image");
+  CHECK(info.job.width == 1024);
+  CHECK(info.job.height == 614);
 }
 
 TEST_CASE("the Kontext rescale sizes at its largest resolution, unless a latent node sets the size", "[workflow][image_size]") {
