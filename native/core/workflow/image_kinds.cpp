@@ -1,5 +1,6 @@
 // The image size rule kinds past a fixed size, a factor and a pixel count (image_size.cpp): each computes the
 // output size as ComfyUI's node does, rounding included, and says how much of it is known (SizeOrigin).
+#include <algorithm>
 #include <cmath>
 
 #include "core/workflow/comfy_nodes.hpp"

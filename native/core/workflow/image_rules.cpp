@@ -55,12 +55,9 @@ SideRule read_side(const json& j, const DataReader& r) {
   static const std::pair<const char*, SideKind> kSides[] = {
       {"longer", SideKind::Longer}, {"shorter", SideKind::Shorter}, {"width", SideKind::Width}, {"height", SideKind::Height}};
   const std::string side = r.text(j, "side", true);
-  SideRule rule{r.text(j, "widget", true), r.text(j, "input", true), SideKind::Longer};
-  bool found = false;
   for (const auto& [name, kind] : kSides)
-    if (side == name) rule.side = kind, found = true;
-  if (!found) r.fail("side", "expected longer, shorter, width or height, got '" + side + "'");
-  return rule;
+    if (side == name) return SideRule{r.text(j, "widget", true), r.text(j, "input", true), kind};
+  r.fail("side", "expected longer, shorter, width or height, got '" + side + "'");
 }
 
 PadRule read_pad(const json& j, const DataReader& r) {
