@@ -160,17 +160,18 @@ def test_yue2_stays_unknown_naming_its_checkpoint(name):
     assert "is not in the catalog" in a["reason"]
 
 
-@pytest.mark.parametrize("name,model", [
-    ("utility_seedvr2_3b_int8_upscale_image", "seedvr2-3b"),
-    ("utility_seedvr2_7b_int8_upscale_image", "seedvr2-7b"),
-    ("utility_seedvr2_3b_int8_upscale_video", "seedvr2-3b"),
+@pytest.mark.parametrize("name,model,stop", [
+    ("utility_seedvr2_3b_int8_upscale_image", "seedvr2-3b", "LoadImage #1"),
+    ("utility_seedvr2_7b_int8_upscale_image", "seedvr2-7b", "LoadImage #1"),
+    ("utility_seedvr2_3b_int8_upscale_video", "seedvr2-3b", "GetVideoComponents"),
 ])
-def test_seedvr2_is_recognised_but_sized_by_the_loaded_input(name, model):
+def test_seedvr2_is_recognised_but_sized_by_the_loaded_input(name, model, stop):
     a = plan(name)
     loaders = {l["role"]: l for l in a["workflow"]["loaders"]}
     assert loaders["diffusion"]["model"] == model and loaders["diffusion"]["precision"] == "int8_convrot"
     assert loaders["vae"]["model"] == "seedvr2-ema-vae"
-    # The latent is the loaded image or video enlarged by ResizeImageMaskNode (4x, 2x): unknown, and the
-    # reason names that node, never a default size that ends in "fits".
+    # The latent is the loaded image or video enlarged by ResizeImageMaskNode ("scale by multiplier" 4x, 2x): a
+    # factor of an unknown size is unknown, and the reason names where the trace stops (the loaded image or
+    # video), never a default size that ends in "fits".
     assert not a["workflow"]["size_known"]
-    assert a["verdict"] == "unknown" and "ResizeImageMaskNode" in a["verdict_reason"]
+    assert a["verdict"] == "unknown" and stop in a["verdict_reason"]

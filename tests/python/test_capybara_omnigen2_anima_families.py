@@ -76,9 +76,18 @@ def test_near_families_keep_their_own_entries():
 
 
 @pytest.mark.parametrize("template, node_type", [
-    ("image_anima_lllite_any_control_to_image", "ResizeImageMaskNode"),  # "scale total pixels" of a loaded image
     ("image_anima_lllite_depth_control_to_image", "PreviewImage"),  # where the trace of its control image stops
 ])
 def test_a_control_template_sized_by_its_control_image_withholds_its_verdict(template, node_type):
     # The latent takes GetImageSize of the control image, which follows a loaded image: unknown, named.
     assert_size_follows(plan(template), "anima-base-v1.0", node_type)
+
+
+def test_a_control_image_scaled_to_total_pixels_sizes_the_latent_as_that_count():
+    # ResizeImageMaskNode "scale total pixels" (1 MP) of a control image of unknown aspect: the count is known, so
+    # GetImageSize's sides are the 1024 x 1024 square of it, said as size_origin pixel_count in the notes.
+    a = plan("image_anima_lllite_any_control_to_image")
+    assert a["job"]["diffusion"]["model"] == "anima-base-v1.0"
+    assert a["workflow"]["size_known"] and a["verdict"] != "unknown"
+    assert (a["job"]["width"], a["job"]["height"]) == (1024, 1024)
+    assert any("size_origin pixel_count" in n and "ResizeImageMaskNode" in n for n in a["notes"])

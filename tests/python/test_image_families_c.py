@@ -76,11 +76,13 @@ def test_joyai_edit_input_image_joins_the_sequence_and_its_weights_are_the_16b_d
     assert 16.0e9 < weights(a, "joyai") < 16.6e9
 
 
-def test_firered_edit_is_read_as_its_own_model_and_its_size_stays_unknown_naming_the_resize():
-    # Qwen-Image's DiT under its own name; its latent follows ResizeImageMaskNode over a loaded image, so the verdict
-    # is withheld naming that node rather than defaulted.
+def test_firered_edit_is_read_as_its_own_model_and_sized_as_the_pixel_count_of_its_resize():
+    # Qwen-Image's DiT under its own name; its latent follows ResizeImageMaskNode "scale total pixels" over a
+    # loaded image: the pixel count is known, not the aspect, so it is sized as the square of that count and the
+    # notes say so (size_origin pixel_count) rather than defaulting a size.
     a = plan("image_firered_image_edit1_1")
     loaders = {l["role"]: l["model"] for l in a["workflow"]["loaders"]}
     assert loaders["diffusion"] == "firered-image-edit-1.1"
-    assert a["verdict"] == "unknown" and not a["workflow"]["size_known"]
-    assert "ResizeImageMaskNode" in a["reason"]
+    assert a["verdict"] != "unknown" and a["workflow"]["size_known"]
+    assert (a["job"]["width"], a["job"]["height"]) == (1024, 1024)
+    assert any("size_origin pixel_count" in n and "ResizeImageMaskNode" in n for n in a["notes"])

@@ -32,34 +32,6 @@ LoaderRole read_role(const json& j, const Reader& r) {
   return role;
 }
 
-// {"width": widget name or pixels, "height": ...}: a number is a fixed size, within ComfyUI's 16384.
-ImageSizeRule read_image_size(const json& j, const Reader& r) {
-  if (!j.is_object()) r.fail("(entry)", "expected {width, height}, each a widget name or a number of pixels");
-  r.known(j, {"width", "height", "when"});
-  auto side = [&](const char* key) {
-    ImageSide s;
-    auto it = j.find(key);
-    if (it == j.end()) r.fail(key, "is missing");
-    if (it->is_number_integer()) {
-      const long long px = it->get<long long>();
-      if (px < 16 || px > 16384) r.fail(key, "expected 16 to 16384 pixels, got " + std::to_string(px));
-      s.fixed = static_cast<int>(px);
-    } else {
-      s.widget = r.text(j, key, true);
-    }
-    return s;
-  };
-  ImageSizeRule rule{side("width"), side("height"), "", ""};
-  if (auto w = j.find("when"); w != j.end()) {
-    const Reader wr{r.file, r.where + ".when"};
-    if (!w->is_object()) wr.fail("(entry)", "expected {widget, is}: the mode widget and the mode the rule holds in");
-    wr.known(*w, {"widget", "is"});
-    rule.when_widget = wr.text(*w, "widget", true);
-    rule.when_value = wr.text(*w, "is", true);
-  }
-  return rule;
-}
-
 // {aspect_ratio, megapixels, multiple, minimum: widget names; ratios: {choice: [w, h]}} (ResolutionSelector).
 ResolutionRule read_resolution(const json& j, const Reader& r) {
   if (!j.is_object()) r.fail("(entry)", "expected {aspect_ratio, megapixels, multiple, minimum, ratios}");
@@ -110,23 +82,17 @@ void read_latent_rules(const json& j, const Reader& r, ComfyNode& n) {
   if (auto it = j.find("resolution"); it != j.end()) n.resolution = read_resolution(*it, Reader{r.file, r.where + ".resolution"});
 }
 
-// image_total_pixels: the size a node scales its image input to, from a megapixels or side widget.
-TotalPixelsRule read_total_pixels(const json& t, const Reader& r) {
-  const Reader tr{r.file, r.where + ".image_total_pixels"};
-  if (!t.is_object()) tr.fail("(entry)", "expected {megapixels or side, steps, input}: widget names and the image input");
-  tr.known(t, {"megapixels", "side", "steps", "input"});
-  TotalPixelsRule rule;
-  rule.megapixels = tr.text(t, "megapixels");
-  rule.side = tr.text(t, "side");
-  if (rule.megapixels.empty() == rule.side.empty()) tr.fail("megapixels", "and side: expected exactly one of them");
-  if (auto s = t.find("steps"); s != t.end() && s->is_number_integer()) {
-    rule.fixed_steps = s->get<int>();
-    if (rule.fixed_steps < 1 || rule.fixed_steps > 16384) tr.fail("steps", "expected 1 to 16384 pixels or a widget name");
-  } else {
-    rule.steps = tr.text(t, "steps");
+// The node's image size rules: one kind for the node, or one per mode of its mode widget (whose widget must be
+// the first of the node's own widgets, so the reader finds the mode before it knows the order of the rest).
+void read_image_rules(const json& j, const Reader& r, ComfyNode& n) {
+  read_size_rules(j, r, n.image);
+  if (auto it = j.find("image_modes"); it != j.end()) {
+    if (n.image.any()) r.fail("image_modes", "and a size rule of the whole node both set the size: keep one");
+    n.image_modes = read_image_modes(*it, Reader{r.file, r.where + ".image_modes"});
+    if (!n.widgets || n.widgets->empty() || n.widgets->front() != n.image_modes->widget)
+      r.fail("widgets", "expected the image_modes widget '" + n.image_modes->widget + "' first");
   }
-  rule.input = tr.text(t, "input", true);
-  return rule;
+  n.upscale_model_file = r.text(j, "upscale_model_file");
 }
 
 void read_decode(const json& j, const Reader& r, ComfyNode& n) {
@@ -221,7 +187,8 @@ ComfyNode read_node(const std::string& type, const json& j, const Reader& r, con
               "value_outputs", "size_from_image", "switch", "run_note", "generates", "stage", "image_input",
               "image_through", "image_size", "image_size_unknown", "latent_scale", "image_total_pixels", "image_scale_by",
               "audio_latent", "token_latent", "image_file", "resolution", "passes", "clip_vision_output", "sampler",
-              "block_frames", "clip_output", "latent_frames", "frames_concat"});
+              "block_frames", "clip_output", "latent_frames", "frames_concat", "image_side", "image_pad",
+              "image_multiple", "image_model_scale", "image_match", "image_modes", "upscale_model_file"});
   ComfyNode n;
   n.type = type;
   n.source = r.text(j, "source");
@@ -235,18 +202,7 @@ ComfyNode read_node(const std::string& type, const json& j, const Reader& r, con
   n.image_through = r.text(j, "image_through");
   n.image_size_unknown = r.text(j, "image_size_unknown");
   n.image_file = r.text(j, "image_file");
-  if (auto it = j.find("image_size"); it != j.end()) n.image_size = read_image_size(*it, Reader{r.file, r.where + ".image_size"});
-  if (auto it = j.find("image_total_pixels"); it != j.end()) {
-    n.image_total_pixels = read_total_pixels(*it, r);
-    if (n.image_size) r.fail("image_total_pixels", "and image_size both set the size: keep one");
-  }
-  if (auto it = j.find("image_scale_by"); it != j.end()) {
-    const Reader sr{r.file, r.where + ".image_scale_by"};
-    if (!it->is_object()) sr.fail("(entry)", "expected {factor, input}: the factor widget and the image input");
-    sr.known(*it, {"factor", "input"});
-    n.image_scale_by = ScaleByRule{sr.text(*it, "factor", true), sr.text(*it, "input", true)};
-    if (n.image_size || n.image_total_pixels) r.fail("image_scale_by", "and another size rule both set the size: keep one");
-  }
+  read_image_rules(j, r, n);
   n.reference_image = r.flag(j, "reference_image");
   n.cfg_widget = r.text(j, "cfg");
   if (auto it = j.find("cfg_at_least"); it != j.end()) {
@@ -390,8 +346,12 @@ const ComfyNodes& comfy_nodes() {
   return nodes;
 }
 
-const std::vector<std::string>* widget_names(const std::string& type) {
+const std::vector<std::string>* widget_names(const std::string& type, const json& values) {
   const ComfyNode* n = comfy_nodes().find(type);
+  if (n && n->image_modes && values.is_array() && !values.empty() && values[0].is_string()) {
+    const auto mode = n->image_modes->modes.find(values[0].get<std::string>());
+    if (mode != n->image_modes->modes.end()) return &mode->second.widgets;
+  }
   return n && n->widgets ? &*n->widgets : nullptr;
 }
 

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/estimate/job.hpp"
+#include "core/workflow/image_rules.hpp"
 #include "core/workflow/resolution_rule.hpp"
 
 namespace headroom::workflow {
@@ -41,34 +42,6 @@ struct TokenLatentSize {
   std::string tokens, batch;
 };
 
-// One side of an image a node sets: a widget it reads, or a fixed figure (the largest of the Kontext
-// rescale's resolutions, whatever the image).
-struct ImageSide {
-  std::string widget;
-  std::optional<int> fixed;
-};
-
-struct ImageSizeRule {
-  ImageSide width, height;
-  // A node whose sides depend on a mode (ResizeImageMaskNode's resize_type): the rule holds only while the
-  // `when_widget` reads `when_value`; in another mode the size is unknown, naming the mode.
-  std::string when_widget, when_value;
-};
-
-// A node that scales its input image by a factor widget (ImageScaleBy): each side round(side x factor).
-struct ScaleByRule {
-  std::string factor, input;
-};
-
-// A node that scales its input image to a pixel count, keeping the aspect (ImageScaleToTotalPixels):
-// widget names of the megapixels (of 1024 x 1024) and of the multiple both sides round to ("": 1).
-struct TotalPixelsRule {
-  // The pixel count: `megapixels` x 1024^2 (ImageScaleToTotalPixels), or the square of the `side` widget
-  // (TextEncodeQwenImage21's resolution, whose 0 keeps the input's own size). One of the two is set.
-  std::string megapixels, side, steps, input;
-  int fixed_steps = 0;  // a multiple the node always rounds to, where no widget gives it
-};
-
 enum class DecodeKind { None, Full, Tiled, Headroom };
 
 struct ComfyNode {
@@ -86,9 +59,9 @@ struct ComfyNode {
   // or why a node's output size is not known (image_size_unknown: a loaded image).
   std::string image_input, image_through, image_size_unknown;
   std::string image_file;  // a node loading an image file of ComfyUI's input folder: the widget naming it
-  std::optional<ImageSizeRule> image_size;
-  std::optional<TotalPixelsRule> image_total_pixels;
-  std::optional<ScaleByRule> image_scale_by;
+  SizeRules image;                         // how the node sets its output image's size (none: it does not)
+  std::optional<ImageModes> image_modes;   // or per mode of a mode widget, each with its widgets_values order
+  std::string upscale_model_file;          // an upscale model loader: the widget naming its file (the factor's source)
   // Outputs 0 and 1 are a width and a height computed from an aspect choice and a pixel count (ResolutionSelector).
   std::optional<ResolutionRule> resolution;
   bool reference_image = false;                     // adds one reference image (Kontext ReferenceLatent)

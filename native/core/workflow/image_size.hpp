@@ -12,11 +12,19 @@
 
 namespace headroom::workflow {
 
+// How much a known size is known: exactly; only its pixel count (a square of that count stands for an image of
+// unknown aspect, which gives a DiT the same tokens); or an upper bound (a max-dimension node of an image of
+// unknown size: the square of that dimension holds at least its pixels, so a peak sized at it is not smaller
+// than the run's, and a "fits" holds, while a "does not fit" may be pessimistic).
+enum class SizeOrigin { Exact, PixelCount, AtMost };
+const char* size_origin_name(SizeOrigin o);  // "exact", "pixel_count", "at_most"
+
 struct ImageSize {
   std::optional<int> width, height;  // both set: the size is known
   std::string node_id, node_type;    // the node that sets it, or where the walk stopped
   std::string why;                   // when unknown: why that node's size is not known
-  std::string note;                  // when known but only in part (a pixel count of an unknown aspect)
+  std::string note;                  // when known but not exactly: what is known and how it is sized
+  SizeOrigin origin = SizeOrigin::Exact;
   bool known() const { return width && height; }
 };
 

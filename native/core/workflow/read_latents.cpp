@@ -1,5 +1,6 @@
 #include "core/workflow/read_latents.hpp"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -52,10 +53,14 @@ ImageSize traced_image_size(const ReaderState& st, const Node& n) {
 // A latent side that ComfyUI computes from an input image (GetImageSize's width and height outputs): the
 // traced image's side, or unknown (said in `unknown`) — never the stale copy the latent node stores, which is
 // whatever the template's author last saw.
-std::optional<long long> side_from_image(const ReaderState& st, const Node& origin, int slot,
-                                         std::optional<UnknownNode>& unknown, bool& square) {
+// A size known only in part says so once: its note (how it is sized and why), then each side names its origin.
+std::optional<long long> side_from_image(ReaderState& st, const Node& origin, int slot,
+                                         std::optional<UnknownNode>& unknown, std::string& inexact) {
   const ImageSize s = traced_image_size(st, origin);
-  square = !s.note.empty();
+  if (s.origin == SizeOrigin::PixelCount) inexact = ", the side of a square of its pixel count (its aspect is unknown; size_origin pixel_count)";
+  if (s.origin == SizeOrigin::AtMost) inexact = ", an upper bound of it (size_origin at_most)";
+  auto& notes = st.notes();
+  if (!s.note.empty() && std::find(notes.begin(), notes.end(), s.note) == notes.end()) notes.push_back(s.note);
   if (!s.known()) {
     unknown = UnknownNode{s.node_id, s.node_type, s.why};
     return std::nullopt;
@@ -77,8 +82,8 @@ bool read_sides(ReaderState& st, const Node& n, const LatentSize& size, const st
     const auto [origin, slot] = size_origin(st.g, in);
     if (origin && node_info(origin->type) && node_info(origin->type)->size_from_image) {
       std::optional<UnknownNode> unknown;
-      bool square = false;  // only the image's pixel count is known: the side of that square
-      const auto side = side_from_image(st, *origin, slot, unknown, square);
+      std::string inexact;  // how the side is known where it is not exactly (a pixel count, a bound)
+      const auto side = side_from_image(st, *origin, slot, unknown, inexact);
       if (!side) {
         const UnknownNode u = unknown.value_or(UnknownNode{origin->id, origin->type, "an output Headroom does not size"});
         if (!st.image_unknown) st.image_unknown = u;
@@ -90,8 +95,7 @@ bool read_sides(ReaderState& st, const Node& n, const LatentSize& size, const st
         return false;
       }
       st.notes().push_back(n.type + " #" + n.id + ": " + *name + " is " + std::to_string(*side) +
-                           " px, the size of the input image (" + origin->type + " #" + origin->id + ")" +
-                           (square ? ", the side of a square of its pixel count (its aspect is unknown)" : ""));
+                           " px, the size of the input image (" + origin->type + " #" + origin->id + ")" + inexact);
       (r == &w ? wi : hi) = *side;
       traced = true;
       continue;

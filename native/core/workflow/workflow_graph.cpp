@@ -130,7 +130,7 @@ void read_widgets(const json& jn, const Pointer& np, Node& n) {
     return;
   }
   if (!wv.is_array()) return;
-  const auto* names = widget_names(n.type);
+  const auto* names = widget_names(n.type, wv);
   if (!names) return;
   for (std::size_t k = 0; k < wv.size() && k < names->size(); ++k)
     if (!(*names)[k].empty()) set((*names)[k], wv[k], np / "widgets_values" / k);

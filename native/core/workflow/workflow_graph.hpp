@@ -78,7 +78,8 @@ Graph build_graph(const json& workflow, const std::string& source);
 json parse_workflow_text(const std::string& text, const std::string& source);
 
 // Widget names of a UI-format node type in widgets_values order ("" = a frontend-only entry such as
-// control_after_generate), from comfy_nodes.json. nullptr for a type whose widgets we do not read.
-const std::vector<std::string>* widget_names(const std::string& type);
+// control_after_generate), from comfy_nodes.json. nullptr for a type whose widgets we do not read. A node with
+// image_modes writes a different order per mode: `values` (its widgets_values, the mode first) picks it.
+const std::vector<std::string>* widget_names(const std::string& type, const json& values = json());
 
 }  // namespace headroom::workflow

@@ -4,29 +4,15 @@
 #include "catch.hpp"
 #include "core/api/api.hpp"
 #include "core/workflow/workflow.hpp"
+#include "workflow/flux_fill_workflow.hpp"
 
 using namespace headroom::workflow;
 using nlohmann::json;
 
 namespace {
 
-// A Flux fill workflow whose InpaintModelConditioning (or `conditioning`) encodes the image of node 10.
 json fill_with_image(const json& image_node, const std::string& conditioning = "InpaintModelConditioning") {
-  json wf = json::parse(R"({
-    "1": {"class_type": "UNETLoader", "inputs": {"unet_name": "flux1-fill-dev.safetensors", "weight_dtype": "default"}},
-    "2": {"class_type": "DualCLIPLoader", "inputs": {"clip_name1": "t5xxl_fp16.safetensors", "clip_name2": "clip_l.safetensors", "type": "flux"}},
-    "3": {"class_type": "VAELoader", "inputs": {"vae_name": "ae.safetensors"}},
-    "4": {"class_type": "CLIPTextEncode", "inputs": {"text": "a", "clip": ["2", 0]}},
-    "6": {"class_type": "KSampler", "inputs": {"model": ["1", 0], "positive": ["5", 0], "negative": ["5", 1],
-          "latent_image": ["5", 2], "seed": 1, "steps": 20, "cfg": 1, "sampler_name": "euler", "scheduler": "simple", "denoise": 1}},
-    "7": {"class_type": "VAEDecode", "inputs": {"samples": ["6", 0], "vae": ["3", 0]}},
-    "8": {"class_type": "SaveImage", "inputs": {"images": ["7", 0], "filename_prefix": "x"}}
-  })");
-  wf["5"] = {{"class_type", conditioning}, {"inputs", {{"positive", json::array({"4", 0})}, {"negative", json::array({"4", 0})},
-                                                       {"vae", json::array({"3", 0})}, {"pixels", json::array({"10", 0})}}}};
-  if (conditioning == "InpaintModelConditioning") wf["5"]["inputs"]["noise_mask"] = true;
-  wf["10"] = image_node;
-  return wf;
+  return flux_fill_workflow(image_node, conditioning);
 }
 
 json load_image() { return {{"class_type", "LoadImage"}, {"inputs", {{"image", "photo.png"}}}}; }
@@ -66,13 +52,18 @@ TEST_CASE("an inpaint latent takes the size an ImageScale sets, through nodes th
   info = analyse_workflow(wf, "canny");
   CHECK(info.job.width == 640);
   CHECK(info.job.height == 480);
-  // An ImageScale with 0 for a side keeps the image's aspect: that side is the image's, not known.
+  // An ImageScale with 0 for a side keeps the image's aspect: of a loaded image of unknown size the size is
+  // unknown, naming the image; of a 1000 x 600 image the height is max(1, round(600 x 1024 / 1000)) = 614.
   wf = fill_with_image(scaled(1024, 0));
   wf["11"] = load_image();
   info = analyse_workflow(wf, "aspect");
   CHECK(!info.size_known);
   REQUIRE(info.size_from_unknown);
-  CHECK(info.size_from_unknown->type == "ImageScale");
+  CHECK(info.size_from_unknown->type == "LoadImage");
+  wf["11"] = {{"class_type", "EmptyImage"}, {"inputs", {{"width", 1000}, {"height", 600}, {"batch_size", 1}, {"color", 0}}}};
+  info = analyse_workflow(wf, "aspect of a known image");
+  CHECK(info.job.width == 1024);
+  CHECK(info.job.height == 614);
 }
 
 TEST_CASE("the Kontext rescale sizes at its largest resolution, unless a latent node sets the size", "[workflow][image_size]") {
@@ -194,11 +185,12 @@ TEST_CASE("ImageScaleBy scales a known image by its factor, and a loaded one sta
   CHECK(info.size_from_unknown->type == "LoadImage");
 }
 
-TEST_CASE("ResizeImageMaskNode sets the size in 'scale dimensions' and names any other mode", "[workflow][image_size]") {
+TEST_CASE("ResizeImageMaskNode sets the size in 'scale dimensions' and bounds a longer side", "[workflow][image_size]") {
   const auto resize = [](const std::string& mode) {
     return json{{"class_type", "ResizeImageMaskNode"},
                 {"inputs", {{"input", json::array({"11", 0})}, {"resize_type", mode}, {"resize_type.width", 1280},
-                            {"resize_type.height", 704}, {"resize_type.crop", "center"}, {"scale_method", "area"}}}};
+                            {"resize_type.height", 704}, {"resize_type.crop", "center"}, {"resize_type.longer_size", 1536},
+                            {"scale_method", "area"}}}};
   };
   json wf = fill_with_image(resize("scale dimensions"));
   wf["11"] = load_image();
@@ -206,10 +198,12 @@ TEST_CASE("ResizeImageMaskNode sets the size in 'scale dimensions' and names any
   CHECK(info.size_known);
   CHECK(info.job.width == 1280);
   CHECK(info.job.height == 704);
+  // Of a loaded image of unknown size, a longer side of 1536 is at most a 1536 square (the other modes:
+  // test_workflow_image_resize.cpp).
   wf["10"] = resize("scale longer dimension");
   info = analyse_workflow(wf, "longer");
-  CHECK(!info.size_known);
-  REQUIRE(info.size_from_unknown);
-  CHECK(info.size_from_unknown->type == "ResizeImageMaskNode");
-  CHECK(info.size_from_unknown->why.find("'scale longer dimension'") != std::string::npos);
+  REQUIRE(info.size_known);
+  CHECK(info.job.width == 1536);
+  CHECK(info.job.height == 1536);
+  CHECK(has_note(info, "at_most"));
 }
