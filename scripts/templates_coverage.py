@@ -145,7 +145,10 @@ def judge(rc, answer, error):
         elif "sampled latent" in reason:
             group = "latent size from a node Headroom cannot size"
         else:
-            group = "verdict unknown: " + " ".join(reason.split()[:4])
+            # The core says what withheld the verdict and at which node type: a group per cause, whole words.
+            nc = answer.get("not_covered") or {}
+            group = "verdict unknown: " + (f"{nc.get('kind', '?')} at {nc['node_type']}" if nc.get("node_type")
+                                           else nc.get("kind") or reason)
         return False, reason, group
     if not wf.get("size_known"):
         return False, "latent size assumed, not read from the template", "latent size assumed"

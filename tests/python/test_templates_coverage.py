@@ -108,3 +108,13 @@ def test_a_muted_loader_or_a_loader_of_another_pack_is_judged_by_what_it_loads()
                                           [], known)
     assert not coverage.loads_diffusion_model("UpscaleModelLoader", 0, {"models": [{"directory": "upscale_models"}]},
                                               ["4x.pth"], known)
+
+
+def test_a_withheld_verdict_is_grouped_by_what_withheld_it_in_whole_words():
+    loaders = [{"role": "diffusion", "file": "flux1-dev.safetensors", "model": "flux1-dev"}]
+    why = "a model patch Headroom does not know: ModelPatchLoader #173 loads 'x.safetensors'"
+    answer = _answer("unknown", loaders, reason=why)
+    answer["not_covered"] = {"kind": "part", "node_id": "173", "node_type": "ModelPatchLoader", "why": why}
+    assert coverage.judge(0, answer, "") == (False, why, "verdict unknown: part at ModelPatchLoader")
+    answer["not_covered"] = {"kind": "sampler_size"}
+    assert coverage.judge(0, answer, "")[2] == "verdict unknown: sampler_size"
