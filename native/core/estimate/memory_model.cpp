@@ -198,6 +198,15 @@ UnetPeak unet_peak(const DiffusionArch& arch, const SampleGeometry& g) {
   return p;
 }
 
+// Each component of a list, its errors naming the field with the index ("other_diffusion[1]").
+template <typename T, typename Get>
+std::vector<ResolvedComponent> resolve_list(const std::vector<T>& items, Role role, const std::string& field, Get component) {
+  std::vector<ResolvedComponent> out;
+  for (std::size_t i = 0; i < items.size(); ++i)
+    out.push_back(resolve_component(component(items[i]), role, field + "[" + std::to_string(i) + "]"));
+  return out;
+}
+
 }  // namespace
 
 int vae_compute_bytes(const ResolvedComponent& vae) {
@@ -222,9 +231,8 @@ ResolvedJob resolve_job(const Job& job) {
   if (job.lora_bytes > 4096ull * GiB) throw InputError("lora_bytes", "is larger than 4 TiB; give the LoRA file size in bytes");
 
   if (job.diffusion) r.diffusion = resolve_component(*job.diffusion, Role::DiffusionModel, "diffusion");
-  for (std::size_t i = 0; i < job.text_encoders.size(); ++i)
-    r.text_encoders.push_back(resolve_component(job.text_encoders[i], Role::TextEncoder,
-                                                "text_encoders[" + std::to_string(i) + "]"));
+  const auto itself = [](const Component& c) -> const Component& { return c; };
+  r.text_encoders = resolve_list(job.text_encoders, Role::TextEncoder, "text_encoders", itself);
   for (std::size_t i = 0; i < job.text_generations.size(); ++i) {
     const std::string field = "text_generations[" + std::to_string(i) + "]";
     const TextGeneration& g = job.text_generations[i];
@@ -237,16 +245,11 @@ ResolvedJob resolve_job(const Job& job) {
   }
   if (job.clip_vision) r.clip_vision = resolve_component(*job.clip_vision, Role::ClipVision, "clip_vision");
   if (job.audio_encoder) r.audio_encoder = resolve_component(*job.audio_encoder, Role::AudioEncoder, "audio_encoder");
-  for (std::size_t i = 0; i < job.model_patches.size(); ++i)
-    r.model_patches.push_back(resolve_component(job.model_patches[i], Role::ModelPatch,
-                                                "model_patches[" + std::to_string(i) + "]"));
+  r.model_patches = resolve_list(job.model_patches, Role::ModelPatch, "model_patches", itself);
   if (job.vae) r.vae = resolve_component(*job.vae, Role::Vae, "vae");
-  for (std::size_t i = 0; i < job.other_diffusion.size(); ++i)
-    r.other_diffusion.push_back(resolve_component(job.other_diffusion[i].model, Role::DiffusionModel,
-                                                  "other_diffusion[" + std::to_string(i) + "]"));
-  for (std::size_t i = 0; i < job.other_text_encoders.size(); ++i)
-    r.other_text_encoders.push_back(resolve_component(job.other_text_encoders[i].model, Role::TextEncoder,
-                                                      "other_text_encoders[" + std::to_string(i) + "]"));
+  const auto model = [](const OtherModel& o) -> const Component& { return o.model; };
+  r.other_diffusion = resolve_list(job.other_diffusion, Role::DiffusionModel, "other_diffusion", model);
+  r.other_text_encoders = resolve_list(job.other_text_encoders, Role::TextEncoder, "other_text_encoders", model);
   if (!r.diffusion && !r.model_patches.empty())
     throw InputError("model_patches", "a model patch is sampled with the diffusion model it patches; give that model too");
   if (!r.diffusion && r.text_encoders.empty() && !r.clip_vision && !r.audio_encoder && !r.vae)
