@@ -24,6 +24,9 @@ std::uint64_t parse_size(const std::string& text, const std::string& field,
 // "nan", leading spaces) is refused by every number typed as text.
 bool is_decimal_number(const std::string& text);
 
+// Whole units of `b` that hold `a` (latent sides from pixels, tokens from patches, blocks from frames).
+constexpr std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
+
 // "12.34 GiB", "512.0 MiB", "900 B".
 std::string format_bytes(std::uint64_t bytes);
 

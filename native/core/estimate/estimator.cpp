@@ -60,6 +60,19 @@ json components_json(const std::vector<Component>& cs) {
   return j;
 }
 
+json others_json(const std::vector<OtherModel>& others) {
+  json j = json::array();
+  for (const auto& o : others) j.push_back({{"model", component_json(o.model)}, {"runs_before", o.runs_before}});
+  return j;
+}
+
+// Shown only for a sampler that does not step the whole latent each time.
+void add_sampling(json& j, SamplingKind kind, int block_frames) {
+  if (kind == SamplingKind::Standard) return;
+  j["sampling"] = sampling_kind_name(kind);
+  j["block_frames"] = block_frames;
+}
+
 const char* decode_mode_name(DecodeMode m) {
   switch (m) {
     case DecodeMode::Full: return "full";
@@ -296,15 +309,11 @@ json sampler_job_json(const SamplerJob& s) {
   j["title"] = s.title.empty() ? json(nullptr) : json(s.title);
   j["continues"] = s.continues.empty() ? json(nullptr) : json(s.continues);
   if (s.tokens > 0) j["tokens"] = s.tokens;
-  if (s.sampling != SamplingKind::Standard) {
-    j["sampling"] = sampling_kind_name(s.sampling);
-    j["block_frames"] = s.block_frames;
-  }
+  add_sampling(j, s.sampling, s.block_frames);
   j["unknown_node"] = s.unknown_node ? json{{"id", s.unknown_node->id}, {"type", s.unknown_node->type},
                                             {"title", s.unknown_node->title}, {"what", s.unknown_what}}
                                      : json(nullptr);
-  j["text_encoders"] = json::array();  // those its conditioning reads (empty: none traced)
-  for (const auto& t : s.text_encoders) j["text_encoders"].push_back(component_json(t));
+  j["text_encoders"] = components_json(s.text_encoders);  // those its conditioning reads (empty: none traced)
   return j;
 }
 
@@ -328,10 +337,7 @@ json job_to_json(const Job& job) {
   if (job.tokens > 0) j["tokens"] = job.tokens;
   j["batch"] = job.batch;
   j["cfg"] = job.cfg;
-  if (job.sampling != SamplingKind::Standard) {
-    j["sampling"] = sampling_kind_name(job.sampling);
-    j["block_frames"] = job.block_frames;
-  }
+  add_sampling(j, job.sampling, job.block_frames);
   j["reference_images"] = job.reference_images;
   j["decode_mode"] = decode_mode_name(job.decode_mode);
   j["decode_tile_px"] = job.decode_tile_px;
@@ -340,12 +346,8 @@ json job_to_json(const Job& job) {
   j["samplers"] = json::array();
   for (const auto& sj : job.samplers) j["samplers"].push_back(sampler_job_json(sj));
   j["bound_sampler"] = job.bound_sampler.empty() ? json(nullptr) : json(job.bound_sampler);
-  j["other_diffusion"] = json::array();
-  for (const auto& o : job.other_diffusion)
-    j["other_diffusion"].push_back({{"model", component_json(o.model)}, {"runs_before", o.runs_before}});
-  j["other_text_encoders"] = json::array();
-  for (const auto& o : job.other_text_encoders)
-    j["other_text_encoders"].push_back({{"model", component_json(o.model)}, {"runs_before", o.runs_before}});
+  j["other_diffusion"] = others_json(job.other_diffusion);
+  j["other_text_encoders"] = others_json(job.other_text_encoders);
   j["decode_scale"] = job.decode_scale;
   j["notes"] = job.notes;
   return j;
@@ -554,11 +556,14 @@ std::vector<SamplerPeak> sampler_peaks(const Job& job, const Runtime& runtime, c
     std::uint64_t need;                           // its whole need, for samplers that all stream at the card
   };
   std::vector<SamplerPeak> out;
-  std::vector<std::uint64_t> needs;
+  // Per sampler, what picks the one that binds: its sample stage or its own prompt's encode, whichever is
+  // larger; then the sampling; then the whole need (samplers that all stream peak at the card). 0 = unsized.
+  std::vector<std::tuple<std::uint64_t, std::uint64_t, std::uint64_t>> binds_by;
   std::vector<Sized> sized;  // one sizing per distinct job and cache (two passes of one model)
   Loaded before = earlier;
   for (const auto& s : job.samplers) {
     SamplerPeak sp{s, s.diffusion ? s.diffusion->model : "", std::nullopt, s.unknown, false, std::nullopt};
+    std::tuple<std::uint64_t, std::uint64_t, std::uint64_t> key{0, 0, 0};
     if (sp.unsized.empty() && (!s.diffusion || !find_model_of(*s.diffusion)))
       sp.unsized = "its model" + (s.diffusion ? " '" + s.diffusion->file + "'" : std::string()) + " is not in the catalog";
     if (sp.unsized.empty()) {
@@ -578,24 +583,19 @@ std::vector<SamplerPeak> sampler_peaks(const Job& job, const Runtime& runtime, c
                                         {rj.diffusion->model->name, rj.diffusion->weight_bytes}, sample.full_load_bytes});
       }
       sp.peak_bytes = it->peak;
-      needs.resize(out.size() + 1, 0);
-      needs.back() = it->need;
       sp.encode_peak_bytes = own_encode_peak(s, job, runtime, p);
+      key = {std::max(it->peak, sp.encode_peak_bytes.value_or(0)), it->peak, it->need};
       add_loaded(before, it->model.first, it->model.second);  // ComfyUI keeps it cached while it fits
     }
     out.push_back(std::move(sp));
+    binds_by.push_back(key);
   }
-  // The worst job binds: its sample stage or its own prompt's encode, whichever is larger; then the sampling,
-  // then the whole need (samplers that all stream peak at the card).
-  needs.resize(out.size(), 0);
-  auto key = [&](const SamplerPeak& s) {
-    const std::uint64_t sample = s.peak_bytes.value_or(0);
-    const std::uint64_t need = needs[static_cast<std::size_t>(&s - out.data())];
-    return std::make_tuple(s.peak_bytes ? std::max(sample, s.encode_peak_bytes.value_or(0)) : 0, sample, need);
-  };
-  auto worst = std::max_element(out.begin(), out.end(),
-                                [&](const SamplerPeak& a, const SamplerPeak& b) { return key(a) < key(b); });
-  if (worst != out.end() && worst->peak_bytes) worst->binding = true;
+  // The first of equals binds, in sampler order; an unsized sampler never does.
+  const auto worst = std::max_element(binds_by.begin(), binds_by.end());
+  if (worst != binds_by.end()) {
+    SamplerPeak& sp = out[static_cast<std::size_t>(worst - binds_by.begin())];
+    sp.binding = sp.peak_bytes.has_value();
+  }
   return out;
 }
 

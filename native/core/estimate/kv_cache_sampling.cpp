@@ -8,8 +8,6 @@
 namespace headroom {
 namespace {
 
-std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
-
 // Only a video transformer has frames to sample one block after another.
 void check_samplable(const DiffusionArch& arch) {
   if (!arch.levels.empty() || arch.audio() || arch.token_latent || arch.vae_stride[0] <= 1)

@@ -28,8 +28,6 @@ const VaeArch& vae_of(const ModelInfo& m) {
   return *m.vae;
 }
 
-std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
-
 ResolvedComponent resolve_component(const Component& c, Role expected, const std::string& field) {
   ResolvedComponent r;
   r.model = &model_of(c, field);

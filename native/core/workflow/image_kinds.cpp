@@ -5,6 +5,7 @@
 
 #include "core/workflow/comfy_nodes.hpp"
 #include "core/workflow/image_walk.hpp"
+#include "core/workflow/workflow_values.hpp"
 
 namespace headroom::workflow {
 
@@ -121,8 +122,7 @@ ImageSize to_multiple(const Graph& g, const Node& n, const MultipleRule& rule, c
 // ImageUpscaleWithModel (comfy_extras/nodes_upscale_model.py): tiled_scale by the model's scale, each side x
 // scale. The scale is the model's own; the file name's `4x`/`x2` token states it (unknown without one).
 ImageSize model_scaled(const Graph& g, const Node& n, const ModelScaleRule& rule, const ImageReaders& rd, int hops) {
-  const Input* link = n.input(rule.model);
-  const Node* loader = link && link->from_node ? g.node(*link->from_node) : nullptr;
+  const Node* loader = source_of(g, n, rule.model);
   const ComfyNode* info = loader ? comfy_nodes().find(loader->type) : nullptr;
   if (!loader || !info || info->upscale_model_file.empty())
     return unknown_image_size(n, "its " + rule.model + " comes from no upscale model loader Headroom reads");

@@ -10,10 +10,14 @@
 
 namespace headroom::workflow {
 
+bool same_load(const Component& a, const Component& b) {
+  return a.file == b.file && a.precision == b.precision && a.model == b.model;
+}
+
 bool already_loaded(ReaderState& st, const std::vector<Component>& loaded, const Component& c, const Node& n) {
   // Five umt5 loaders were counted as five, 53 GiB of host RAM.
   for (const auto& other : loaded)
-    if (other.file == c.file && other.precision == c.precision && other.model == c.model) {
+    if (same_load(other, c)) {
       st.notes().push_back(n.type + " #" + n.id + " loads '" + c.file + "' again with the same settings: ComfyUI "
                            "reuses the loaded copy, counted once");
       return true;

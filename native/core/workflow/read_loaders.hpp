@@ -13,7 +13,10 @@ namespace headroom::workflow {
 void read_loader(ReaderState& st, const Node& n, const std::string& role);
 
 // ComfyUI caches a node's output by its class and inputs, not by its id, so loaders of the same file
-// with the same settings give one model: true (and a note) when `c` is already in `loaded`.
+// with the same settings give one model: whether `a` and `b` are that one model.
+bool same_load(const Component& a, const Component& b);
+
+// True (and a note) when `c` is already in `loaded` (same_load).
 bool already_loaded(ReaderState& st, const std::vector<Component>& loaded, const Component& c, const Node& n);
 
 }  // namespace headroom::workflow

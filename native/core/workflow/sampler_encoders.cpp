@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/workflow/read_loaders.hpp"
 #include "core/workflow/sampler_jobs.hpp"
 
 namespace headroom::workflow {
@@ -21,14 +22,10 @@ bool followed(const Input& in, bool at_sampler) {
   return !(at_sampler && listed(comfy_nodes().sampled_latent_inputs, in.name));
 }
 
-bool same_file(const Component& a, const Component& b) {
-  return a.model == b.model && a.precision == b.precision && a.file == b.file;
-}
-
 // The traced encoders in the order the workflow's loaders read them (node ids), a checkpoint's last.
 void in_workflow_order(const std::vector<Component>& workflow, SamplerJob& job) {
   auto rank = [&](const Component& c) {
-    auto at = std::find_if(workflow.begin(), workflow.end(), [&](const Component& w) { return same_file(w, c); });
+    auto at = std::find_if(workflow.begin(), workflow.end(), [&](const Component& w) { return same_load(w, c); });
     return static_cast<std::size_t>(at - workflow.begin());
   };
   std::vector<std::size_t> order(job.text_encoders.size());
@@ -58,7 +55,7 @@ void add_load(const std::vector<Component>& load, const std::string& loader, Sam
   job.encoders_traced = true;
   for (const Component& c : load) {
     const bool again = std::any_of(job.text_encoders.begin(), job.text_encoders.end(),
-                                   [&](const Component& t) { return same_file(t, c); });
+                                   [&](const Component& t) { return same_load(t, c); });
     if (again) continue;  // one file loaded by two loaders alike is one copy (read_loaders.cpp already_loaded)
     job.text_encoders.push_back(c);
     job.text_encoder_loads.push_back(loader);

@@ -8,6 +8,7 @@
 
 #include "core/base/error.hpp"
 #include "core/base/json_reader.hpp"
+#include "core/workflow/read_loaders.hpp"
 #include "core/workflow/sampler_encoders.hpp"
 
 namespace headroom::workflow {
@@ -59,9 +60,8 @@ void add_patches(const ReaderState& st, const Node& at, SamplerJob& job) {
     if (!in.from_node) continue;
     auto it = st.patches_by_node.find(*in.from_node);
     if (it == st.patches_by_node.end()) continue;
-    const bool seen = std::any_of(job.model_patches.begin(), job.model_patches.end(), [&](const Component& c) {
-      return c.file == it->second.file && c.model == it->second.model;
-    });
+    const bool seen = std::any_of(job.model_patches.begin(), job.model_patches.end(),
+                                  [&](const Component& c) { return same_load(c, it->second); });
     if (!seen) job.model_patches.push_back(it->second);
   }
 }
